@@ -1,0 +1,54 @@
+/**
+ * edgeroll's command line: one entry, one subcommand per job.
+ *
+ * Each room exports its own `Command`; this file only dispatches.
+ */
+import { type Command, commandHelp, parseCommandArgs, UsageError } from "./cli/command.ts";
+
+const commands: Command[] = [];
+
+function overview(): string {
+  const width = Math.max(8, ...commands.map((c) => c.name.length)) + 2;
+  return [
+    "usage: edgeroll <command> [options]",
+    "",
+    "edgeroll rolls DaemonSets out across edge fleets in budgeted waves.",
+    "",
+    "commands:",
+    ...commands.map((c) => `  ${c.name.padEnd(width)}${c.summary.split("\n")[0]}`),
+    "",
+    "Run `edgeroll <command> --help` for the options of one command.",
+  ].join("\n");
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv[0] === "--" ? argv.slice(1) : argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    console.log(overview());
+    return name === undefined ? 2 : 0;
+  }
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    console.error(`edgeroll: unknown command "${name}"\n\n${overview()}`);
+    return 2;
+  }
+  try {
+    const args = parseCommandArgs(command, rest);
+    if (args.values.help) {
+      console.log(commandHelp(command));
+      return 0;
+    }
+    return await command.run(args);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`edgeroll ${command.name}: ${err.message}\n\n${commandHelp(command)}`);
+      return 2;
+    }
+    console.error(`edgeroll ${command.name}: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}
