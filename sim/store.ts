@@ -1,0 +1,389 @@
+/**
+ * The simulator's object store: what etcd plus the generic registry are to a kube-apiserver.
+ *
+ * It owns resourceVersions, uids, generation, optimistic concurrency, finalizers, graceful
+ * deletion and the event history that watches resume from. The HTTP server (verbs, patch,
+ * discovery) and the simulated controllers (kubelet, scheduler, DaemonSet controller, GC) are
+ * both clients of this one store, so they see one consistent history.
+ *
+ * Resources are named as kubectl names them: `pods`, `nodes`, `daemonsets.apps`,
+ * `advanceddaemonsets.apps.edgeroll.dev` (`<plural>` for the core group, `<plural>.<group>`
+ * otherwise). Versions are not part of the key: one storage per group/resource.
+ */
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  generateName?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+  finalizers?: string[];
+  [field: string]: unknown;
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  [field: string]: unknown;
+}
+
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
+
+export interface StoreEvent {
+  type: WatchEventType;
+  resource: string;
+  /** The object as stored after the change (for DELETED: its last state, new resourceVersion). */
+  object: KubeObject;
+  resourceVersion: number;
+}
+
+/** A failed store operation, shaped like a Kubernetes `Status` failure. */
+export class StoreError extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: "NotFound" | "AlreadyExists" | "Conflict" | "Gone" | "Invalid" | "BadRequest",
+    message: string,
+  ) {
+    super(message);
+    this.name = "StoreError";
+  }
+}
+
+export interface DeleteOptions {
+  preconditions?: { uid?: string; resourceVersion?: string };
+  /** Pods only: seconds the kubelet is given; 0 removes at once. Default: the pod's own. */
+  gracePeriodSeconds?: number;
+  propagationPolicy?: "Orphan" | "Background" | "Foreground";
+}
+
+export interface ListOptions {
+  namespace?: string;
+  filter?: (object: KubeObject) => boolean;
+}
+
+export interface WatchOptions {
+  namespace?: string;
+  /** Replay every event after this version; absent means "from now". */
+  resourceVersion?: number;
+  filter?: (object: KubeObject) => boolean;
+}
+
+export type Clock = () => number;
+
+const FOREGROUND = "foregroundDeletion";
+const ORPHAN = "orphan";
+
+/** Pod deletion waits for the kubelet only when the pod is bound to a node. */
+function needsKubeletConfirmation(resource: string, object: KubeObject): boolean {
+  const spec = object.spec as { nodeName?: string } | undefined;
+  return resource === "pods" && Boolean(spec?.nodeName);
+}
+
+function objectKey(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/** RFC 3339 with whole seconds, as Kubernetes writes timestamps. */
+export function isoSeconds(epochMs: number): string {
+  return new Date(epochMs).toISOString().replace(/\.\d+Z$/, "Z");
+}
+
+function clone<T>(value: T): T {
+  return structuredClone(value);
+}
+
+export class Store {
+  #version = 0;
+  readonly #objects = new Map<string, Map<string, KubeObject>>();
+  readonly #history: StoreEvent[] = [];
+  readonly #historyLimit: number;
+  readonly #listeners = new Set<(event: StoreEvent) => void>();
+  readonly #clock: Clock;
+  #writes = 0;
+
+  constructor(options: { clock?: Clock; historyLimit?: number } = {}) {
+    this.#clock = options.clock ?? Date.now;
+    this.#historyLimit = options.historyLimit ?? 50_000;
+  }
+
+  get resourceVersion(): number {
+    return this.#version;
+  }
+
+  /** Oldest resourceVersion a watch can still resume after. */
+  get oldestResumableVersion(): number {
+    return this.#history.length > 0 ? this.#history[0].resourceVersion - 1 : this.#version;
+  }
+
+  get writes(): number {
+    return this.#writes;
+  }
+
+  now(): number {
+    return this.#clock();
+  }
+
+  count(resource?: string): number {
+    if (resource) return this.#objects.get(resource)?.size ?? 0;
+    let total = 0;
+    for (const bucket of this.#objects.values()) total += bucket.size;
+    return total;
+  }
+
+  get(resource: string, namespace: string | undefined, name: string): KubeObject {
+    const found = this.#objects.get(resource)?.get(objectKey(namespace, name));
+    if (!found) throw new StoreError(404, "NotFound", `${resource} "${name}" not found`);
+    return clone(found);
+  }
+
+  tryGet(resource: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    const found = this.#objects.get(resource)?.get(objectKey(namespace, name));
+    return found ? clone(found) : undefined;
+  }
+
+  list(
+    resource: string,
+    options: ListOptions = {},
+  ): { items: KubeObject[]; resourceVersion: number } {
+    const items: KubeObject[] = [];
+    for (const object of this.#objects.get(resource)?.values() ?? []) {
+      if (options.namespace && object.metadata.namespace !== options.namespace) continue;
+      if (options.filter && !options.filter(object)) continue;
+      items.push(clone(object));
+    }
+    items.sort((a, b) =>
+      objectKey(a.metadata.namespace, a.metadata.name)
+        .localeCompare(objectKey(b.metadata.namespace, b.metadata.name))
+    );
+    return { items, resourceVersion: this.#version };
+  }
+
+  create(resource: string, input: KubeObject): KubeObject {
+    const object = clone(input);
+    const meta = object.metadata ?? ({} as ObjectMeta);
+    object.metadata = meta;
+    if (!meta.name && meta.generateName) meta.name = meta.generateName + randomSuffix();
+    if (!meta.name) throw new StoreError(422, "Invalid", "metadata.name: Required value");
+    const bucket = this.#bucket(resource);
+    const key = objectKey(meta.namespace, meta.name);
+    if (bucket.has(key)) {
+      throw new StoreError(409, "AlreadyExists", `${resource} "${meta.name}" already exists`);
+    }
+    meta.uid = crypto.randomUUID();
+    meta.creationTimestamp = isoSeconds(this.#clock());
+    meta.generation = 1;
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    return this.#commit("ADDED", resource, key, object);
+  }
+
+  /**
+   * Replaces an object. A `metadata.resourceVersion` in the input is a precondition (409 on
+   * mismatch); without one the write is unconditional, as for kube-apiserver updates.
+   * Immutable metadata (uid, creationTimestamp, deletionTimestamp) is kept from storage;
+   * generation moves when `spec` changes. Removing the last finalizer of an object being
+   * deleted completes its deletion.
+   */
+  update(resource: string, input: KubeObject): KubeObject {
+    const bucket = this.#bucket(resource);
+    const key = objectKey(input.metadata.namespace, input.metadata.name);
+    const stored = bucket.get(key);
+    if (!stored) {
+      throw new StoreError(404, "NotFound", `${resource} "${input.metadata.name}" not found`);
+    }
+    const expected = input.metadata.resourceVersion;
+    if (expected && expected !== stored.metadata.resourceVersion) {
+      throw new StoreError(
+        409,
+        "Conflict",
+        `Operation cannot be fulfilled on ${resource} "${input.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
+      );
+    }
+    const object = clone(input);
+    const meta = object.metadata;
+    meta.uid = stored.metadata.uid;
+    meta.creationTimestamp = stored.metadata.creationTimestamp;
+    meta.generation = stored.metadata.generation;
+    if (stored.metadata.deletionTimestamp) {
+      meta.deletionTimestamp = stored.metadata.deletionTimestamp;
+      meta.deletionGracePeriodSeconds = stored.metadata.deletionGracePeriodSeconds;
+    } else {
+      delete meta.deletionTimestamp;
+      delete meta.deletionGracePeriodSeconds;
+    }
+    if (JSON.stringify(object.spec) !== JSON.stringify(stored.spec)) {
+      meta.generation = (stored.metadata.generation ?? 0) + 1;
+    }
+    meta.resourceVersion = stored.metadata.resourceVersion;
+    if (JSON.stringify(object) === JSON.stringify(stored)) {
+      return clone(stored); // a no-op write does not move resourceVersion, as in kube-apiserver
+    }
+    if (
+      meta.deletionTimestamp && !meta.finalizers?.length && !this.#awaitingKubelet(resource, object)
+    ) {
+      return this.#remove(resource, key, object);
+    }
+    return this.#commit("MODIFIED", resource, key, object);
+  }
+
+  /**
+   * Deletes an object as kube-apiserver does: objects with finalizers, and pods bound to a
+   * node (until their kubelet confirms with grace 0), only get a deletionTimestamp.
+   * Returns the object's state after the call and whether it is gone.
+   */
+  delete(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    options: DeleteOptions = {},
+  ): { object: KubeObject; removed: boolean } {
+    const bucket = this.#bucket(resource);
+    const key = objectKey(namespace, name);
+    const stored = bucket.get(key);
+    if (!stored) throw new StoreError(404, "NotFound", `${resource} "${name}" not found`);
+    const pre = options.preconditions ?? {};
+    if (pre.uid && pre.uid !== stored.metadata.uid) {
+      throw new StoreError(
+        409,
+        "Conflict",
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${stored.metadata.uid}`,
+      );
+    }
+    if (pre.resourceVersion && pre.resourceVersion !== stored.metadata.resourceVersion) {
+      throw new StoreError(
+        409,
+        "Conflict",
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in meta: ${stored.metadata.resourceVersion}`,
+      );
+    }
+    const object = clone(stored);
+    const meta = object.metadata;
+    const finalizers = new Set(meta.finalizers ?? []);
+    if (options.propagationPolicy === "Foreground") finalizers.add(FOREGROUND);
+    if (options.propagationPolicy === "Orphan") finalizers.add(ORPHAN);
+    const graceful = needsKubeletConfirmation(resource, object) && options.gracePeriodSeconds !== 0;
+    if (finalizers.size === 0 && !graceful) {
+      return { object: this.#remove(resource, key, object), removed: true };
+    }
+    if (meta.deletionTimestamp) {
+      // Already terminating: a grace-0 delete is the kubelet's confirmation (or a force).
+      if (!graceful) meta.deletionGracePeriodSeconds = 0;
+    } else {
+      const grace = options.gracePeriodSeconds ??
+        (object.spec as { terminationGracePeriodSeconds?: number }).terminationGracePeriodSeconds ??
+        30;
+      meta.deletionGracePeriodSeconds = graceful ? grace : 0;
+      meta.deletionTimestamp = isoSeconds(this.#clock() + (graceful ? grace * 1000 : 0));
+    }
+    if (finalizers.size > 0) meta.finalizers = [...finalizers];
+    return { object: this.#commit("MODIFIED", resource, key, object), removed: false };
+  }
+
+  /** Subscribes to every change of every resource (for the simulated controllers). */
+  subscribe(listener: (event: StoreEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Watches one resource. With `resourceVersion`, first replays what happened after it;
+   * a version older than the retained history throws 410 Gone.
+   */
+  watch(resource: string, options: WatchOptions, onEvent: (event: StoreEvent) => void): () => void {
+    const wanted = (event: StoreEvent) =>
+      event.resource === resource &&
+      (!options.namespace || event.object.metadata.namespace === options.namespace) &&
+      (!options.filter || options.filter(event.object));
+    if (options.resourceVersion !== undefined && options.resourceVersion < this.#version) {
+      if (options.resourceVersion < this.oldestResumableVersion) {
+        throw new StoreError(
+          410,
+          "Gone",
+          `too old resource version: ${options.resourceVersion} (${this.oldestResumableVersion})`,
+        );
+      }
+      for (const event of this.#history) {
+        if (event.resourceVersion > options.resourceVersion && wanted(event)) onEvent(event);
+      }
+    }
+    return this.subscribe((event) => {
+      if (wanted(event)) onEvent(event);
+    });
+  }
+
+  /** Drops history so that watches from before `version` get 410 Gone (fault injection). */
+  compact(version = this.#version): void {
+    while (this.#history.length > 0 && this.#history[0].resourceVersion <= version) {
+      this.#history.shift();
+    }
+  }
+
+  #awaitingKubelet(resource: string, object: KubeObject): boolean {
+    return needsKubeletConfirmation(resource, object) &&
+      object.metadata.deletionGracePeriodSeconds !== 0;
+  }
+
+  #bucket(resource: string): Map<string, KubeObject> {
+    let bucket = this.#objects.get(resource);
+    if (!bucket) {
+      bucket = new Map();
+      this.#objects.set(resource, bucket);
+    }
+    return bucket;
+  }
+
+  #remove(resource: string, key: string, object: KubeObject): KubeObject {
+    this.#bucket(resource).delete(key);
+    return this.#record("DELETED", resource, object);
+  }
+
+  #commit(type: WatchEventType, resource: string, key: string, object: KubeObject): KubeObject {
+    const stored = this.#record(type, resource, object);
+    this.#bucket(resource).set(key, stored);
+    return clone(stored);
+  }
+
+  #record(type: WatchEventType, resource: string, object: KubeObject): KubeObject {
+    this.#version += 1;
+    this.#writes += 1;
+    object.metadata.resourceVersion = String(this.#version);
+    const event: StoreEvent = {
+      type,
+      resource,
+      object: clone(object),
+      resourceVersion: this.#version,
+    };
+    this.#history.push(event);
+    if (this.#history.length > this.#historyLimit) this.#history.shift();
+    for (const listener of [...this.#listeners]) listener(event);
+    return object;
+  }
+}
+
+const SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
+
+/** Five characters as kube-apiserver appends to `generateName`. */
+function randomSuffix(): string {
+  let suffix = "";
+  for (let i = 0; i < 5; i++) {
+    suffix += SUFFIX_ALPHABET[Math.floor(Math.random() * SUFFIX_ALPHABET.length)];
+  }
+  return suffix;
+}
