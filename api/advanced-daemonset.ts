@@ -1,0 +1,154 @@
+/**
+ * The AdvancedDaemonSet custom resource (`apps.edgeroll.dev/v1alpha1`, short name `ads`).
+ *
+ * Field names and defaults are Kruise's Advanced DaemonSet (`apps.kruise.io/v1alpha1` DaemonSet),
+ * so a Kruise manifest migrates by changing `apiVersion` and `kind` only. Defaults that depend on
+ * other fields (maxUnavailable/maxSurge, the deprecated `Surging` type) are not zod defaults: they
+ * are resolved by `effectiveRollingUpdate` in `api/validation.ts`, as Kruise's mutating webhook
+ * does, so that `maxSurge: 1` alone does not also get `maxUnavailable: 1`.
+ */
+import { z } from "zod";
+import {
+  IntOrString,
+  LabelSelector,
+  ObjectMeta,
+  PodTemplateSpec,
+  SetCondition,
+} from "./kube-objects.ts";
+
+export const group = "apps.edgeroll.dev";
+export const version = "v1alpha1";
+export const apiVersion = `${group}/${version}`;
+export const kind = "AdvancedDaemonSet";
+export const plural = "advanceddaemonsets";
+
+export const RollingUpdateType = z.enum(["Standard", "Surging", "InPlaceIfPossible"]);
+export type RollingUpdateType = z.infer<typeof RollingUpdateType>;
+
+export const RollingUpdate = z.object({
+  rollingUpdateType: RollingUpdateType.default("Standard").describe(
+    "Standard recreates pods; Surging (deprecated in Kruise) is Standard with maxSurge 1 and " +
+      "maxUnavailable 0 unless given; InPlaceIfPossible is planned as Standard (see ADR).",
+  ),
+  maxUnavailable: IntOrString.optional().describe(
+    "Pods that may be unavailable during the update, an int or a percent of desired (rounded " +
+      "up). Defaults to 1 when neither maxUnavailable nor maxSurge is set.",
+  ),
+  maxSurge: IntOrString.optional().describe(
+    "Extra pods above desired during the update, an int or a percent of desired (rounded up). " +
+      "Defaults to 0.",
+  ),
+  partition: IntOrString.optional().describe(
+    "Nodes kept on the old revision, an int or a percent of desired (rounded down).",
+  ),
+  selector: LabelSelector.optional().describe("Only nodes matching this selector are updated."),
+  paused: z.boolean().optional().describe(
+    "Stops updates; pods are still created on new nodes.",
+  ),
+});
+export type RollingUpdate = z.infer<typeof RollingUpdate>;
+
+export const UpdateStrategy = z.object({
+  type: z.enum(["RollingUpdate", "OnDelete"]).default("RollingUpdate"),
+  rollingUpdate: RollingUpdate.optional(),
+});
+export type UpdateStrategy = z.infer<typeof UpdateStrategy>;
+
+export const LifecycleHook = z.object({
+  labelsHandler: z.record(z.string(), z.string()).optional(),
+  finalizersHandler: z.array(z.string()).optional(),
+  markPodNotReady: z.boolean().optional(),
+});
+export type LifecycleHook = z.infer<typeof LifecycleHook>;
+
+export const Lifecycle = z.object({
+  preDelete: LifecycleHook.optional(),
+});
+export type Lifecycle = z.infer<typeof Lifecycle>;
+
+export const AdvancedDaemonSetSpec = z.object({
+  selector: LabelSelector,
+  template: PodTemplateSpec,
+  updateStrategy: UpdateStrategy.default({ type: "RollingUpdate" }),
+  minReadySeconds: z.number().int().default(0),
+  burstReplicas: IntOrString.default(250).describe(
+    "Pods created at most per reconcile, an int or a percent of desired.",
+  ),
+  revisionHistoryLimit: z.number().int().default(10),
+  lifecycle: Lifecycle.optional(),
+});
+export type AdvancedDaemonSetSpec = z.infer<typeof AdvancedDaemonSetSpec>;
+
+/**
+ * One action taken and not yet observed. The next reconcile, on any replica, does not repeat an
+ * action whose expectation is still pending; past `deadline` it is dropped and re-planned.
+ * There are at most as many as the budgets allow (burstReplicas creations, maxUnavailable +
+ * maxSurge updates), never one per node.
+ */
+export const Expectation = z.object({
+  action: z.enum(["create", "delete", "patch", "setCondition"]),
+  pod: z.string(),
+  node: z.string().optional(),
+  uid: z.string().optional(),
+  revision: z.string().optional(),
+  /** RFC 3339; after it the expectation is forgotten. */
+  deadline: z.string(),
+});
+export type Expectation = z.infer<typeof Expectation>;
+
+export const AdvancedDaemonSetStatus = z.object({
+  currentNumberScheduled: z.number().int().default(0),
+  numberMisscheduled: z.number().int().default(0),
+  desiredNumberScheduled: z.number().int().default(0),
+  numberReady: z.number().int().default(0),
+  observedGeneration: z.number().int().optional(),
+  updatedNumberScheduled: z.number().int().optional(),
+  numberAvailable: z.number().int().optional(),
+  numberUnavailable: z.number().int().optional(),
+  collisionCount: z.number().int().optional(),
+  /** The current revision's hash (Kruise's `daemonSetHash`). */
+  daemonSetHash: z.string().optional(),
+  conditions: z.array(SetCondition).optional(),
+  /** edgeroll's bookkeeping: actions taken and not yet observed. */
+  expectations: z.array(Expectation).optional(),
+  /** RFC 3339: when this set wants to be reconciled again even if nothing is reported. */
+  nextCheckAt: z.string().optional(),
+});
+export type AdvancedDaemonSetStatus = z.infer<typeof AdvancedDaemonSetStatus>;
+
+export const AdvancedDaemonSet = z.object({
+  apiVersion: z.literal(apiVersion),
+  kind: z.literal(kind),
+  metadata: ObjectMeta,
+  spec: AdvancedDaemonSetSpec,
+  status: AdvancedDaemonSetStatus.optional(),
+});
+export type AdvancedDaemonSet = z.infer<typeof AdvancedDaemonSet>;
+/** What a user writes: every defaulted field optional. */
+export type AdvancedDaemonSetInput = z.input<typeof AdvancedDaemonSet>;
+
+/**
+ * For an `apps/v1` DaemonSet in OpenYurt mode the native controller owns `.status`, so edgeroll's
+ * own status (same shape as the AdvancedDaemonSet status) is kept as JSON in this annotation.
+ */
+export const rolloutStatusAnnotation = `${group}/rollout-status`;
+
+/** Annotations Kruise reads on a DaemonSet; edgeroll also accepts them under its own group. */
+export const annotationNames = {
+  progressiveCreatePod: [
+    "daemonset.kruise.io/progressive-create-pod",
+    `${group}/progressive-create-pod`,
+  ],
+  imagePredownloadParallelism: [
+    "apps.kruise.io/image-predownload-parallelism",
+    `${group}/image-predownload-parallelism`,
+  ],
+  imagePredownloadTimeoutSeconds: [
+    "apps.kruise.io/image-predownload-timeout-seconds",
+    `${group}/image-predownload-timeout-seconds`,
+  ],
+  imagePredownloadMinUpdatedReadyPods: [
+    "apps.kruise.io/image-predownload-min-updated-ready-pods",
+    `${group}/image-predownload-min-updated-ready-pods`,
+  ],
+} as const;

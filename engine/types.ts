@@ -1,0 +1,187 @@
+/**
+ * The engine's contract: `plan(snapshot, now) -> Plan`.
+ *
+ * A snapshot is what `kube/` read; a plan is what `kube/` does next, one action after the
+ * other, and what the reconcile route answers. Both are plain JSON (no classes, no Dates, no
+ * undefined-vs-missing tricks), so a plan can be returned over HTTP, logged and compared.
+ *
+ * Time: `now` is milliseconds since the Unix epoch (what `Date.now()` returns in the caller);
+ * timestamps inside objects are RFC 3339 strings, as Kubernetes writes them.
+ */
+import type {
+  AdvancedDaemonSet,
+  AdvancedDaemonSetStatus,
+  Expectation,
+} from "../api/advanced-daemonset.ts";
+import type {
+  ControllerRevision,
+  DaemonSet,
+  Node,
+  ObjectMeta,
+  Pod,
+  PodCondition,
+  SetCondition,
+} from "../api/kube-objects.ts";
+
+/** Milliseconds since the Unix epoch. */
+export type EpochMillis = number;
+
+interface SnapshotObjects {
+  /**
+   * Pods matching the set's selector in its namespace, including ones being deleted
+   * (`deletionTimestamp` set) and orphans; the engine decides which it owns.
+   */
+  pods: Pod[];
+  /** Every node of the cluster. */
+  nodes: Node[];
+  /** ControllerRevisions matching the set's selector in its namespace. */
+  revisions: ControllerRevision[];
+}
+
+/**
+ * What the cluster holds now. The status written last time is part of `set`: `set.status` for an
+ * AdvancedDaemonSet, the JSON in annotation `rolloutStatusAnnotation` for an `apps/v1` DaemonSet.
+ * `set` is as read from the API server: for an AdvancedDaemonSet it is not trusted to be valid
+ * (an invalid spec yields the `InvalidSpec` condition and no pod actions).
+ */
+export type Snapshot =
+  | (SnapshotObjects & { kind: "AdvancedDaemonSet"; set: AdvancedDaemonSetLike })
+  | (SnapshotObjects & { kind: "DaemonSet"; set: DaemonSet });
+
+/** An AdvancedDaemonSet as read: metadata is trusted, spec and status are validated by `plan`. */
+export interface AdvancedDaemonSetLike {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: unknown;
+  status?: unknown;
+}
+
+export type { AdvancedDaemonSet };
+
+/** Every action says why it is taken, in words a person reads in the reconcile answer. */
+interface ActionBase {
+  reason: string;
+}
+
+/**
+ * Create a pod. `pod` is the full manifest: deterministic name `<set>-<node-hash>-<rev-hash>`,
+ * controller ownerReference to the set, `spec.nodeName` and a required node affinity on
+ * `metadata.name`, labels `controller-revision-hash` and `pod-template-generation`.
+ * A 409 AlreadyExists means an earlier attempt landed: count it as success.
+ */
+export interface CreatePod extends ActionBase {
+  type: "createPod";
+  node: string;
+  revision: string;
+  pod: Pod;
+}
+
+/** Delete a pod with a UID precondition (a 404 or a UID mismatch: already done, success). */
+export interface DeletePod extends ActionBase {
+  type: "deletePod";
+  name: string;
+  uid: string;
+  node?: string;
+}
+
+/**
+ * JSON merge patch (`application/merge-patch+json`) of a pod's metadata: labels, annotations,
+ * ownerReferences (adoption). A `null` value removes a key.
+ */
+export interface PatchPod extends ActionBase {
+  type: "patchPod";
+  name: string;
+  uid: string;
+  patch: {
+    metadata: {
+      labels?: Record<string, string | null>;
+      annotations?: Record<string, string | null>;
+      ownerReferences?: ObjectMeta["ownerReferences"];
+    };
+  };
+}
+
+/**
+ * Set (add or replace by `type`) one condition on a pod through the `status` subresource
+ * (strategic merge on `status.conditions`, key `type`). Used for OpenYurt OTA's
+ * `PodNeedUpgrade` with message `controllerrevision: <hash>`.
+ */
+export interface SetPodCondition extends ActionBase {
+  type: "setPodCondition";
+  name: string;
+  uid: string;
+  condition: PodCondition & { type: string; status: "True" | "False" };
+}
+
+/** Create a ControllerRevision (full manifest, owned by the set). 409: success. */
+export interface CreateRevision extends ActionBase {
+  type: "createRevision";
+  revisionObject: ControllerRevision;
+}
+
+/** Merge patch of a ControllerRevision: adoption (ownerReferences) or a `revision` bump. */
+export interface PatchRevision extends ActionBase {
+  type: "patchRevision";
+  name: string;
+  uid: string;
+  patch: {
+    metadata?: { ownerReferences?: ObjectMeta["ownerReferences"] };
+    revision?: number;
+  };
+}
+
+/** Delete a ControllerRevision past `revisionHistoryLimit`, UID precondition. */
+export interface DeleteRevision extends ActionBase {
+  type: "deleteRevision";
+  name: string;
+  uid: string;
+}
+
+export type Action =
+  | CreatePod
+  | DeletePod
+  | PatchPod
+  | SetPodCondition
+  | CreateRevision
+  | PatchRevision
+  | DeleteRevision;
+
+export type ActionType = Action["type"];
+
+/** An Event for the set (`involvedObject` is the set unless `pod` names one of its pods). */
+export interface PlanEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+  pod?: string;
+}
+
+/** Something the set is waiting for, and why: shown in the reconcile answer. */
+export interface Awaited {
+  /** e.g. `pod/ds-abc available`, `node/edge-7 Ready`, `expectation create ds-abc`. */
+  what: string;
+  why: string;
+  /** RFC 3339, when it is known (minReadySeconds elapsing, an expectation deadline). */
+  until?: string;
+}
+
+export interface Plan {
+  /** Applied in order by kube/'s executor, after the status claim succeeded. */
+  actions: Action[];
+  /**
+   * The whole status to write (AdvancedDaemonSet: status subresource; DaemonSet: the
+   * `rolloutStatusAnnotation`). It already holds the expectations of `actions` and
+   * `nextCheckAt`. Equal to the status read (deep-equal) when there is nothing to record:
+   * then nothing is written.
+   */
+  status: AdvancedDaemonSetStatus;
+  /** The same conditions as `status.conditions`, for the answer. */
+  conditions: SetCondition[];
+  events: PlanEvent[];
+  /** Seconds until the earliest change that can happen on its own; null: nothing pending. */
+  requeueAfterSeconds: number | null;
+  awaited: Awaited[];
+}
+
+export type { Expectation };
