@@ -4,8 +4,9 @@
  * Each room exports its own `Command`; this file only dispatches.
  */
 import { type Command, commandHelp, parseCommandArgs, UsageError } from "./cli/command.ts";
+import { crdCommand } from "./manifests/crd/generate.ts";
 
-const commands: Command[] = [];
+const commands: Command[] = [crdCommand];
 
 function overview(): string {
   const width = Math.max(8, ...commands.map((c) => c.name.length)) + 2;

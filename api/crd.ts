@@ -1,0 +1,134 @@
+/**
+ * The AdvancedDaemonSet CustomResourceDefinition, built from the zod schema.
+ *
+ * `z.toJSONSchema` gives JSON Schema; a CRD needs a *structural* OpenAPI v3 schema, so the
+ * result is rewritten: int-or-string unions become `x-kubernetes-int-or-string`, the pod template
+ * keeps unknown fields, `metadata` is left to the API server, `const` becomes a one-value enum,
+ * and the JSON-Schema-only keys (`$schema`, `propertyNames`, `additionalProperties: false`, the
+ * safe-integer bounds zod adds to every int) go.
+ */
+import { z } from "zod";
+import {
+  AdvancedDaemonSet,
+  apiVersion,
+  group,
+  kind,
+  plural,
+  version,
+} from "./advanced-daemonset.ts";
+
+type Schema = { [key: string]: unknown };
+
+function isIntOrString(schema: Schema): boolean {
+  const options = schema.anyOf;
+  if (!Array.isArray(options) || options.length !== 2) return false;
+  const types = options.map((o: Schema) => o.type).sort();
+  return types[0] === "integer" && types[1] === "string";
+}
+
+function structural(schema: Schema): Schema {
+  if (isIntOrString(schema)) {
+    const { anyOf: _anyOf, ...rest } = schema;
+    return { ...rest, "x-kubernetes-int-or-string": true };
+  }
+  const out: Schema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "$schema" || key === "propertyNames") continue;
+    if (key === "const") {
+      out.enum = [value];
+      continue;
+    }
+    if (
+      (key === "minimum" && value === Number.MIN_SAFE_INTEGER) ||
+      (key === "maximum" && value === Number.MAX_SAFE_INTEGER)
+    ) continue;
+    if (key === "additionalProperties") {
+      // `false` is the JSON Schema spelling of "no unknown fields", which a CRD prunes anyway;
+      // `{}` (a loose object) means unknown fields are kept.
+      if (value === false) continue;
+      if (typeof value === "object" && value && Object.keys(value).length === 0) {
+        out["x-kubernetes-preserve-unknown-fields"] = true;
+        continue;
+      }
+    }
+    if (key === "properties") {
+      out.properties = Object.fromEntries(
+        Object.entries(value as Record<string, Schema>).map(([k, v]) => [k, structural(v)]),
+      );
+    } else if ((key === "items" || key === "additionalProperties") && typeof value === "object") {
+      out[key] = structural(value as Schema);
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+/** The openAPIV3Schema of the AdvancedDaemonSet CRD. */
+export function advancedDaemonSetOpenApiSchema(): Schema {
+  const jsonSchema = z.toJSONSchema(AdvancedDaemonSet, { io: "input" }) as Schema;
+  const schema = structural(jsonSchema);
+  const properties = schema.properties as Record<string, Schema>;
+  const spec = properties.spec.properties as Record<string, Schema>;
+  properties.metadata = { type: "object" };
+  properties.apiVersion = { type: "string" };
+  properties.kind = { type: "string" };
+  spec.template = {
+    type: "object",
+    description: "The pod template (core/v1 PodTemplateSpec), kept as written.",
+    "x-kubernetes-preserve-unknown-fields": true,
+  };
+  schema.required = ["spec"];
+  return schema;
+}
+
+function printerColumn(name: string, jsonPath: string, description: string) {
+  return { name, type: "integer", jsonPath, description };
+}
+
+/** The whole CustomResourceDefinition object, ready to be written as YAML. */
+export function advancedDaemonSetCrd(): Schema {
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${plural}.${group}` },
+    spec: {
+      group,
+      names: {
+        kind,
+        listKind: `${kind}List`,
+        plural,
+        singular: kind.toLowerCase(),
+        shortNames: ["ads"],
+      },
+      scope: "Namespaced",
+      versions: [{
+        name: version,
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        additionalPrinterColumns: [
+          printerColumn("DESIRED", ".status.desiredNumberScheduled", "The desired number of pods."),
+          printerColumn("CURRENT", ".status.currentNumberScheduled", "The current number of pods."),
+          printerColumn("READY", ".status.numberReady", "The ready number of pods."),
+          printerColumn(
+            "UP-TO-DATE",
+            ".status.updatedNumberScheduled",
+            "The updated number of pods.",
+          ),
+          printerColumn("AVAILABLE", ".status.numberAvailable", "The available number of pods."),
+          {
+            name: "AGE",
+            type: "date",
+            jsonPath: ".metadata.creationTimestamp",
+            description: "CreationTimestamp of the set.",
+          },
+        ],
+        schema: { openAPIV3Schema: advancedDaemonSetOpenApiSchema() },
+      }],
+    },
+  };
+}
+
+/** For messages: the resource this CRD serves. */
+export const crdResource = `${plural}.${group} (${apiVersion}, kind ${kind})`;

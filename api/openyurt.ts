@@ -1,0 +1,96 @@
+/**
+ * OpenYurt's daemonPodUpdater annotations on an `apps/v1` DaemonSet with
+ * `updateStrategy.type: OnDelete`:
+ *
+ * - `apps.openyurt.io/update-strategy`: `AdvancedRollingUpdate` or `OTA`, case-insensitive; the
+ *   older `auto` means AdvancedRollingUpdate.
+ * - `apps.openyurt.io/max-unavailable`: int or percent of desired, rounded up; default `10%`.
+ */
+import { z } from "zod";
+import { intOrPercentProblem } from "./int-or-percent.ts";
+import type { DaemonSet, IntOrString } from "./kube-objects.ts";
+import type { FieldIssue } from "./label-selector.ts";
+
+export const updateStrategyAnnotation = "apps.openyurt.io/update-strategy";
+export const maxUnavailableAnnotation = "apps.openyurt.io/max-unavailable";
+export const defaultMaxUnavailable = "10%";
+
+export const OpenYurtUpdateStrategy = z.string().transform((value, ctx) => {
+  switch (value.toLowerCase()) {
+    case "auto":
+    case "advancedrollingupdate":
+      return "AdvancedRollingUpdate" as const;
+    case "ota":
+      return "OTA" as const;
+    default:
+      ctx.addIssue({
+        code: "custom",
+        message: `must be AdvancedRollingUpdate, OTA or auto (any case), got "${value}"`,
+      });
+      return z.NEVER;
+  }
+});
+export type OpenYurtUpdateStrategy = z.output<typeof OpenYurtUpdateStrategy>;
+
+/** The annotation holds a string: digits alone are an int, `N%` a percent. */
+export const OpenYurtMaxUnavailable = z.string().transform((value, ctx): IntOrString => {
+  const parsed: IntOrString = /^\d+$/.test(value) ? Number(value) : value;
+  const problem = intOrPercentProblem(parsed, { allowZero: false });
+  if (problem) {
+    ctx.addIssue({ code: "custom", message: problem });
+    return z.NEVER;
+  }
+  return parsed;
+});
+
+export interface OpenYurtRollout {
+  mode: OpenYurtUpdateStrategy;
+  maxUnavailable: IntOrString;
+}
+
+export type OpenYurtResult =
+  | { managed: false }
+  | { managed: true; ok: true; rollout: OpenYurtRollout }
+  | { managed: true; ok: false; issues: FieldIssue[] };
+
+/**
+ * Reads a DaemonSet's OpenYurt annotations. Without the strategy annotation edgeroll does not
+ * manage the set; with it, the set must use `OnDelete` or the native controller would roll it too.
+ */
+export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
+  const annotations = set.metadata.annotations ?? {};
+  const strategyValue = annotations[updateStrategyAnnotation];
+  if (strategyValue === undefined) return { managed: false };
+  const issues: FieldIssue[] = [];
+  const strategy = OpenYurtUpdateStrategy.safeParse(strategyValue);
+  if (!strategy.success) {
+    issues.push({
+      path: `metadata.annotations[${updateStrategyAnnotation}]`,
+      message: strategy.error.issues[0].message,
+    });
+  }
+  const maxUnavailable = OpenYurtMaxUnavailable.safeParse(
+    annotations[maxUnavailableAnnotation] ?? defaultMaxUnavailable,
+  );
+  if (!maxUnavailable.success) {
+    issues.push({
+      path: `metadata.annotations[${maxUnavailableAnnotation}]`,
+      message: maxUnavailable.error.issues[0].message,
+    });
+  }
+  const type = set.spec.updateStrategy?.type ?? "RollingUpdate";
+  if (type !== "OnDelete") {
+    issues.push({
+      path: "spec.updateStrategy.type",
+      message: `must be OnDelete for ${updateStrategyAnnotation}, got "${type}"`,
+    });
+  }
+  if (!strategy.success || !maxUnavailable.success || issues.length > 0) {
+    return { managed: true, ok: false, issues };
+  }
+  return {
+    managed: true,
+    ok: true,
+    rollout: { mode: strategy.data, maxUnavailable: maxUnavailable.data },
+  };
+}

@@ -1,0 +1,163 @@
+import { assertEquals } from "@std/assert";
+import { kruiseExamples, migrateFromKruise } from "./testdata/kruise-examples.ts";
+import { effectiveRollingUpdate, validateAdvancedDaemonSet } from "./validation.ts";
+import { readOpenYurtRollout } from "./openyurt.ts";
+import type { DaemonSet } from "./kube-objects.ts";
+
+Deno.test("every Kruise example validates after changing only apiVersion and kind", () => {
+  for (const [name, example] of Object.entries(kruiseExamples)) {
+    const result = validateAdvancedDaemonSet(migrateFromKruise(example));
+    assertEquals([name, result.ok ? [] : result.issues], [name, []]);
+  }
+});
+
+Deno.test("Surging is Standard with maxSurge 1 and maxUnavailable 0 unless given", () => {
+  const surging = effectiveRollingUpdate({ rollingUpdateType: "Surging" });
+  assertEquals([surging.rollingUpdateType, surging.maxSurge, surging.maxUnavailable], [
+    "Standard",
+    1,
+    0,
+  ]);
+  const thirty = effectiveRollingUpdate({ rollingUpdateType: "Surging", maxSurge: "30%" });
+  assertEquals([thirty.maxSurge, thirty.maxUnavailable], ["30%", 0]);
+  const plain = effectiveRollingUpdate(undefined);
+  assertEquals([plain.maxUnavailable, plain.maxSurge, plain.partition, plain.paused], [
+    1,
+    0,
+    0,
+    false,
+  ]);
+  assertEquals(
+    effectiveRollingUpdate({ rollingUpdateType: "Standard", maxSurge: 2 }).maxUnavailable,
+    0,
+  );
+});
+
+type Mutation = (spec: Record<string, unknown>, set: Record<string, unknown>) => void;
+const strategy = (rollingUpdate: Record<string, unknown>): Mutation => (spec) => {
+  spec.updateStrategy = { type: "RollingUpdate", rollingUpdate };
+};
+const ru = "spec.updateStrategy.rollingUpdate";
+
+const invalid: [string, Mutation, string[]][] = [
+  ["maxSurge and maxUnavailable both set", strategy({ maxUnavailable: 1, maxSurge: 1 }), [
+    `${ru}.maxSurge`,
+  ]],
+  ["both zero", strategy({ maxUnavailable: 0, maxSurge: "0%" }), [`${ru}.maxUnavailable`]],
+  ["malformed percent", strategy({ maxUnavailable: "10 %" }), [`${ru}.maxUnavailable`]],
+  ["percent above 100", strategy({ maxSurge: "150%" }), [`${ru}.maxSurge`]],
+  ["negative maxUnavailable", strategy({ maxUnavailable: -1 }), [`${ru}.maxUnavailable`]],
+  [
+    "InPlaceIfPossible with maxSurge",
+    strategy({ rollingUpdateType: "InPlaceIfPossible", maxSurge: 1 }),
+    [
+      `${ru}.maxSurge`,
+    ],
+  ],
+  ["Surging with maxUnavailable", strategy({ rollingUpdateType: "Surging", maxUnavailable: 1 }), [
+    `${ru}.maxSurge`,
+    `${ru}.maxUnavailable`,
+  ]],
+  ["negative partition", strategy({ partition: -2 }), [`${ru}.partition`]],
+  ["partition above 100%", strategy({ partition: "101%" }), [`${ru}.partition`]],
+  ["unknown rollingUpdateType", strategy({ rollingUpdateType: "Fast" }), [
+    `${ru}.rollingUpdateType`,
+  ]],
+  [
+    "update selector In without values",
+    strategy({
+      selector: { matchExpressions: [{ key: "zone", operator: "In" }] },
+    }),
+    [`${ru}.selector.matchExpressions[0].values`],
+  ],
+  ["empty selector", (spec) => {
+    spec.selector = {};
+  }, ["spec.selector"]],
+  ["selector not matching the template", (spec) => {
+    spec.selector = { matchLabels: { app: "other" } };
+  }, ["spec.template.metadata.labels"]],
+  ["restartPolicy Never", (spec) => {
+    (spec.template as { spec: Record<string, unknown> }).spec.restartPolicy = "Never";
+  }, ["spec.template.spec.restartPolicy"]],
+  ["activeDeadlineSeconds", (spec) => {
+    (spec.template as { spec: Record<string, unknown> }).spec.activeDeadlineSeconds = 30;
+  }, ["spec.template.spec.activeDeadlineSeconds"]],
+  ["burstReplicas 0", (spec) => {
+    spec.burstReplicas = 0;
+  }, ["spec.burstReplicas"]],
+  ["burstReplicas not a percent", (spec) => {
+    spec.burstReplicas = "lots";
+  }, ["spec.burstReplicas"]],
+  ["negative minReadySeconds", (spec) => {
+    spec.minReadySeconds = -5;
+  }, ["spec.minReadySeconds"]],
+  ["negative revisionHistoryLimit", (spec) => {
+    spec.revisionHistoryLimit = -1;
+  }, ["spec.revisionHistoryLimit"]],
+  ["missing template", (spec) => {
+    delete spec.template;
+  }, ["spec.template"]],
+  ["bad progressive-create-pod", (_spec, set) => {
+    set.metadata = {
+      name: "x",
+      annotations: { "daemonset.kruise.io/progressive-create-pod": "yes" },
+    };
+  }, ["metadata.annotations[daemonset.kruise.io/progressive-create-pod]"]],
+  ["bad predownload parallelism under edgeroll's group", (_spec, set) => {
+    set.metadata = {
+      name: "x",
+      annotations: { "apps.edgeroll.dev/image-predownload-parallelism": "0" },
+    };
+  }, ["metadata.annotations[apps.edgeroll.dev/image-predownload-parallelism]"]],
+];
+
+Deno.test("invalid specs are rejected with the field path of each problem", async (t) => {
+  for (const [name, mutate, paths] of invalid) {
+    await t.step(name, () => {
+      const set = migrateFromKruise(kruiseExamples.standard) as unknown as Record<string, unknown>;
+      mutate(set.spec as Record<string, unknown>, set);
+      const result = validateAdvancedDaemonSet(set);
+      assertEquals(result.ok ? [] : result.issues.map((i) => i.path).sort(), paths.sort());
+    });
+  }
+});
+
+function openYurtSet(annotations: Record<string, string>, type = "OnDelete"): DaemonSet {
+  return {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name: "nginx-daemonset", annotations },
+    spec: {
+      selector: { matchLabels: { app: "nginx" } },
+      template: { spec: { containers: [{ name: "nginx", image: "nginx:1.19.4" }] } },
+      updateStrategy: { type: type as "OnDelete" },
+    },
+  };
+}
+
+Deno.test("OpenYurt annotations: auto, case-insensitive names, default 10%", () => {
+  const strategy = "apps.openyurt.io/update-strategy";
+  const auto = readOpenYurtRollout(openYurtSet({ [strategy]: "auto" }));
+  assertEquals(auto, {
+    managed: true,
+    ok: true,
+    rollout: { mode: "AdvancedRollingUpdate", maxUnavailable: "10%" },
+  });
+  const ota = readOpenYurtRollout(
+    openYurtSet({ [strategy]: "ota", "apps.openyurt.io/max-unavailable": "3" }),
+  );
+  assertEquals(ota, { managed: true, ok: true, rollout: { mode: "OTA", maxUnavailable: 3 } });
+  assertEquals(readOpenYurtRollout(openYurtSet({})), { managed: false });
+});
+
+Deno.test("OpenYurt annotations: bad values and a RollingUpdate set are reported with paths", () => {
+  const result = readOpenYurtRollout(openYurtSet({
+    "apps.openyurt.io/update-strategy": "fast",
+    "apps.openyurt.io/max-unavailable": "0",
+  }, "RollingUpdate"));
+  assertEquals(result.managed && !result.ok ? result.issues.map((i) => i.path) : [], [
+    "metadata.annotations[apps.openyurt.io/update-strategy]",
+    "metadata.annotations[apps.openyurt.io/max-unavailable]",
+    "spec.updateStrategy.type",
+  ]);
+});

@@ -1,0 +1,233 @@
+/**
+ * Validation of an AdvancedDaemonSet: the zod shape, then the rules of Kruise's validating
+ * webhook, then the stricter ones edgeroll adds where Kruise lets bad input through (a malformed
+ * percent, burstReplicas silently read as 0, a partition above 100%). Each problem carries the
+ * field path; the list becomes the `InvalidSpec` condition and HTTP 400 bodies.
+ */
+import type { z } from "zod";
+import {
+  AdvancedDaemonSet,
+  type AdvancedDaemonSetSpec,
+  annotationNames,
+  type RollingUpdate,
+} from "./advanced-daemonset.ts";
+import { intOrPercentProblem, isZero } from "./int-or-percent.ts";
+import type { IntOrString, LabelSelector } from "./kube-objects.ts";
+import {
+  type FieldIssue,
+  isEmptySelector,
+  labelSelectorIssues,
+  matchesLabelSelector,
+} from "./label-selector.ts";
+
+export type { FieldIssue };
+
+/** The rolling update with every default resolved, as the engine uses it. */
+export interface EffectiveRollingUpdate {
+  /** `Surging` is folded into Standard, as Kruise's mutating webhook does. */
+  rollingUpdateType: "Standard" | "InPlaceIfPossible";
+  maxUnavailable: IntOrString;
+  maxSurge: IntOrString;
+  partition: IntOrString;
+  selector?: LabelSelector;
+  paused: boolean;
+}
+
+/** Kruise's defaulting: `Surging` means maxSurge 1 and maxUnavailable 0 unless given. */
+export function effectiveRollingUpdate(
+  rollingUpdate: RollingUpdate | undefined,
+): EffectiveRollingUpdate {
+  const given = rollingUpdate ?? { rollingUpdateType: "Standard" as const };
+  const surging = given.rollingUpdateType === "Surging";
+  const neitherGiven = given.maxUnavailable === undefined && given.maxSurge === undefined;
+  return {
+    rollingUpdateType: given.rollingUpdateType === "InPlaceIfPossible"
+      ? "InPlaceIfPossible"
+      : "Standard",
+    maxUnavailable: given.maxUnavailable ?? (surging || !neitherGiven ? 0 : 1),
+    maxSurge: given.maxSurge ?? (surging ? 1 : 0),
+    partition: given.partition ?? 0,
+    selector: given.selector,
+    paused: given.paused ?? false,
+  };
+}
+
+export interface KruiseAnnotations {
+  progressiveCreatePod: boolean;
+  imagePredownloadParallelism?: number;
+  imagePredownloadTimeoutSeconds?: number;
+  imagePredownloadMinUpdatedReadyPods?: number;
+}
+
+export type ValidationResult =
+  | {
+    ok: true;
+    set: AdvancedDaemonSet;
+    rollingUpdate: EffectiveRollingUpdate;
+    annotations: KruiseAnnotations;
+  }
+  | { ok: false; issues: FieldIssue[] };
+
+export function zodIssues(error: z.ZodError): FieldIssue[] {
+  return error.issues.map((issue) => ({
+    path: issue.path.map((p, i) => typeof p === "number" ? `[${p}]` : `${i ? "." : ""}${String(p)}`)
+      .join(""),
+    message: issue.message,
+  }));
+}
+
+function intOrPercentIssues(
+  value: IntOrString | undefined,
+  path: string,
+  allowZero: boolean,
+): FieldIssue[] {
+  if (value === undefined) return [];
+  const message = intOrPercentProblem(value, { allowZero });
+  return message ? [{ path, message }] : [];
+}
+
+function rollingUpdateIssues(given: RollingUpdate, path: string): FieldIssue[] {
+  const issues = [
+    ...intOrPercentIssues(given.maxUnavailable, `${path}.maxUnavailable`, true),
+    ...intOrPercentIssues(given.maxSurge, `${path}.maxSurge`, true),
+    ...intOrPercentIssues(given.partition, `${path}.partition`, true),
+  ];
+  if (given.selector) issues.push(...labelSelectorIssues(given.selector, `${path}.selector`));
+  if (issues.length > 0) return issues;
+
+  const effective = effectiveRollingUpdate(given);
+  const hasUnavailable = !isZero(effective.maxUnavailable);
+  const hasSurge = !isZero(effective.maxSurge);
+  if (hasUnavailable && hasSurge) {
+    issues.push({
+      path: `${path}.maxSurge`,
+      message: "may not be set when maxUnavailable is non-zero",
+    });
+  } else if (!hasUnavailable && !hasSurge) {
+    issues.push({ path: `${path}.maxUnavailable`, message: "cannot be 0 when maxSurge is 0" });
+  }
+  if (given.rollingUpdateType === "InPlaceIfPossible" && hasSurge) {
+    issues.push({ path: `${path}.maxSurge`, message: "must be 0 for InPlaceIfPossible type" });
+  }
+  if (given.rollingUpdateType === "Surging" && hasUnavailable) {
+    issues.push({ path: `${path}.maxUnavailable`, message: "must be 0 for Surging type" });
+  }
+  return issues;
+}
+
+function specIssues(spec: AdvancedDaemonSetSpec): FieldIssue[] {
+  const issues = labelSelectorIssues(spec.selector, "spec.selector");
+  if (isEmptySelector(spec.selector)) {
+    issues.push({ path: "spec.selector", message: "empty selector is invalid for a daemon set" });
+  } else if (!matchesLabelSelector(spec.selector, spec.template.metadata?.labels)) {
+    issues.push({
+      path: "spec.template.metadata.labels",
+      message: "`selector` does not match template `labels`",
+    });
+  }
+  const restartPolicy = spec.template.spec.restartPolicy ?? "Always";
+  if (restartPolicy !== "Always") {
+    issues.push({
+      path: "spec.template.spec.restartPolicy",
+      message: `Unsupported value: "${restartPolicy}": supported values: "Always"`,
+    });
+  }
+  if (spec.template.spec.activeDeadlineSeconds !== undefined) {
+    issues.push({
+      path: "spec.template.spec.activeDeadlineSeconds",
+      message: "activeDeadlineSeconds in a daemon set is not supported",
+    });
+  }
+  if (spec.template.spec.containers.length === 0) {
+    issues.push({
+      path: "spec.template.spec.containers",
+      message: "must have at least one container",
+    });
+  }
+  if (spec.minReadySeconds < 0) {
+    issues.push({ path: "spec.minReadySeconds", message: "must be non-negative" });
+  }
+  if (spec.revisionHistoryLimit < 0) {
+    issues.push({ path: "spec.revisionHistoryLimit", message: "must be non-negative" });
+  }
+  issues.push(...intOrPercentIssues(spec.burstReplicas, "spec.burstReplicas", false));
+  const strategy = spec.updateStrategy;
+  if (strategy.type === "RollingUpdate") {
+    issues.push(...rollingUpdateIssues(
+      strategy.rollingUpdate ?? { rollingUpdateType: "Standard" },
+      "spec.updateStrategy.rollingUpdate",
+    ));
+  }
+  (spec.lifecycle?.preDelete?.finalizersHandler ?? []).forEach((finalizer, i) => {
+    if (finalizer === "") {
+      issues.push({
+        path: `spec.lifecycle.preDelete.finalizersHandler[${i}]`,
+        message: "must not be empty",
+      });
+    }
+  });
+  return issues;
+}
+
+/** The first of an annotation's accepted names that is present, with its value. */
+function annotationValue(
+  annotations: Record<string, string> | undefined,
+  names: readonly string[],
+): [string, string] | undefined {
+  for (const name of names) {
+    const value = annotations?.[name];
+    if (value !== undefined) return [name, value];
+  }
+  return undefined;
+}
+
+function annotationIssuesAndValues(
+  annotations: Record<string, string> | undefined,
+): { issues: FieldIssue[]; values: KruiseAnnotations } {
+  const issues: FieldIssue[] = [];
+  const values: KruiseAnnotations = { progressiveCreatePod: false };
+  const progressive = annotationValue(annotations, annotationNames.progressiveCreatePod);
+  if (progressive) {
+    if (progressive[1] !== "true" && progressive[1] !== "false") {
+      issues.push({
+        path: `metadata.annotations[${progressive[0]}]`,
+        message: `must be "true" or "false", got "${progressive[1]}"`,
+      });
+    }
+    values.progressiveCreatePod = progressive[1] === "true";
+  }
+  const positiveInts = [
+    ["imagePredownloadParallelism", annotationNames.imagePredownloadParallelism],
+    ["imagePredownloadTimeoutSeconds", annotationNames.imagePredownloadTimeoutSeconds],
+    ["imagePredownloadMinUpdatedReadyPods", annotationNames.imagePredownloadMinUpdatedReadyPods],
+  ] as const;
+  for (const [field, names] of positiveInts) {
+    const found = annotationValue(annotations, names);
+    if (!found) continue;
+    if (!/^\d+$/.test(found[1]) || Number(found[1]) === 0) {
+      issues.push({
+        path: `metadata.annotations[${found[0]}]`,
+        message: `must be a positive integer, got "${found[1]}"`,
+      });
+    } else {
+      values[field] = Number(found[1]);
+    }
+  }
+  return { issues, values };
+}
+
+/** Parses and validates an AdvancedDaemonSet as read from the API server or an HTTP body. */
+export function validateAdvancedDaemonSet(input: unknown): ValidationResult {
+  const parsed = AdvancedDaemonSet.safeParse(input);
+  if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error) };
+  const set = parsed.data;
+  const annotations = annotationIssuesAndValues(set.metadata.annotations);
+  const issues = [...specIssues(set.spec), ...annotations.issues];
+  if (issues.length > 0) return { ok: false, issues };
+  return {
+    ok: true,
+    set,
+    rollingUpdate: effectiveRollingUpdate(set.spec.updateStrategy.rollingUpdate),
+    annotations: annotations.values,
+  };
+}
