@@ -1,0 +1,220 @@
+/**
+ * The Kubernetes calls edgeroll makes, one method each, with one object parameter, on
+ * @kubernetes/client-node. `interceptApi` wraps any implementation with per-method
+ * overrides (controller-runtime's interceptor client), so a test can make one call answer
+ * 409 or 500 while the others reach the real server.
+ */
+import * as k8s from "@kubernetes/client-node";
+import {
+  advancedDaemonSetGroup,
+  advancedDaemonSetVersion,
+  type KubeList,
+  type KubeObject,
+  type SetKind,
+  type SetRef,
+  toWire,
+} from "./objects.ts";
+
+export type MergePatch = Record<string, unknown>;
+
+export interface TokenReviewResult {
+  authenticated: boolean;
+  username?: string;
+  groups?: string[];
+  error?: string;
+}
+
+export interface KubeApi {
+  getSet(p: SetRef): Promise<KubeObject>;
+  /** Every set of one kind in every namespace (the tick's resync). */
+  listSets(p: { kind: SetKind }): Promise<KubeList>;
+  /**
+   * PUT of an AdvancedDaemonSet's status subresource; `object.metadata.resourceVersion` is
+   * the precondition.
+   */
+  replaceSetStatus(p: { object: KubeObject }): Promise<KubeObject>;
+  /** JSON merge patch of the set itself (its annotations, for plain DaemonSets). */
+  patchSet(p: SetRef & { patch: MergePatch }): Promise<KubeObject>;
+  listPods(p: { namespace: string; labelSelector?: string }): Promise<KubeList>;
+  listNodes(p: { labelSelector?: string }): Promise<KubeList>;
+  listRevisions(p: { namespace: string; labelSelector?: string }): Promise<KubeList>;
+  createPod(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
+  /** Deletes only the pod with this UID: a pod recreated under the same name is left alone. */
+  deletePod(p: { namespace: string; name: string; uid: string }): Promise<void>;
+  patchPod(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
+  /** Strategic merge patch of pod status: conditions merge by `type`, as kubelet's do. */
+  patchPodStatus(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
+  createRevision(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
+  deleteRevision(p: { namespace: string; name: string; uid: string }): Promise<void>;
+  createEvent(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
+  createTokenReview(p: { token: string; audiences?: string[] }): Promise<TokenReviewResult>;
+  getVersion(p: Record<string, never>): Promise<{ gitVersion: string }>;
+}
+
+export type KubeMethod = keyof KubeApi;
+type Param<M extends KubeMethod> = Parameters<KubeApi[M]>[0];
+type Result<M extends KubeMethod> = ReturnType<KubeApi[M]>;
+
+/** The HTTP verb each method uses, for the `API requests by verb` metric. */
+export const verbOf: Record<KubeMethod, string> = {
+  getSet: "get",
+  listSets: "list",
+  replaceSetStatus: "update",
+  patchSet: "patch",
+  listPods: "list",
+  listNodes: "list",
+  listRevisions: "list",
+  createPod: "create",
+  deletePod: "delete",
+  patchPod: "patch",
+  patchPodStatus: "patch",
+  createRevision: "create",
+  deleteRevision: "delete",
+  createEvent: "create",
+  createTokenReview: "create",
+  getVersion: "get",
+};
+
+/** Replaces one method: gets the parameter and the wrapped method to call through to. */
+export type Override<M extends KubeMethod> = (
+  param: Param<M>,
+  next: (param: Param<M>) => Result<M>,
+) => Result<M>;
+
+export type Overrides = { [M in KubeMethod]?: Override<M> };
+
+/** Wraps `api` so each method named in `overrides` runs the override instead. */
+export function interceptApi(api: KubeApi, overrides: Overrides): KubeApi {
+  const wrapped = { ...bindAll(api) } as Record<KubeMethod, unknown>;
+  for (const method of Object.keys(overrides) as KubeMethod[]) {
+    const override = overrides[method] as Override<typeof method> | undefined;
+    if (!override) continue;
+    const next = api[method].bind(api) as (p: unknown) => Promise<unknown>;
+    wrapped[method] = (param: unknown) =>
+      (override as (p: unknown, n: typeof next) => unknown)(param, next);
+  }
+  return wrapped as unknown as KubeApi;
+}
+
+function bindAll(api: KubeApi): KubeApi {
+  const bound: Partial<Record<KubeMethod, unknown>> = {};
+  for (const method of Object.keys(verbOf) as KubeMethod[]) {
+    bound[method] = (api[method] as (p: unknown) => unknown).bind(api);
+  }
+  return bound as KubeApi;
+}
+
+const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
+const strategicMergePatch = k8s.setHeaderOptions(
+  "Content-Type",
+  k8s.PatchStrategy.StrategicMergePatch,
+);
+
+const advancedDaemonSets = {
+  group: advancedDaemonSetGroup,
+  version: advancedDaemonSetVersion,
+  plural: "advanceddaemonsets",
+};
+
+function list(raw: { items: unknown[]; metadata?: { resourceVersion?: string } }): KubeList {
+  return { items: toWire(raw.items), resourceVersion: raw.metadata?.resourceVersion ?? "" };
+}
+
+/** The real thing: every method is one request through @kubernetes/client-node. */
+export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const authn = kc.makeApiClient(k8s.AuthenticationV1Api);
+  const version = kc.makeApiClient(k8s.VersionApi);
+  const preconditions = (uid: string) => ({ body: { preconditions: { uid } } });
+
+  return {
+    async getSet({ kind, namespace, name }) {
+      return kind === "advanceddaemonsets"
+        ? await custom.getNamespacedCustomObject({ ...advancedDaemonSets, namespace, name })
+        : toWire(await apps.readNamespacedDaemonSet({ namespace, name }));
+    },
+    async listSets({ kind }) {
+      return list(
+        kind === "advanceddaemonsets"
+          ? await custom.listClusterCustomObject(advancedDaemonSets)
+          : await apps.listDaemonSetForAllNamespaces({}),
+      );
+    },
+    async replaceSetStatus({ object }) {
+      return await custom.replaceNamespacedCustomObjectStatus({
+        ...advancedDaemonSets,
+        namespace: object.metadata.namespace ?? "",
+        name: object.metadata.name ?? "",
+        body: object,
+      });
+    },
+    async patchSet({ kind, namespace, name, patch }) {
+      return kind === "advanceddaemonsets"
+        ? await custom.patchNamespacedCustomObject(
+          { ...advancedDaemonSets, namespace, name, body: patch },
+          mergePatch,
+        )
+        : toWire(await apps.patchNamespacedDaemonSet({ namespace, name, body: patch }, mergePatch));
+    },
+    async listPods({ namespace, labelSelector }) {
+      return list(await core.listNamespacedPod({ namespace, labelSelector }));
+    },
+    async listNodes({ labelSelector }) {
+      return list(await core.listNode({ labelSelector }));
+    },
+    async listRevisions({ namespace, labelSelector }) {
+      return list(await apps.listNamespacedControllerRevision({ namespace, labelSelector }));
+    },
+    async createPod({ namespace, body }) {
+      return toWire(await core.createNamespacedPod({ namespace, body: body as k8s.V1Pod }));
+    },
+    async deletePod({ namespace, name, uid }) {
+      await core.deleteNamespacedPod({ namespace, name, ...preconditions(uid) });
+    },
+    async patchPod({ namespace, name, patch }) {
+      return toWire(await core.patchNamespacedPod({ namespace, name, body: patch }, mergePatch));
+    },
+    async patchPodStatus({ namespace, name, patch }) {
+      return toWire(
+        await core.patchNamespacedPodStatus({ namespace, name, body: patch }, strategicMergePatch),
+      );
+    },
+    async createRevision({ namespace, body }) {
+      return toWire(
+        await apps.createNamespacedControllerRevision({
+          namespace,
+          body: body as unknown as k8s.V1ControllerRevision,
+        }),
+      );
+    },
+    async deleteRevision({ namespace, name, uid }) {
+      await apps.deleteNamespacedControllerRevision({ namespace, name, ...preconditions(uid) });
+    },
+    async createEvent({ namespace, body }) {
+      return toWire(
+        await core.createNamespacedEvent({ namespace, body: body as unknown as k8s.CoreV1Event }),
+      );
+    },
+    async createTokenReview({ token, audiences }) {
+      const review = await authn.createTokenReview({
+        body: {
+          apiVersion: "authentication.k8s.io/v1",
+          kind: "TokenReview",
+          spec: { token, audiences },
+        },
+      });
+      return {
+        authenticated: review.status?.authenticated === true,
+        username: review.status?.user?.username,
+        groups: review.status?.user?.groups,
+        error: review.status?.error,
+      };
+    },
+    async getVersion() {
+      const info = await version.getCode();
+      return { gitVersion: info.gitVersion };
+    },
+  };
+}

@@ -1,0 +1,208 @@
+import { assertEquals, assertRejects } from "@std/assert";
+import { clientNodeApi, interceptApi, type Overrides } from "./api.ts";
+import { daemonSetStatusAnnotation, KubeClient, type RequestRecord } from "./client.ts";
+import { isConflict, KubeError } from "./errors.ts";
+import {
+  type Answer,
+  type RecordedRequest,
+  startRecordingServer,
+  statusAnswer,
+} from "./recording-server.ts";
+
+const noWait = { attempts: 4, baseDelayMs: 1, maxDelayMs: 1, sleep: () => Promise.resolve() };
+
+const set = {
+  apiVersion: "apps.edgeroll.dev/v1alpha1",
+  kind: "AdvancedDaemonSet",
+  metadata: { namespace: "edge", name: "agent", uid: "set-uid", resourceVersion: "10" },
+  spec: { selector: { matchLabels: { app: "agent" } } },
+};
+
+function list(items: unknown[], resourceVersion = "1"): Answer {
+  return { body: { kind: "List", metadata: { resourceVersion }, items } };
+}
+
+/** A client on a recording server; `answer` decides each response. */
+async function withClient(
+  answer: (r: RecordedRequest) => Answer,
+  run: (client: KubeClient, requests: RecordedRequest[], records: RequestRecord[]) => Promise<void>,
+  overrides: Overrides = {},
+) {
+  const server = startRecordingServer(answer);
+  const records: RequestRecord[] = [];
+  try {
+    const api = interceptApi(clientNodeApi(server.kubeConfig), overrides);
+    const client = new KubeClient(api, { retry: noWait, onRequest: (r) => records.push(r) });
+    await run(client, server.requests, records);
+  } finally {
+    await server.stop();
+  }
+}
+
+Deno.test("readSnapshot reads set, pods, nodes and revisions in four requests", async () => {
+  await withClient((r) => {
+    if (r.path.endsWith("/advanceddaemonsets/agent")) return { body: set };
+    if (r.path.endsWith("/pods")) return list([{ metadata: { name: "agent-a" } }]);
+    if (r.path === "/api/v1/nodes") {
+      return list([{ metadata: { name: "n1" } }, { metadata: { name: "n2" } }]);
+    }
+    return list([]);
+  }, async (client, requests) => {
+    const snapshot = await client.readSnapshot({
+      kind: "advanceddaemonsets",
+      namespace: "edge",
+      name: "agent",
+    });
+    assertEquals(snapshot?.set.metadata.uid, "set-uid");
+    assertEquals(snapshot?.pods.map((p) => p.metadata.name), ["agent-a"]);
+    assertEquals(snapshot?.nodes.length, 2);
+    assertEquals(requests.length, 4);
+    const selectors = requests.filter((r) => r.query.has("labelSelector")).map((r) =>
+      r.query.get("labelSelector")
+    );
+    assertEquals(selectors, ["app=agent", "app=agent"]);
+  });
+});
+
+Deno.test("readSnapshot of a missing set is undefined after one request", async () => {
+  await withClient(() => statusAnswer(404, "NotFound"), async (client, requests) => {
+    assertEquals(
+      await client.readSnapshot({ kind: "daemonsets", namespace: "edge", name: "gone" }),
+      undefined,
+    );
+    assertEquals(requests.length, 1);
+  });
+});
+
+Deno.test("a 500 then success is retried; each try is counted", async () => {
+  let failures = 1;
+  await withClient(
+    () => failures-- > 0 ? statusAnswer(500, "InternalError") : list([]),
+    async (client, requests, records) => {
+      await client.api.listNodes({});
+      assertEquals(requests.length, 2);
+      assertEquals(records.map((r) => `${r.verb}:${r.status}`), ["list:500", "list:200"]);
+    },
+  );
+});
+
+Deno.test("retries are bounded: a lasting 429 fails after the policy's attempts", async () => {
+  await withClient(() => statusAnswer(429, "TooManyRequests"), async (client, requests) => {
+    const err = await assertRejects(() => client.api.listNodes({}), KubeError);
+    assertEquals([err.status, err.reason, err.retryable], [429, "TooManyRequests", true]);
+    assertEquals(requests.length, noWait.attempts);
+  });
+});
+
+Deno.test("a terminal error is not retried", async () => {
+  await withClient(() => statusAnswer(403, "Forbidden", "no"), async (client, requests) => {
+    const err = await assertRejects(() => client.api.listNodes({}), KubeError);
+    assertEquals([err.status, err.reason, err.terminal], [403, "Forbidden", true]);
+    assertEquals(requests.length, 1);
+  });
+});
+
+Deno.test("a create that finds the object there counts as done", async () => {
+  await withClient(() => statusAnswer(409, "AlreadyExists"), async (client) => {
+    assertEquals(await client.createPod("edge", { metadata: { name: "agent-a" } }), "existed");
+    assertEquals(
+      await client.createRevision("edge", { metadata: { name: "agent-r1" } }),
+      "existed",
+    );
+  });
+});
+
+Deno.test("a create lost to a 503 and retried into AlreadyExists is one create", async () => {
+  let tries = 0;
+  await withClient(
+    () =>
+      ++tries === 1 ? statusAnswer(503, "ServiceUnavailable") : statusAnswer(409, "AlreadyExists"),
+    async (client, requests) => {
+      assertEquals(await client.createPod("edge", { metadata: { name: "agent-a" } }), "existed");
+      assertEquals(requests.length, 2);
+    },
+  );
+});
+
+Deno.test("a delete sends the UID precondition; gone or replaced pods count as done", async () => {
+  const answers = [
+    statusAnswer(404, "NotFound"),
+    statusAnswer(409, "Conflict", "Precondition failed: UID"),
+  ];
+  await withClient(() => answers.shift() ?? { body: {} }, async (client, requests) => {
+    assertEquals(await client.deletePod("edge", "agent-a", "uid-a"), "gone");
+    assertEquals(await client.deletePod("edge", "agent-a", "uid-a"), "gone");
+    assertEquals(await client.deletePod("edge", "agent-a", "uid-a"), "deleted");
+    assertEquals(requests.map((r) => r.body), Array(3).fill({ preconditions: { uid: "uid-a" } }));
+  });
+});
+
+Deno.test("claimStatus PUTs the status with the read resourceVersion; 409 is a conflict", async () => {
+  await withClient(
+    () => statusAnswer(409, "Conflict", "the object has been modified"),
+    async (client, requests) => {
+      const err = await assertRejects(() =>
+        client.claimStatus("advanceddaemonsets", set, { observedGeneration: 1 })
+      );
+      assertEquals(isConflict(err), true);
+      assertEquals(requests.length, 1, "a conflict is the caller's to handle, never retried");
+      const sent = requests[0].body as typeof set & { status: unknown };
+      assertEquals([sent.metadata.resourceVersion, sent.status], ["10", { observedGeneration: 1 }]);
+    },
+  );
+});
+
+Deno.test("claimStatus of a plain DaemonSet merge-patches an annotation under the resourceVersion", async () => {
+  await withClient(() => ({ body: {} }), async (client, requests) => {
+    const ds = { metadata: { namespace: "edge", name: "yurt", resourceVersion: "5" } };
+    await client.claimStatus("daemonsets", ds, { nextCheckAt: "2026-01-01T00:00:00Z" });
+    assertEquals(requests[0].contentType, "application/merge-patch+json");
+    assertEquals(requests[0].body, {
+      metadata: {
+        resourceVersion: "5",
+        annotations: { [daemonSetStatusAnnotation]: '{"nextCheckAt":"2026-01-01T00:00:00Z"}' },
+      },
+    });
+  });
+});
+
+Deno.test("setPodCondition sends one condition by strategic merge; recordEvent names the set", async () => {
+  await withClient(() => ({ body: {} }), async (client, requests) => {
+    const now = new Date("2026-03-04T05:06:07.890Z");
+    await client.setPodCondition("edge", "agent-a", {
+      type: "PodNeedUpgrade",
+      status: "True",
+      message: "controllerrevision: abc",
+    }, now);
+    await client.recordEvent(
+      set,
+      { type: "Normal", reason: "PodsCreated", message: "created 3" },
+      now,
+    );
+    assertEquals(requests[0].body, {
+      status: {
+        conditions: [{
+          type: "PodNeedUpgrade",
+          status: "True",
+          message: "controllerrevision: abc",
+          lastTransitionTime: "2026-03-04T05:06:07Z",
+        }],
+      },
+    });
+    const event = requests[1].body as Record<string, unknown>;
+    assertEquals(requests[1].path, "/api/v1/namespaces/edge/events");
+    assertEquals(event.reason, "PodsCreated");
+    assertEquals((event.involvedObject as { uid: string; kind: string }).uid, "set-uid");
+    assertEquals((event.involvedObject as { uid: string; kind: string }).kind, "AdvancedDaemonSet");
+  });
+});
+
+Deno.test("no answer at all is a retryable KubeError with status 0", async () => {
+  const server = startRecordingServer(() => list([]));
+  await server.stop();
+  const client = new KubeClient(clientNodeApi(server.kubeConfig), {
+    retry: { ...noWait, attempts: 2 },
+  });
+  const err = await assertRejects(() => client.ping(), KubeError);
+  assertEquals([err.status, err.reason, err.retryable], [0, "Unreachable", true]);
+});

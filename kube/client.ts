@@ -1,0 +1,242 @@
+/**
+ * What the controller asks of Kubernetes, in its own words: read a set's snapshot, claim
+ * its status, create and delete pods idempotently, record Events. Every call goes through
+ * bounded retries (429/5xx) and is counted by verb for `/metrics`.
+ */
+import {
+  type KubeApi,
+  type KubeMethod,
+  type MergePatch,
+  type TokenReviewResult,
+  verbOf,
+} from "./api.ts";
+import { isAlreadyExists, isConflict, isNotFound, toKubeError } from "./errors.ts";
+import { type KubeObject, type SetKind, type SetRef } from "./objects.ts";
+import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
+import { type LabelSelector, labelSelectorString } from "./selector.ts";
+
+/** Where a plain (OpenYurt-mode) DaemonSet keeps edgeroll's status: its own status is kube's. */
+export const daemonSetStatusAnnotation = "apps.edgeroll.dev/status";
+
+export interface SetSnapshot {
+  set: KubeObject;
+  pods: KubeObject[];
+  nodes: KubeObject[];
+  revisions: KubeObject[];
+}
+
+/** One request as `/metrics` counts it. */
+export interface RequestRecord {
+  method: KubeMethod;
+  verb: string;
+  /** HTTP status, 0 when no answer came; 200 stands for every success. */
+  status: number;
+}
+
+export interface KubeClientOptions {
+  retry?: RetryPolicy;
+  /** Called once per request sent (each retry included). */
+  onRequest?: (record: RequestRecord) => void;
+  /** `source.component` of the Events we write. */
+  component?: string;
+}
+
+export type CreateOutcome = "created" | "existed";
+export type DeleteOutcome = "deleted" | "gone";
+
+export interface EventNote {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+}
+
+export class KubeClient {
+  /** The raw calls, each retried and counted; for what the methods below do not cover. */
+  readonly api: KubeApi;
+  readonly #component: string;
+  #eventSeq = 0;
+
+  constructor(api: KubeApi, options: KubeClientOptions = {}) {
+    this.api = meteredApi(api, options.retry ?? defaultRetryPolicy, options.onRequest);
+    this.#component = options.component ?? "edgeroll";
+  }
+
+  /** The set, or undefined when it does not exist. */
+  async readSet(ref: SetRef): Promise<KubeObject | undefined> {
+    try {
+      return await this.api.getSet(ref);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * The set, its pods and ControllerRevisions (by the set's selector) and all nodes: one
+   * GET then three LISTs in parallel, never per-object reads.
+   */
+  async readSnapshot(ref: SetRef): Promise<SetSnapshot | undefined> {
+    const set = await this.readSet(ref);
+    if (!set) return undefined;
+    const spec = set.spec as { selector?: LabelSelector } | undefined;
+    const labelSelector = labelSelectorString(spec?.selector);
+    const [pods, nodes, revisions] = await Promise.all([
+      this.api.listPods({ namespace: ref.namespace, labelSelector }),
+      this.api.listNodes({}),
+      this.api.listRevisions({ namespace: ref.namespace, labelSelector }),
+    ]);
+    return { set, pods: pods.items, nodes: nodes.items, revisions: revisions.items };
+  }
+
+  /**
+   * Writes `status` with the set's resourceVersion as precondition: the lock of the
+   * reconcile step. A `KubeError` with `isConflict` means another writer moved first.
+   */
+  async claimStatus(kind: SetKind, set: KubeObject, status: unknown): Promise<KubeObject> {
+    if (kind === "advanceddaemonsets") {
+      return await this.api.replaceSetStatus({ object: { ...set, status } });
+    }
+    const { namespace = "", name = "", resourceVersion } = set.metadata;
+    return await this.api.patchSet({
+      kind,
+      namespace,
+      name,
+      patch: {
+        metadata: {
+          resourceVersion,
+          annotations: { [daemonSetStatusAnnotation]: JSON.stringify(status) },
+        },
+      },
+    });
+  }
+
+  /** A create that finds the pod already there counts as done: names are deterministic. */
+  createPod(namespace: string, pod: KubeObject): Promise<CreateOutcome> {
+    return tolerateAlreadyExists(() => this.api.createPod({ namespace, body: pod }));
+  }
+
+  /** Gone already, or replaced by a pod with another UID: either way ours is not there. */
+  deletePod(namespace: string, name: string, uid: string): Promise<DeleteOutcome> {
+    return tolerateGone(() => this.api.deletePod({ namespace, name, uid }));
+  }
+
+  async patchPod(namespace: string, name: string, patch: MergePatch): Promise<void> {
+    await this.api.patchPod({ namespace, name, patch });
+  }
+
+  /** Sets one pod condition, leaving the others (kubelet's) as they are. */
+  async setPodCondition(
+    namespace: string,
+    name: string,
+    condition: { type: string; status: string; message?: string; reason?: string },
+    now: Date,
+  ): Promise<void> {
+    const patch = {
+      status: { conditions: [{ ...condition, lastTransitionTime: isoSeconds(now) }] },
+    };
+    await this.api.patchPodStatus({ namespace, name, patch });
+  }
+
+  createRevision(namespace: string, revision: KubeObject): Promise<CreateOutcome> {
+    return tolerateAlreadyExists(() => this.api.createRevision({ namespace, body: revision }));
+  }
+
+  deleteRevision(namespace: string, name: string, uid: string): Promise<DeleteOutcome> {
+    return tolerateGone(() => this.api.deleteRevision({ namespace, name, uid }));
+  }
+
+  /** A core/v1 Event with the set as involved object. */
+  async recordEvent(set: KubeObject, note: EventNote, now: Date): Promise<void> {
+    const { namespace = "default", name = "", uid, resourceVersion } = set.metadata;
+    const stamp = isoSeconds(now);
+    const body: KubeObject = {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: {
+        name: `${name}.${now.getTime().toString(16)}${(this.#eventSeq++).toString(16)}`,
+        namespace,
+      },
+      involvedObject: {
+        apiVersion: set.apiVersion,
+        kind: set.kind,
+        namespace,
+        name,
+        uid,
+        resourceVersion,
+      },
+      reason: note.reason,
+      message: note.message,
+      type: note.type,
+      source: { component: this.#component },
+      reportingComponent: this.#component,
+      firstTimestamp: stamp,
+      lastTimestamp: stamp,
+      count: 1,
+    };
+    await this.api.createEvent({ namespace, body });
+  }
+
+  /** Lists every set of a kind across namespaces. */
+  async listSets(kind: SetKind): Promise<KubeObject[]> {
+    return (await this.api.listSets({ kind })).items;
+  }
+
+  reviewToken(token: string, audiences?: string[]): Promise<TokenReviewResult> {
+    return this.api.createTokenReview({ token, audiences });
+  }
+
+  /** Resolves when the API server answers `/version`; for `/readyz`. */
+  async ping(): Promise<string> {
+    return (await this.api.getVersion({})).gitVersion;
+  }
+}
+
+function isoSeconds(date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+async function tolerateAlreadyExists(create: () => Promise<unknown>): Promise<CreateOutcome> {
+  try {
+    await create();
+    return "created";
+  } catch (err) {
+    if (isAlreadyExists(err)) return "existed";
+    throw err;
+  }
+}
+
+async function tolerateGone(remove: () => Promise<void>): Promise<DeleteOutcome> {
+  try {
+    await remove();
+    return "deleted";
+  } catch (err) {
+    if (isNotFound(err) || isConflict(err)) return "gone";
+    throw err;
+  }
+}
+
+/** Each method retried under `policy`, each try reported to `onRequest`. */
+function meteredApi(
+  api: KubeApi,
+  policy: RetryPolicy,
+  onRequest: ((record: RequestRecord) => void) | undefined,
+): KubeApi {
+  const metered: Partial<Record<KubeMethod, unknown>> = {};
+  for (const method of Object.keys(verbOf) as KubeMethod[]) {
+    const verb = verbOf[method];
+    const call = (api[method] as (p: unknown) => Promise<unknown>).bind(api);
+    metered[method] = (param: unknown) =>
+      withRetry(`${verb} ${method}`, async () => {
+        try {
+          const result = await call(param);
+          onRequest?.({ method, verb, status: 200 });
+          return result;
+        } catch (thrown) {
+          const err = toKubeError(thrown, `${verb} ${method}`);
+          onRequest?.({ method, verb, status: err.status });
+          throw err;
+        }
+      }, policy);
+  }
+  return metered as KubeApi;
+}
