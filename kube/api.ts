@@ -5,15 +5,8 @@
  * 409 or 500 while the others reach the real server.
  */
 import * as k8s from "@kubernetes/client-node";
-import {
-  advancedDaemonSetGroup,
-  advancedDaemonSetVersion,
-  type KubeList,
-  type KubeObject,
-  type SetKind,
-  type SetRef,
-  toWire,
-} from "./objects.ts";
+import { group, plural, version } from "../api/advanced-daemonset.ts";
+import { type KubeList, type KubeObject, type SetKind, type SetRef, toWire } from "./objects.ts";
 
 export type MergePatch = Record<string, unknown>;
 
@@ -45,6 +38,7 @@ export interface KubeApi {
   /** Strategic merge patch of pod status: conditions merge by `type`, as kubelet's do. */
   patchPodStatus(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
   createRevision(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
+  patchRevision(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
   deleteRevision(p: { namespace: string; name: string; uid: string }): Promise<void>;
   createEvent(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
   createTokenReview(p: { token: string; audiences?: string[] }): Promise<TokenReviewResult>;
@@ -69,6 +63,7 @@ export const verbOf: Record<KubeMethod, string> = {
   patchPod: "patch",
   patchPodStatus: "patch",
   createRevision: "create",
+  patchRevision: "patch",
   deleteRevision: "delete",
   createEvent: "create",
   createTokenReview: "create",
@@ -110,11 +105,7 @@ const strategicMergePatch = k8s.setHeaderOptions(
   k8s.PatchStrategy.StrategicMergePatch,
 );
 
-const advancedDaemonSets = {
-  group: advancedDaemonSetGroup,
-  version: advancedDaemonSetVersion,
-  plural: "advanceddaemonsets",
-};
+const advancedDaemonSets = { group, version, plural };
 
 function list(raw: { items: unknown[]; metadata?: { resourceVersion?: string } }): KubeList {
   return { items: toWire(raw.items), resourceVersion: raw.metadata?.resourceVersion ?? "" };
@@ -187,6 +178,11 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
           namespace,
           body: body as unknown as k8s.V1ControllerRevision,
         }),
+      );
+    },
+    async patchRevision({ namespace, name, patch }) {
+      return toWire(
+        await apps.patchNamespacedControllerRevision({ namespace, name, body: patch }, mergePatch),
       );
     },
     async deleteRevision({ namespace, name, uid }) {

@@ -1,7 +1,8 @@
 import { assertEquals, assertRejects } from "@std/assert";
 import { clientNodeApi, interceptApi, type Overrides } from "./api.ts";
-import { daemonSetStatusAnnotation, KubeClient, type RequestRecord } from "./client.ts";
+import { KubeClient, type RequestRecord } from "./client.ts";
 import { isConflict, KubeError } from "./errors.ts";
+import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
 import {
   type Answer,
   type RecordedRequest,
@@ -160,7 +161,7 @@ Deno.test("claimStatus of a plain DaemonSet merge-patches an annotation under th
     assertEquals(requests[0].body, {
       metadata: {
         resourceVersion: "5",
-        annotations: { [daemonSetStatusAnnotation]: '{"nextCheckAt":"2026-01-01T00:00:00Z"}' },
+        annotations: { [rolloutStatusAnnotation]: '{"nextCheckAt":"2026-01-01T00:00:00Z"}' },
       },
     });
   });

@@ -14,16 +14,9 @@ import { isAlreadyExists, isConflict, isNotFound, toKubeError } from "./errors.t
 import { type KubeObject, type SetKind, type SetRef } from "./objects.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
-
-/** Where a plain (OpenYurt-mode) DaemonSet keeps edgeroll's status: its own status is kube's. */
-export const daemonSetStatusAnnotation = "apps.edgeroll.dev/status";
-
-export interface SetSnapshot {
-  set: KubeObject;
-  pods: KubeObject[];
-  nodes: KubeObject[];
-  revisions: KubeObject[];
-}
+import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
+import type { ControllerRevision, DaemonSet, Node, Pod } from "../api/kube-objects.ts";
+import type { Snapshot } from "../engine/types.ts";
 
 /** One request as `/metrics` counts it. */
 export interface RequestRecord {
@@ -75,7 +68,7 @@ export class KubeClient {
    * The set, its pods and ControllerRevisions (by the set's selector) and all nodes: one
    * GET then three LISTs in parallel, never per-object reads.
    */
-  async readSnapshot(ref: SetRef): Promise<SetSnapshot | undefined> {
+  async readSnapshot(ref: SetRef): Promise<Snapshot | undefined> {
     const set = await this.readSet(ref);
     if (!set) return undefined;
     const spec = set.spec as { selector?: LabelSelector } | undefined;
@@ -85,7 +78,15 @@ export class KubeClient {
       this.api.listNodes({}),
       this.api.listRevisions({ namespace: ref.namespace, labelSelector }),
     ]);
-    return { set, pods: pods.items, nodes: nodes.items, revisions: revisions.items };
+    // Trusted as read: plan() validates the set's spec; the others are the API server's own.
+    const objects = {
+      pods: pods.items as Pod[],
+      nodes: nodes.items as Node[],
+      revisions: revisions.items as ControllerRevision[],
+    };
+    return ref.kind === "advanceddaemonsets"
+      ? { kind: "AdvancedDaemonSet", set, ...objects }
+      : { kind: "DaemonSet", set: set as DaemonSet, ...objects };
   }
 
   /**
@@ -104,7 +105,7 @@ export class KubeClient {
       patch: {
         metadata: {
           resourceVersion,
-          annotations: { [daemonSetStatusAnnotation]: JSON.stringify(status) },
+          annotations: { [rolloutStatusAnnotation]: JSON.stringify(status) },
         },
       },
     });
@@ -128,26 +129,32 @@ export class KubeClient {
   async setPodCondition(
     namespace: string,
     name: string,
-    condition: { type: string; status: string; message?: string; reason?: string },
+    condition: { type: string; status: string; lastTransitionTime?: string },
     now: Date,
   ): Promise<void> {
-    const patch = {
-      status: { conditions: [{ ...condition, lastTransitionTime: isoSeconds(now) }] },
-    };
-    await this.api.patchPodStatus({ namespace, name, patch });
+    const stamped = { lastTransitionTime: isoSeconds(now), ...condition };
+    await this.api.patchPodStatus({
+      namespace,
+      name,
+      patch: { status: { conditions: [stamped] } },
+    });
   }
 
   createRevision(namespace: string, revision: KubeObject): Promise<CreateOutcome> {
     return tolerateAlreadyExists(() => this.api.createRevision({ namespace, body: revision }));
   }
 
+  async patchRevision(namespace: string, name: string, patch: MergePatch): Promise<void> {
+    await this.api.patchRevision({ namespace, name, patch });
+  }
+
   deleteRevision(namespace: string, name: string, uid: string): Promise<DeleteOutcome> {
     return tolerateGone(() => this.api.deleteRevision({ namespace, name, uid }));
   }
 
-  /** A core/v1 Event with the set as involved object. */
-  async recordEvent(set: KubeObject, note: EventNote, now: Date): Promise<void> {
-    const { namespace = "default", name = "", uid, resourceVersion } = set.metadata;
+  /** A core/v1 Event about `involved` (the set, or one of its pods). */
+  async recordEvent(involved: KubeObject, note: EventNote, now: Date): Promise<void> {
+    const { namespace = "default", name = "", uid, resourceVersion } = involved.metadata;
     const stamp = isoSeconds(now);
     const body: KubeObject = {
       apiVersion: "v1",
@@ -157,8 +164,8 @@ export class KubeClient {
         namespace,
       },
       involvedObject: {
-        apiVersion: set.apiVersion,
-        kind: set.kind,
+        apiVersion: involved.apiVersion,
+        kind: involved.kind,
         namespace,
         name,
         uid,

@@ -1,27 +1,8 @@
 /**
- * The few facts kube/ needs about the objects it moves, in wire (JSON) form. The full
- * schemas live in `api/`; kube/ only needs names, versions and owners to route calls.
+ * Objects as kube/ moves them: wire (JSON) form, metadata as `api/` names it, the rest left
+ * to whoever reads it.
  */
-
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  ownerReferences?: {
-    apiVersion: string;
-    kind: string;
-    name: string;
-    uid: string;
-    controller?: boolean;
-  }[];
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-}
+import type { ObjectMeta } from "../api/kube-objects.ts";
 
 export interface KubeObject {
   apiVersion?: string;
@@ -45,9 +26,6 @@ export interface SetRef {
   namespace: string;
   name: string;
 }
-
-export const advancedDaemonSetGroup = "apps.edgeroll.dev";
-export const advancedDaemonSetVersion = "v1alpha1";
 
 export function setKey(ref: SetRef): string {
   return `${ref.kind}/${ref.namespace}/${ref.name}`;
