@@ -11,7 +11,7 @@ import {
   verbOf,
 } from "./api.ts";
 import { isAlreadyExists, isConflict, isNotFound, toKubeError } from "./errors.ts";
-import { type KubeObject, type SetKind, type SetRef } from "./objects.ts";
+import type { KubeObject, SetKind, SetRef } from "./objects.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
 import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
@@ -129,7 +129,7 @@ export class KubeClient {
   async setPodCondition(
     namespace: string,
     name: string,
-    condition: { type: string; status: string; lastTransitionTime?: string },
+    condition: { type: string; status: string; message?: string; lastTransitionTime?: string },
     now: Date,
   ): Promise<void> {
     const stamped = { lastTransitionTime: isoSeconds(now), ...condition };

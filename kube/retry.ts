@@ -2,7 +2,7 @@
  * Bounded retries with exponential backoff for calls that fail with a retryable
  * `KubeError` (429, 5xx, no answer). Terminal errors go straight back to the caller.
  */
-import { KubeError, toKubeError } from "./errors.ts";
+import { type KubeError, toKubeError } from "./errors.ts";
 
 export interface RetryPolicy {
   /** Tries in all, the first included. */
