@@ -1,0 +1,143 @@
+/**
+ * What every simulated controller shares: the store, the cache over it, the timeline, the
+ * seeded randomness, the options, the kubelets' per-node state, and the Event recorder.
+ */
+import { isoSeconds, type KubeObject, type Store } from "../store.ts";
+import { type ClusterCache, EVENTS } from "./cache.ts";
+import type { Timeline } from "./timeline.ts";
+
+/** Tunable durations, in simulated seconds (divided by the speed factor at run time). */
+export interface Durations {
+  /** Kubelet Lease renewal (upstream: a quarter of the 40 s lease duration). */
+  leaseRenewSeconds: number;
+  leaseDurationSeconds: number;
+  /** Kubelet node status computation; a post happens only on change or after the report period. */
+  nodeStatusUpdateSeconds: number;
+  nodeStatusReportSeconds: number;
+  /** Node lifecycle controller: how often it looks, how long a silent node stays Ready. */
+  nodeMonitorPeriodSeconds: number;
+  nodeMonitorGraceSeconds: number;
+  /** Pull time of an image the node has not got; a cached image starts after `cachedStartSeconds`. */
+  pullSeconds: number;
+  cachedStartSeconds: number;
+  /** How long containers take to stop after a graceful delete (capped by the pod's grace period). */
+  terminationSeconds: number;
+  /** First image pull back-off; doubles up to `maxPullBackOffSeconds`. */
+  pullBackOffSeconds: number;
+  maxPullBackOffSeconds: number;
+  /** Core Events are deleted after this long, as kube-apiserver's event TTL does. */
+  eventTtlSeconds: number;
+}
+
+export const DEFAULT_DURATIONS: Durations = {
+  leaseRenewSeconds: 10,
+  leaseDurationSeconds: 40,
+  nodeStatusUpdateSeconds: 10,
+  nodeStatusReportSeconds: 300,
+  nodeMonitorPeriodSeconds: 5,
+  nodeMonitorGraceSeconds: 50,
+  pullSeconds: 8,
+  cachedStartSeconds: 1,
+  terminationSeconds: 2,
+  pullBackOffSeconds: 10,
+  maxPullBackOffSeconds: 300,
+  eventTtlSeconds: 3600,
+};
+
+/** The kubelet's own view of one node: what it does not share with the API while cut off. */
+export interface NodeAgentState {
+  name: string;
+  index: number;
+  /** False while disconnected: no heartbeat, no status, no reaction to the API. */
+  connected: boolean;
+  /** False after `setNotReady`: the kubelet reports Ready=False (runtime down). */
+  healthy: boolean;
+  /** Image references (normalised) present on the node. */
+  images: Map<string, number>;
+  internalIP: string;
+  podSubnet: string;
+  nextPodIP: number;
+}
+
+export type Log = (
+  level: "info" | "warn",
+  message: string,
+  fields?: Record<string, unknown>,
+) => void;
+
+export interface ClusterContext {
+  store: Store;
+  cache: ClusterCache;
+  timeline: Timeline;
+  random: () => number;
+  durations: Durations;
+  agents: Map<string, NodeAgentState>;
+  /** Decides whether pulling this image fails (ErrImagePull). */
+  pullFails: (image: string) => boolean;
+  log: Log;
+  recordEvent(event: EventInput): void;
+}
+
+export interface EventInput {
+  involved: KubeObject;
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+  component: string;
+  host?: string;
+}
+
+/** Hex digits from the seeded generator (container IDs, Event names). */
+export function randomHex(random: () => number, length: number): string {
+  let out = "";
+  while (out.length < length) out += Math.floor(random() * 16).toString(16);
+  return out;
+}
+
+/**
+ * Writes core/v1 Events as the controllers' recorders do (one object per occurrence, no
+ * aggregation), and deletes them after the event TTL so a long run does not grow without end.
+ */
+export function createEventRecorder(
+  store: Store,
+  timeline: Timeline,
+  random: () => number,
+  ttlSeconds: number,
+  enabled: boolean,
+): (event: EventInput) => void {
+  return (input) => {
+    if (!enabled) return;
+    const { involved } = input;
+    const now = isoSeconds(timeline.now());
+    const namespace = involved.metadata.namespace ?? "default";
+    const name = `${involved.metadata.name}.${randomHex(random, 16)}`;
+    store.create(EVENTS, {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name, namespace },
+      involvedObject: {
+        apiVersion: involved.apiVersion,
+        kind: involved.kind,
+        name: involved.metadata.name,
+        namespace: involved.metadata.namespace,
+        uid: involved.metadata.uid,
+        resourceVersion: involved.metadata.resourceVersion,
+      },
+      reason: input.reason,
+      message: input.message,
+      type: input.type,
+      source: input.host
+        ? { component: input.component, host: input.host }
+        : { component: input.component },
+      reportingComponent: input.component,
+      reportingInstance: input.host ?? "",
+      firstTimestamp: now,
+      lastTimestamp: now,
+      eventTime: null,
+      count: 1,
+    });
+    timeline.after(ttlSeconds, () => {
+      if (store.tryGet(EVENTS, namespace, name)) store.delete(EVENTS, namespace, name);
+    });
+  };
+}

@@ -1,0 +1,130 @@
+import { assert, assertEquals, assertMatch } from "@std/assert";
+import type { KubeObject } from "../store.ts";
+import { waitFor, withCluster } from "./testing.ts";
+import { findCondition, type Node, type Pod } from "./types.ts";
+
+function pod(name: string, image: string, extra: Partial<Pod["spec"]> = {}): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default" },
+    spec: { containers: [{ name: "app", image }], ...extra },
+  };
+}
+
+function getPod(
+  store: { tryGet(r: string, ns: string, n: string): KubeObject | undefined },
+  name: string,
+) {
+  return store.tryGet("pods", "default", name) as Pod | undefined;
+}
+
+Deno.test("nodes: edge-N with labels, Ready condition, lease, kubelet version", async () => {
+  await withCluster({ nodes: 4, zones: 2 }, (store, cluster) => {
+    assertEquals(cluster.nodeNames(), ["edge-1", "edge-2", "edge-3", "edge-4"]);
+    const node = store.get("nodes", undefined, "edge-3") as Node;
+    assertEquals(node.metadata.labels?.["kubernetes.io/hostname"], "edge-3");
+    assertEquals(node.metadata.labels?.["topology.kubernetes.io/zone"], "zone-1");
+    assertEquals(
+      (store.get("nodes", undefined, "edge-2") as Node).metadata.labels
+        ?.["topology.kubernetes.io/zone"],
+      "zone-2",
+    );
+    assertEquals(findCondition(node.status?.conditions, "Ready")?.status, "True");
+    assertMatch(node.status?.nodeInfo?.kubeletVersion ?? "", /^v1\.32\./);
+    const lease = store.get("leases.coordination.k8s.io", "kube-node-lease", "edge-3");
+    assertEquals((lease.spec as { holderIdentity: string }).holderIdentity, "edge-3");
+    return Promise.resolve();
+  });
+});
+
+Deno.test("kubelet: a pod is scheduled, pulled, started and becomes Ready; the image is cached", async () => {
+  await withCluster({ nodes: 1 }, async (store) => {
+    store.create("pods", pod("web", "nginx:1.27", { readinessProbe: undefined }));
+    const running = await waitFor("web Ready", () => {
+      const p = getPod(store, "web");
+      return p && findCondition(p.status?.conditions, "Ready")?.status === "True" && p;
+    });
+    assertEquals(running.spec.nodeName, "edge-1");
+    assertEquals(running.status?.phase, "Running");
+    const status = running.status!.containerStatuses![0];
+    assertEquals(status.image, "docker.io/library/nginx:1.27");
+    assertMatch(status.imageID, /^docker\.io\/library\/nginx@sha256:[0-9a-f]{64}$/);
+    assertMatch(status.containerID ?? "", /^containerd:\/\/[0-9a-f]{64}$/);
+    assertEquals([status.ready, status.started, status.restartCount], [true, true, 0]);
+    assert(status.state.running?.startedAt);
+    assert(running.status?.podIP && running.status.hostIP && running.status.startTime);
+    for (const type of ["PodScheduled", "Initialized", "ContainersReady", "Ready"]) {
+      assertEquals(findCondition(running.status?.conditions, type)?.status, "True", type);
+    }
+    const node = await waitFor("image in node status", () => {
+      const n = store.get("nodes", undefined, "edge-1") as Node;
+      return n.status?.images?.some((i) => i.names.includes("docker.io/library/nginx:1.27")) && n;
+    });
+    assert(node.status?.images?.[0].sizeBytes);
+  });
+});
+
+Deno.test("kubelet: readiness waits for the probe's initial delay", async () => {
+  await withCluster({ nodes: 1, speed: 50 }, async (store) => {
+    const probed = pod("slow", "nginx:1.27");
+    (probed.spec as Pod["spec"]).containers[0].readinessProbe = { initialDelaySeconds: 5 };
+    store.create("pods", probed);
+    const started = await waitFor("slow running", () => {
+      const p = getPod(store, "slow");
+      return p?.status?.phase === "Running" && p;
+    });
+    assertEquals(started.status!.containerStatuses![0].ready, false);
+    assertEquals(findCondition(started.status?.conditions, "Ready")?.status, "False");
+    await waitFor(
+      "slow Ready",
+      () => findCondition(getPod(store, "slow")?.status?.conditions, "Ready")?.status === "True",
+    );
+  });
+});
+
+Deno.test("kubelet: a failing pull shows ErrImagePull then ImagePullBackOff", async () => {
+  await withCluster({ nodes: 1, failingImages: ["registry.example/app:2"] }, async (store) => {
+    store.create("pods", pod("bad", "nginx:bad"));
+    store.create("pods", pod("listed", "registry.example/app:2"));
+    for (const name of ["bad", "listed"]) {
+      const reasons = new Set<string>();
+      await waitFor(`${name} back-off`, () => {
+        const reason = getPod(store, name)?.status?.containerStatuses?.[0].state.waiting?.reason;
+        if (reason) reasons.add(reason);
+        return reason === "ImagePullBackOff";
+      });
+      assert(reasons.has("ErrImagePull"), `${name} went through ErrImagePull`);
+      assertEquals(getPod(store, name)?.status?.phase, "Pending");
+    }
+  });
+});
+
+Deno.test("kubelet: a graceful delete is confirmed after termination", async () => {
+  await withCluster({ nodes: 1 }, async (store) => {
+    store.create("pods", pod("gone", "nginx:1.27"));
+    await waitFor("running", () => getPod(store, "gone")?.status?.phase === "Running");
+    const { removed, object } = store.delete("pods", "default", "gone");
+    assertEquals(removed, false);
+    assert(object.metadata.deletionTimestamp);
+    await waitFor("deleted", () => getPod(store, "gone") === undefined);
+  });
+});
+
+Deno.test("kubelet: an image change restarts the container with a new restartCount", async () => {
+  await withCluster({ nodes: 1 }, async (store) => {
+    store.create("pods", pod("swap", "nginx:1.26"));
+    const first = await waitFor("running", () => {
+      const p = getPod(store, "swap");
+      return p?.status?.containerStatuses?.[0].ready && p;
+    });
+    first.spec.containers[0].image = "nginx:1.27";
+    store.update("pods", first);
+    const after = await waitFor("restarted", () => {
+      const s = getPod(store, "swap")?.status?.containerStatuses?.[0];
+      return s?.ready && s.image === "docker.io/library/nginx:1.27" && s;
+    });
+    assertEquals(after.restartCount, 1);
+    assertEquals(after.lastState.terminated?.reason, "Completed");
+  });
+});

@@ -1,0 +1,446 @@
+/**
+ * The pod half of the simulated kubelet, one loop for every node. For each pod bound to a
+ * connected node it keeps a local runtime record (what containerd would hold) and reports it
+ * as pod status: ContainerCreating while the image is pulled (fast when the node has it
+ * cached), then Running with container IDs and image digests, Ready after the readiness
+ * probe's initial delay. A pull of an image the options mark as failing cycles through
+ * ErrImagePull and ImagePullBackOff with upstream's doubling back-off. A graceful delete is
+ * confirmed, once the containers have stopped, by a grace-0 delete with a uid precondition.
+ *
+ * While its node is disconnected the kubelet keeps running what it has (pulls finish,
+ * containers run) but neither sees nor writes the API; reconnecting syncs everything.
+ */
+import { isoSeconds, StoreError } from "../store.ts";
+import { PODS } from "./cache.ts";
+import { type ClusterContext, type NodeAgentState, randomHex } from "./context.ts";
+import { imageID, imageSize, normalizeImage } from "./images.ts";
+import type {
+  Condition,
+  Container,
+  ContainerState,
+  ContainerStatus,
+  Pod,
+  PodStatus,
+} from "./types.ts";
+import { findCondition, keyOf } from "./types.ts";
+import { createWorkQueue } from "./work-queue.ts";
+
+type ContainerPhase = "creating" | "pull-failed" | "back-off" | "running";
+
+interface ContainerRuntime {
+  image: string;
+  phase: ContainerPhase;
+  pullFailures: number;
+  containerID?: string;
+  startedAt?: number;
+  /** Readiness probe verdict; true at start when there is no probe. */
+  probeReady: boolean;
+  restartCount: number;
+  lastState: ContainerState;
+  cancel?: () => void;
+}
+
+/** One container's start, as the pull and back-off steps pass it along. */
+interface ContainerJob {
+  pod: Pod;
+  runtime: PodRuntime;
+  container: Container;
+  agent: NodeAgentState;
+  state: ContainerRuntime;
+}
+
+interface PodRuntime {
+  uid: string;
+  key: string;
+  nodeName: string;
+  startTime: number;
+  podIP: string;
+  containers: Map<string, ContainerRuntime>;
+  /** Set once a delete was seen: "stopping" while containers stop, "stopped" after. */
+  termination?: "stopping" | "stopped";
+}
+
+export interface Kubelets {
+  /** Re-reads every pod of the node from the API and reports (after reconnect or health change). */
+  syncNode(name: string): void;
+  /** Pods the kubelets hold, by phase of their containers (for stats). */
+  counts(): { pods: number; running: number };
+  stop(): void;
+}
+
+const COMPONENT = "kubelet";
+
+export function startKubelets(ctx: ClusterContext): Kubelets {
+  const { store, cache, timeline, durations, agents } = ctx;
+  const runtimes = new Map<string, PodRuntime>();
+  const queue = createWorkQueue(timeline, syncPod, (key, error) => {
+    if (!(error instanceof StoreError)) {
+      ctx.log("warn", "kubelet sync failed", { pod: key, error: String(error) });
+    }
+  });
+
+  cache.onChange((event) => {
+    if (event.resource !== PODS) return;
+    const pod = event.object as Pod;
+    const agent = agents.get(pod.spec.nodeName ?? "");
+    if (!agent?.connected) return;
+    if (event.type === "DELETED") forget(pod.metadata.uid!);
+    else queue.add(keyOf(pod));
+  });
+  for (const key of cache.pods.keys()) queue.add(key);
+
+  function connectedAgent(pod: Pod): NodeAgentState | undefined {
+    const agent = agents.get(pod.spec.nodeName ?? "");
+    return agent?.connected ? agent : undefined;
+  }
+
+  function forget(uid: string): void {
+    const runtime = runtimes.get(uid);
+    if (!runtime) return;
+    for (const container of runtime.containers.values()) container.cancel?.();
+    runtimes.delete(uid);
+  }
+
+  function event(pod: Pod, type: "Normal" | "Warning", reason: string, message: string): void {
+    ctx.recordEvent({
+      involved: pod,
+      type,
+      reason,
+      message,
+      component: COMPONENT,
+      host: pod.spec.nodeName,
+    });
+  }
+
+  function syncPod(key: string): void {
+    const pod = cache.pods.get(key);
+    if (!pod) return;
+    const agent = connectedAgent(pod);
+    if (!agent) return;
+    let runtime = runtimes.get(pod.metadata.uid!);
+    if (pod.metadata.deletionTimestamp) {
+      terminate(pod, runtime ?? admit(pod, agent));
+      return;
+    }
+    runtime ??= admit(pod, agent);
+    for (const container of pod.spec.containers ?? []) {
+      const current = runtime.containers.get(container.name);
+      if (!current) {
+        startContainer(pod, runtime, container, agent);
+      } else if (current.image !== container.image) {
+        // An in-place image change: the kubelet kills the container and starts the new image.
+        current.cancel?.();
+        if (current.phase === "running") {
+          current.lastState = {
+            terminated: {
+              exitCode: 0,
+              reason: "Completed",
+              startedAt: isoSeconds(current.startedAt!),
+              finishedAt: isoSeconds(timeline.now()),
+              containerID: current.containerID,
+            },
+          };
+          current.restartCount += 1;
+        }
+        runtime.containers.delete(container.name);
+        startContainer(pod, runtime, container, agent, current);
+      }
+    }
+    writeStatus(key);
+  }
+
+  function admit(pod: Pod, agent: NodeAgentState): PodRuntime {
+    const podIP = pod.spec.hostNetwork ? agent.internalIP : allocateIP(agent);
+    const runtime: PodRuntime = {
+      uid: pod.metadata.uid!,
+      key: keyOf(pod),
+      nodeName: agent.name,
+      startTime: timeline.now(),
+      podIP,
+      containers: new Map(),
+    };
+    runtimes.set(runtime.uid, runtime);
+    return runtime;
+  }
+
+  function startContainer(
+    pod: Pod,
+    runtime: PodRuntime,
+    container: Container,
+    agent: NodeAgentState,
+    previous?: ContainerRuntime,
+  ): void {
+    const state: ContainerRuntime = {
+      image: container.image,
+      phase: "creating",
+      pullFailures: 0,
+      probeReady: !container.readinessProbe,
+      restartCount: previous?.restartCount ?? 0,
+      lastState: previous?.lastState ?? {},
+    };
+    runtime.containers.set(container.name, state);
+    pull({ pod, runtime, container, agent, state });
+  }
+
+  function pull(job: ContainerJob): void {
+    const { pod, runtime, container, agent, state } = job;
+    const ref = normalizeImage(container.image);
+    const cached = agent.images.has(ref) && container.imagePullPolicy !== "Always";
+    const seconds = cached
+      ? durations.cachedStartSeconds
+      : durations.pullSeconds * (0.75 + 0.5 * ctx.random());
+    if (!cached) event(pod, "Normal", "Pulling", `Pulling image "${container.image}"`);
+    state.cancel = timeline.after(seconds, () => {
+      state.cancel = undefined;
+      if (ctx.pullFails(container.image)) {
+        pullFailed(job);
+        return;
+      }
+      agent.images.set(ref, imageSize(ref));
+      event(
+        pod,
+        "Normal",
+        "Pulled",
+        cached
+          ? `Container image "${container.image}" already present on machine`
+          : `Successfully pulled image "${container.image}" in ${
+            seconds.toFixed(3)
+          }s. Image size: ${imageSize(ref)} bytes.`,
+      );
+      event(pod, "Normal", "Created", `Created container: ${container.name}`);
+      event(pod, "Normal", "Started", `Started container ${container.name}`);
+      state.phase = "running";
+      state.containerID = `containerd://${randomHex(ctx.random, 64)}`;
+      state.startedAt = timeline.now();
+      if (!state.probeReady) {
+        state.cancel = timeline.after(container.readinessProbe?.initialDelaySeconds ?? 0, () => {
+          state.cancel = undefined;
+          state.probeReady = true;
+          writeStatus(runtime.key);
+        });
+      }
+      writeStatus(runtime.key);
+    });
+  }
+
+  function pullFailed(job: ContainerJob): void {
+    const { pod, runtime, container, state } = job;
+    state.pullFailures += 1;
+    state.phase = "pull-failed";
+    event(
+      pod,
+      "Warning",
+      "Failed",
+      `Failed to pull image "${container.image}": ${pullError(container.image)}`,
+    );
+    event(pod, "Warning", "Failed", "Error: ErrImagePull");
+    writeStatus(runtime.key);
+    const backOff = Math.min(
+      durations.pullBackOffSeconds * 2 ** (state.pullFailures - 1),
+      durations.maxPullBackOffSeconds,
+    );
+    // The next pod sync (about a second later) reports the back-off; the retry comes after it.
+    state.cancel = timeline.after(1, () => {
+      state.phase = "back-off";
+      event(pod, "Normal", "BackOff", `Back-off pulling image "${container.image}"`);
+      writeStatus(runtime.key);
+      state.cancel = timeline.after(backOff, () => pull(job));
+    });
+  }
+
+  function terminate(pod: Pod, runtime: PodRuntime): void {
+    if (runtime.termination === "stopped") {
+      confirmDeletion(runtime);
+      return;
+    }
+    if (runtime.termination === "stopping") return;
+    runtime.termination = "stopping";
+    for (const container of runtime.containers.values()) container.cancel?.();
+    const running = [...runtime.containers.entries()].filter(([, c]) => c.phase === "running");
+    for (const [name] of running) event(pod, "Normal", "Killing", `Stopping container ${name}`);
+    const grace = pod.metadata.deletionGracePeriodSeconds ?? 30;
+    const seconds = running.length > 0 ? Math.min(grace, durations.terminationSeconds) : 0;
+    timeline.after(seconds, () => {
+      runtime.termination = "stopped";
+      confirmDeletion(runtime);
+    });
+  }
+
+  function confirmDeletion(runtime: PodRuntime): void {
+    const pod = cache.pods.get(runtime.key);
+    if (!pod || pod.metadata.uid !== runtime.uid) {
+      forget(runtime.uid);
+      return;
+    }
+    if (!connectedAgent(pod)) return; // confirmed when the node comes back
+    const { namespace, name } = pod.metadata;
+    store.delete(PODS, namespace, name, {
+      gracePeriodSeconds: 0,
+      preconditions: { uid: runtime.uid },
+    });
+  }
+
+  function writeStatus(key: string): void {
+    const pod = cache.pods.get(key);
+    if (!pod || pod.metadata.deletionTimestamp) return;
+    const agent = connectedAgent(pod);
+    const runtime = runtimes.get(pod.metadata.uid!);
+    if (!agent || !runtime) return;
+    const status = podStatus(pod, runtime, agent, isoSeconds(timeline.now()));
+    if (JSON.stringify(status) === JSON.stringify(pod.status)) return;
+    store.update(PODS, { ...structuredClone(pod), status });
+  }
+
+  function syncNode(name: string): void {
+    const agent = agents.get(name);
+    if (!agent?.connected) return;
+    for (const runtime of [...runtimes.values()]) {
+      if (runtime.nodeName !== name) continue;
+      const pod = cache.pods.get(runtime.key);
+      if (!pod || pod.metadata.uid !== runtime.uid) forget(runtime.uid);
+    }
+    for (const pod of cache.podsOn(name)) queue.add(keyOf(pod));
+  }
+
+  return {
+    syncNode,
+    counts() {
+      let running = 0;
+      for (const runtime of runtimes.values()) {
+        if ([...runtime.containers.values()].every((c) => c.phase === "running")) running++;
+      }
+      return { pods: runtimes.size, running };
+    },
+    stop() {
+      queue.stop();
+      for (const uid of [...runtimes.keys()]) forget(uid);
+    },
+  };
+}
+
+function allocateIP(agent: NodeAgentState): string {
+  const host = agent.nextPodIP;
+  agent.nextPodIP = host >= 254 ? 2 : host + 1;
+  return agent.podSubnet.replace(/0\/24$/, String(host));
+}
+
+function pullError(image: string): string {
+  const ref = normalizeImage(image);
+  return `rpc error: code = NotFound desc = failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": ${ref}: not found`;
+}
+
+function qosClass(pod: Pod): string {
+  const resources = (pod.spec.containers ?? []).map((c) =>
+    (c.resources ?? {}) as { requests?: Record<string, string>; limits?: Record<string, string> }
+  );
+  if (resources.every((r) => !r.requests && !r.limits)) return "BestEffort";
+  const guaranteed = resources.every((r) =>
+    ["cpu", "memory"].every((k) =>
+      r.limits?.[k] && (r.requests?.[k] ?? r.limits[k]) === r.limits[k]
+    )
+  );
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+function containerStatus(
+  container: Container,
+  state: ContainerRuntime,
+  healthy: boolean,
+): ContainerStatus {
+  const running = state.phase === "running";
+  const common = {
+    name: container.name,
+    restartCount: state.restartCount,
+    lastState: state.lastState,
+  };
+  if (running) {
+    return {
+      ...common,
+      image: normalizeImage(state.image),
+      imageID: imageID(state.image),
+      containerID: state.containerID,
+      ready: state.probeReady && healthy,
+      started: true,
+      state: { running: { startedAt: isoSeconds(state.startedAt!) } },
+    };
+  }
+  const waiting = state.phase === "creating"
+    ? { reason: "ContainerCreating" }
+    : state.phase === "pull-failed"
+    ? { reason: "ErrImagePull", message: pullError(state.image) }
+    : {
+      reason: "ImagePullBackOff",
+      message: `Back-off pulling image "${state.image}": ErrImagePull: ${pullError(state.image)}`,
+    };
+  return {
+    ...common,
+    image: state.image,
+    imageID: "",
+    ready: false,
+    started: false,
+    state: { waiting },
+  };
+}
+
+/** The pod status the kubelet reports for its local runtime record. */
+function podStatus(pod: Pod, runtime: PodRuntime, agent: NodeAgentState, now: string): PodStatus {
+  const containers = pod.spec.containers ?? [];
+  const statuses = containers.map((container) =>
+    containerStatus(container, runtime.containers.get(container.name)!, agent.healthy)
+  );
+  const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
+  const before = pod.status?.conditions;
+  const condition = (type: string, ok: boolean, reason?: string, message?: string): Condition => {
+    const status = ok ? "True" : "False";
+    const previous = findCondition(before, type);
+    const result: Condition = {
+      type,
+      status,
+      lastProbeTime: null,
+      lastTransitionTime: previous?.status === status ? previous.lastTransitionTime : now,
+    };
+    if (!ok && reason) Object.assign(result, { reason, message });
+    return result;
+  };
+  const notReadyMessage = `containers with unready status: [${unready.join(" ")}]`;
+  const conditions = [
+    condition("PodReadyToStartContainers", true),
+    condition("Initialized", true),
+    condition("Ready", unready.length === 0, "ContainersNotReady", notReadyMessage),
+    condition("ContainersReady", unready.length === 0, "ContainersNotReady", notReadyMessage),
+    findCondition(before, "PodScheduled") ?? condition("PodScheduled", true),
+  ];
+  const initContainerStatuses = (pod.spec.initContainers ?? []).map((
+    container,
+  ): ContainerStatus => ({
+    name: container.name,
+    image: normalizeImage(container.image),
+    imageID: imageID(container.image),
+    ready: true,
+    started: false,
+    restartCount: 0,
+    state: {
+      terminated: {
+        exitCode: 0,
+        reason: "Completed",
+        startedAt: isoSeconds(runtime.startTime),
+        finishedAt: isoSeconds(runtime.startTime),
+      },
+    },
+    lastState: {},
+  }));
+  const status: PodStatus = {
+    ...pod.status,
+    phase: statuses.some((s) => s.state.running) ? "Running" : "Pending",
+    conditions,
+    hostIP: agent.internalIP,
+    hostIPs: [{ ip: agent.internalIP }],
+    podIP: runtime.podIP,
+    podIPs: [{ ip: runtime.podIP }],
+    startTime: isoSeconds(runtime.startTime),
+    qosClass: qosClass(pod),
+    containerStatuses: statuses,
+  };
+  if (initContainerStatuses.length > 0) status.initContainerStatuses = initContainerStatuses;
+  return status;
+}

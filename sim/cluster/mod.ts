@@ -1,0 +1,187 @@
+/**
+ * Cluster behaviour for the simulator: what the kubelets, the scheduler, the node lifecycle
+ * controller and the DaemonSet controller of a real cluster do, acting on the simulator's
+ * object store. The HTTP API server serves the store; this module makes it move.
+ *
+ * @example
+ * ```ts
+ * import { Store } from "../store.ts";
+ * import { startClusterBehaviour } from "./mod.ts";
+ *
+ * const store = new Store();
+ * const cluster = startClusterBehaviour(store, { nodes: 3, zones: 2, speed: 50, seed: 7 });
+ * cluster.disconnect("edge-2"); // stops heart-beating; NotReady after the grace period
+ * cluster.reconnect("edge-2");
+ * cluster.stop();
+ * ```
+ */
+import { type Store, StoreError } from "../store.ts";
+import { ClusterCache } from "./cache.ts";
+import {
+  type ClusterContext,
+  createEventRecorder,
+  DEFAULT_DURATIONS,
+  type Durations,
+  type Log,
+  type NodeAgentState,
+} from "./context.ts";
+import { normalizeImage } from "./images.ts";
+import { startKubelets } from "./kubelet.ts";
+import { startNodeFleet } from "./node-agent.ts";
+import { startScheduler } from "./scheduler.ts";
+import { type Clock, createTimeline, seededRandom } from "./timeline.ts";
+
+export type { Durations, Log } from "./context.ts";
+export { KUBELET_VERSION, nodeName } from "./node-agent.ts";
+
+export interface ClusterBehaviourOptions {
+  /** Nodes `edge-1` … `edge-N` (existing ones are kept, missing ones created). */
+  nodes: number;
+  /** Spread `topology.kubernetes.io/zone=zone-1..K` round-robin; 0 or absent: no zone label. */
+  zones?: number;
+  /** `kubernetes.io/arch` values handed out round-robin (default `amd64`). */
+  architectures?: string[];
+  /** Every simulated duration is divided by this (1 = realistic seconds; tests use 20–100). */
+  speed?: number;
+  /** Wall clock for timestamps and timers (default: the store's clock). */
+  clock?: Clock;
+  /** Seed of the generator behind pull jitter, pod names, container IDs (default: random). */
+  seed?: number;
+  /**
+   * Images whose pull fails with ErrImagePull: exact references (`nginx:1.27` matches
+   * `docker.io/library/nginx:1.27`). Images tagged `:bad` always fail.
+   */
+  failingImages?: string[];
+  /** Override simulated durations (seconds, before the speed factor). */
+  durations?: Partial<Durations>;
+  /** Write core/v1 Events (Scheduled, Pulled, SuccessfulCreate, NodeNotReady, …). Default true. */
+  events?: boolean;
+  /** Where warnings go (default: JSON lines on stderr). */
+  log?: Log;
+}
+
+export interface ClusterStats {
+  nodes: number;
+  disconnected: number;
+  notReady: number;
+  /** Pods the kubelets hold, and those whose containers all run. */
+  kubeletPods: number;
+  runningPods: number;
+  speed: number;
+}
+
+export interface ClusterBehaviour {
+  nodeNames(): string[];
+  /** Cuts the node off: no heartbeat, no status, deletes of its pods wait until `reconnect`. */
+  disconnect(node: string): void;
+  /** Restores the link: lease, status and every pod of the node are synced at once. */
+  reconnect(node: string): void;
+  /** The kubelet reports Ready=False (container runtime down) without losing the link. */
+  setNotReady(node: string): void;
+  setReady(node: string): void;
+  setSpeed(speed: number): void;
+  readonly speed: number;
+  stats(): ClusterStats;
+  /** Stops every timer and listener; the store keeps what was written. */
+  stop(): void;
+}
+
+const jsonLog: Log = (level, message, fields) =>
+  console.error(JSON.stringify({ level, component: "sim/cluster", message, ...fields }));
+
+export function startClusterBehaviour(
+  store: Store,
+  options: ClusterBehaviourOptions,
+): ClusterBehaviour {
+  if (!Number.isInteger(options.nodes) || options.nodes < 0) {
+    throw new RangeError(`nodes must be a non-negative integer, got ${options.nodes}`);
+  }
+  const log = options.log ?? jsonLog;
+  const durations = { ...DEFAULT_DURATIONS, ...options.durations };
+  const timeline = createTimeline({
+    clock: options.clock ?? (() => store.now()),
+    speed: options.speed ?? 1,
+    onError: (error) => log("warn", "scheduled action failed", { error: String(error) }),
+  });
+  const random = seededRandom(options.seed ?? Math.floor(Math.random() * 2 ** 32));
+  const failing = new Set((options.failingImages ?? []).map(normalizeImage));
+  const agents = new Map<string, NodeAgentState>();
+  const cache = new ClusterCache(store, timeline.now);
+  const ctx: ClusterContext = {
+    store,
+    cache,
+    timeline,
+    random,
+    durations,
+    agents,
+    pullFails: (image) =>
+      normalizeImage(image).endsWith(":bad") || failing.has(normalizeImage(image)),
+    log,
+    recordEvent: createEventRecorder(
+      store,
+      timeline,
+      random,
+      durations.eventTtlSeconds,
+      options.events ?? true,
+    ),
+  };
+
+  const fleet = startNodeFleet(ctx, options);
+  const kubelets = startKubelets(ctx);
+  const scheduler = startScheduler(ctx);
+
+  function agentOf(node: string): NodeAgentState {
+    const agent = agents.get(node);
+    if (!agent) throw new StoreError(404, "NotFound", `node "${node}" is not a simulated node`);
+    return agent;
+  }
+
+  return {
+    nodeNames: () => fleet.names(),
+    disconnect(node) {
+      agentOf(node).connected = false;
+    },
+    reconnect(node) {
+      const agent = agentOf(node);
+      if (agent.connected) return;
+      agent.connected = true;
+      fleet.renewLease(node);
+      fleet.postStatus(node);
+      kubelets.syncNode(node);
+    },
+    setNotReady(node) {
+      const agent = agentOf(node);
+      agent.healthy = false;
+      fleet.postStatus(node);
+      kubelets.syncNode(node);
+    },
+    setReady(node) {
+      const agent = agentOf(node);
+      agent.healthy = true;
+      fleet.postStatus(node);
+      kubelets.syncNode(node);
+    },
+    setSpeed: (speed) => timeline.setSpeed(speed),
+    get speed() {
+      return timeline.speed;
+    },
+    stats() {
+      const all = [...agents.values()];
+      const counts = kubelets.counts();
+      return {
+        nodes: all.length,
+        disconnected: all.filter((a) => !a.connected).length,
+        notReady: all.filter((a) => !a.healthy).length,
+        kubeletPods: counts.pods,
+        runningPods: counts.running,
+        speed: timeline.speed,
+      };
+    },
+    stop() {
+      scheduler.stop();
+      kubelets.stop();
+      cache.stop();
+      timeline.stop();
+    },
+  };
+}
