@@ -26,7 +26,9 @@ import {
   type NodeAgentState,
 } from "./context.ts";
 import { normalizeImage } from "./images.ts";
+import { startDaemonSetController } from "./daemonset.ts";
 import { startKubelets } from "./kubelet.ts";
+import { startNodeLifecycle } from "./node-lifecycle.ts";
 import { startNodeFleet } from "./node-agent.ts";
 import { startScheduler } from "./scheduler.ts";
 import { type Clock, createTimeline, seededRandom } from "./timeline.ts";
@@ -129,6 +131,8 @@ export function startClusterBehaviour(
   const fleet = startNodeFleet(ctx, options);
   const kubelets = startKubelets(ctx);
   const scheduler = startScheduler(ctx);
+  const lifecycle = startNodeLifecycle(ctx);
+  const daemonSets = startDaemonSetController(ctx);
 
   function agentOf(node: string): NodeAgentState {
     const agent = agents.get(node);
@@ -178,6 +182,8 @@ export function startClusterBehaviour(
       };
     },
     stop() {
+      daemonSets.stop();
+      lifecycle.stop();
       scheduler.stop();
       kubelets.stop();
       cache.stop();
