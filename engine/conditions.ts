@@ -1,0 +1,60 @@
+/**
+ * The set's conditions: every decision that waits says why. All five types are always present
+ * (False when they do not hold), so a reader never guesses what a missing one means;
+ * `lastTransitionTime` moves only when the status flips, and an Event is emitted when a condition
+ * becomes True, so an unchanged cluster yields unchanged conditions and no events.
+ */
+import type { SetCondition } from "../api/kube-objects.ts";
+import { formatTime } from "./objects.ts";
+import type { EpochMillis, PlanEvent } from "./types.ts";
+
+export const conditionTypes = [
+  "Progressing",
+  "Complete",
+  "Paused",
+  "BudgetExhausted",
+  "InvalidSpec",
+] as const;
+export type ConditionType = typeof conditionTypes[number];
+
+export interface ConditionState {
+  status: boolean;
+  reason: string;
+  message: string;
+}
+
+const eventTypeWhenTrue: Record<ConditionType, PlanEvent["type"]> = {
+  Progressing: "Normal",
+  Complete: "Normal",
+  Paused: "Normal",
+  // A rollout with maxUnavailable 1 spends most of its time with the budget in use: not alarming.
+  BudgetExhausted: "Normal",
+  InvalidSpec: "Warning",
+};
+
+export function buildConditions(
+  states: Record<ConditionType, ConditionState>,
+  previous: SetCondition[] | undefined,
+  now: EpochMillis,
+): { conditions: SetCondition[]; events: PlanEvent[] } {
+  const events: PlanEvent[] = [];
+  const conditions = conditionTypes.map((type): SetCondition => {
+    const state = states[type];
+    const status = state.status ? "True" : "False";
+    const before = previous?.find((c) => c.type === type);
+    const flipped = before?.status !== status;
+    if (state.status && flipped) {
+      events.push({ type: eventTypeWhenTrue[type], reason: state.reason, message: state.message });
+    }
+    return {
+      type,
+      status,
+      reason: state.reason,
+      message: state.message,
+      lastTransitionTime: flipped || !before?.lastTransitionTime
+        ? formatTime(now)
+        : before.lastTransitionTime,
+    };
+  });
+  return { conditions, events };
+}

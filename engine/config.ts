@@ -1,0 +1,144 @@
+/**
+ * What the planner needs to know about a set, whatever its kind: an AdvancedDaemonSet validated
+ * and defaulted, or an `apps/v1` DaemonSet read through its OpenYurt annotations. `plan` works on
+ * this one shape only.
+ */
+import {
+  type AdvancedDaemonSetStatus,
+  AdvancedDaemonSetStatus as StatusSchema,
+  apiVersion,
+  kind,
+  type LifecycleHook,
+  rolloutStatusAnnotation,
+} from "../api/advanced-daemonset.ts";
+import { isZero, scaleIntOrPercent } from "../api/int-or-percent.ts";
+import type { IntOrString, LabelSelector, PodTemplateSpec } from "../api/kube-objects.ts";
+import type { FieldIssue } from "../api/label-selector.ts";
+import { readOpenYurtRollout } from "../api/openyurt.ts";
+import { validateAdvancedDaemonSet } from "../api/validation.ts";
+import type { SetIdentity } from "./revisions.ts";
+import type { Snapshot } from "./types.ts";
+
+/** How pods are replaced when the template changes. */
+export type UpdateMode =
+  /** Standard rolling update without surge: delete old pods within maxUnavailable. */
+  | "Recreate"
+  /** Standard rolling update with maxSurge: new pod first, old pod deleted once it is available. */
+  | "Surge"
+  /** Never delete for an update (OnDelete). */
+  | "OnDelete"
+  /** OpenYurt OTA: mark pods `PodNeedUpgrade`, the node decides. */
+  | "OTA";
+
+export interface SetConfig {
+  kind: Snapshot["kind"];
+  identity: SetIdentity;
+  generation: number;
+  template: PodTemplateSpec;
+  selector: LabelSelector;
+  minReadySeconds: number;
+  burstReplicas: IntOrString;
+  revisionHistoryLimit: number;
+  mode: UpdateMode;
+  maxUnavailable: IntOrString;
+  maxSurge: IntOrString;
+  partition: IntOrString;
+  updateSelector?: LabelSelector;
+  paused: boolean;
+  preDelete?: LifecycleHook;
+  progressiveCreatePod: boolean;
+  /**
+   * AdvancedDaemonSet: edgeroll creates pods and revisions and removes misscheduled ones. OpenYurt
+   * DaemonSet: the native controller does, edgeroll only replaces (deletes) or marks old pods.
+   */
+  ownsPlacement: boolean;
+}
+
+export type SetReading =
+  | { ok: true; config: SetConfig; previous: AdvancedDaemonSetStatus }
+  | { ok: false; managed: boolean; issues: FieldIssue[]; previous: AdvancedDaemonSetStatus };
+
+function parseStatus(raw: unknown): AdvancedDaemonSetStatus {
+  const parsed = StatusSchema.safeParse(raw ?? {});
+  return parsed.success ? parsed.data : StatusSchema.parse({});
+}
+
+function statusFromAnnotation(text: string | undefined): AdvancedDaemonSetStatus {
+  if (text === undefined) return parseStatus({});
+  try {
+    return parseStatus(JSON.parse(text));
+  } catch {
+    return parseStatus({});
+  }
+}
+
+/** Resolves an int-or-percent against the desired node count (percent rounded up or down). */
+export function resolve(value: IntOrString, desired: number, roundUp: boolean): number {
+  return scaleIntOrPercent(value, desired, roundUp);
+}
+
+export function readSet(snapshot: Snapshot): SetReading {
+  const meta = snapshot.set.metadata;
+  const identityBase = {
+    name: meta.name ?? "",
+    namespace: meta.namespace ?? "default",
+    uid: meta.uid ?? "",
+  };
+  if (snapshot.kind === "AdvancedDaemonSet") {
+    const previous = parseStatus(snapshot.set.status);
+    const result = validateAdvancedDaemonSet(snapshot.set);
+    if (!result.ok) return { ok: false, managed: true, issues: result.issues, previous };
+    const { set, rollingUpdate, annotations } = result;
+    const strategy = set.spec.updateStrategy;
+    const rolling = strategy.type === "RollingUpdate";
+    return {
+      ok: true,
+      previous,
+      config: {
+        kind: "AdvancedDaemonSet",
+        identity: { apiVersion, kind, ...identityBase },
+        generation: meta.generation ?? 0,
+        template: set.spec.template,
+        selector: set.spec.selector,
+        minReadySeconds: set.spec.minReadySeconds,
+        burstReplicas: set.spec.burstReplicas,
+        revisionHistoryLimit: set.spec.revisionHistoryLimit,
+        mode: !rolling ? "OnDelete" : isZero(rollingUpdate.maxSurge) ? "Recreate" : "Surge",
+        maxUnavailable: rollingUpdate.maxUnavailable,
+        maxSurge: rollingUpdate.maxSurge,
+        partition: rolling ? rollingUpdate.partition : 0,
+        updateSelector: rolling ? rollingUpdate.selector : undefined,
+        paused: rolling && rollingUpdate.paused,
+        preDelete: set.spec.lifecycle?.preDelete,
+        progressiveCreatePod: annotations.progressiveCreatePod,
+        ownsPlacement: true,
+      },
+    };
+  }
+  const set = snapshot.set;
+  const previous = statusFromAnnotation(meta.annotations?.[rolloutStatusAnnotation]);
+  const yurt = readOpenYurtRollout(set);
+  if (!yurt.managed) return { ok: false, managed: false, issues: [], previous };
+  if (!yurt.ok) return { ok: false, managed: true, issues: yurt.issues, previous };
+  return {
+    ok: true,
+    previous,
+    config: {
+      kind: "DaemonSet",
+      identity: { apiVersion: "apps/v1", kind: "DaemonSet", ...identityBase },
+      generation: meta.generation ?? 0,
+      template: set.spec.template,
+      selector: set.spec.selector,
+      minReadySeconds: set.spec.minReadySeconds ?? 0,
+      burstReplicas: 250,
+      revisionHistoryLimit: set.spec.revisionHistoryLimit ?? 10,
+      mode: yurt.rollout.mode === "OTA" ? "OTA" : "Recreate",
+      maxUnavailable: yurt.rollout.maxUnavailable,
+      maxSurge: 0,
+      partition: 0,
+      paused: false,
+      progressiveCreatePod: false,
+      ownsPlacement: false,
+    },
+  };
+}

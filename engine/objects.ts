@@ -1,0 +1,96 @@
+/**
+ * Reading pods and nodes the way the upstream DaemonSet controller does: readiness and
+ * availability (`podutil.IsPodAvailable`), the node a pod is bound or pinned to, the oldest-first
+ * order of pods on one node (`podByCreationTimestampAndPhase`), node health.
+ */
+import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
+import type { EpochMillis } from "./types.ts";
+
+export function parseTime(rfc3339: string | undefined): EpochMillis | undefined {
+  if (rfc3339 === undefined) return undefined;
+  const ms = Date.parse(rfc3339);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** RFC 3339 without milliseconds, as the API server writes timestamps. */
+export function formatTime(ms: EpochMillis): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+function readyCondition(pod: Pod) {
+  return pod.status?.conditions?.find((c) => c.type === "Ready");
+}
+
+export function isPodReady(pod: Pod): boolean {
+  return readyCondition(pod)?.status === "True";
+}
+
+/**
+ * When a ready pod becomes available (ready for minReadySeconds), or undefined when it is not
+ * ready or its Ready condition has no transition time while minReadySeconds > 0.
+ */
+export function availableAt(pod: Pod, minReadySeconds: number): EpochMillis | undefined {
+  const ready = readyCondition(pod);
+  if (ready?.status !== "True") return undefined;
+  if (minReadySeconds <= 0) return Number.NEGATIVE_INFINITY;
+  const since = parseTime(ready.lastTransitionTime);
+  return since === undefined ? undefined : since + minReadySeconds * 1000;
+}
+
+export function isPodAvailable(pod: Pod, minReadySeconds: number, now: EpochMillis): boolean {
+  const at = availableAt(pod, minReadySeconds);
+  return at !== undefined && at <= now;
+}
+
+export function isTerminating(pod: Pod): boolean {
+  return pod.metadata.deletionTimestamp !== undefined;
+}
+
+export function isFailed(pod: Pod): boolean {
+  return pod.status?.phase === "Failed";
+}
+
+export function podRevision(pod: Pod): string | undefined {
+  return pod.metadata.labels?.[Keys.revisionHash];
+}
+
+/**
+ * The node a daemon pod belongs to: `spec.nodeName` once bound, else the node its required
+ * affinity pins it to (`matchFields metadata.name In [node]`, as upstream writes it).
+ */
+export function podNodeName(pod: Pod): string | undefined {
+  if (pod.spec.nodeName) return pod.spec.nodeName;
+  const terms = pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+    ?.nodeSelectorTerms ?? [];
+  for (const term of terms) {
+    for (const field of term.matchFields ?? []) {
+      if (field.key === "metadata.name" && field.operator === "In" && field.values?.length === 1) {
+        return field.values[0];
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Bound pods first, then oldest first, then by name: upstream's order of pods on one node. */
+export function compareOldestFirst(a: Pod, b: Pod): number {
+  const boundA = a.spec.nodeName ? 0 : 1;
+  const boundB = b.spec.nodeName ? 0 : 1;
+  if (boundA !== boundB) return boundA - boundB;
+  const ta = parseTime(a.metadata.creationTimestamp) ?? 0;
+  const tb = parseTime(b.metadata.creationTimestamp) ?? 0;
+  if (ta !== tb) return ta - tb;
+  const na = a.metadata.name ?? "";
+  const nb = b.metadata.name ?? "";
+  return na < nb ? -1 : na > nb ? 1 : 0;
+}
+
+/**
+ * A node edgeroll can act on now. NotReady or unreachable nodes (Ready False/Unknown or missing,
+ * or the `unreachable` taint) neither consume the update budget nor block the rollout.
+ */
+export function isNodeReady(node: Node): boolean {
+  const ready = node.status?.conditions?.find((c) => c.type === "Ready");
+  if (ready?.status !== "True") return false;
+  return !(node.spec?.taints ?? []).some((t) => t.key === "node.kubernetes.io/unreachable");
+}

@@ -1,0 +1,655 @@
+/**
+ * Step scenarios in the style of upstream `update_test.go`: a fake cluster, an injected clock,
+ * and after each `plan` the expected actions. The fake API server (`testdata/fleet.ts`) applies
+ * them and the fake kubelets start pods.
+ */
+import { assertEquals } from "@std/assert";
+import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
+import { plan } from "./plan.ts";
+import * as f from "./testdata/fleet.ts";
+import type { Action, Plan, Snapshot } from "./types.ts";
+
+function adsSnapshot(
+  spec: Parameters<typeof f.advancedDaemonSet>[0],
+  nodes: Node[],
+  pods: Pod[] = [],
+  metadata: Record<string, unknown> = {},
+): Snapshot {
+  return {
+    kind: "AdvancedDaemonSet",
+    set: f.advancedDaemonSet(spec, metadata) as Snapshot["set"],
+    pods,
+    nodes,
+    revisions: [],
+  };
+}
+
+/** `createPod node-1`, `deletePod <pod>`…: a short, readable form of the pod actions. */
+function podActions(p: Plan): string[] {
+  return p.actions.flatMap((a: Action) => {
+    switch (a.type) {
+      case "createPod":
+        return [`create ${a.node}`];
+      case "deletePod":
+        return [`delete ${a.node}`];
+      case "patchPod":
+        return [`patch ${a.name}`];
+      case "setPodCondition":
+        return [`condition ${a.name} ${a.condition.type}=${a.condition.status}`];
+      default:
+        return [];
+    }
+  });
+}
+
+function condition(p: Plan, type: string) {
+  const c = p.conditions.find((c) => c.type === type);
+  return `${c?.status} ${c?.reason}`;
+}
+
+/** Runs plan → apply → kubelet at `now`; returns the plan and the next cluster. */
+function step(c: f.Cluster, now: number, failing?: Set<string>): [Plan, f.Cluster] {
+  const p = plan(c.snapshot, now);
+  return [p, f.kubelet(f.apply(c, p, now), now, failing)];
+}
+
+/** The current revision hash: the one the plan records. */
+function hashOf(c: f.Cluster, now: number): string {
+  return plan(c.snapshot, now).status.daemonSetHash ?? "";
+}
+
+/** A converged fleet on agent:v1 (every pod ready for an hour), switched to agent:v2. */
+function rolledTo(v2: f.Cluster | Snapshot, now = f.t0): f.Cluster {
+  let c = "snapshot" in v2 ? v2 : f.cluster(v2);
+  for (let i = 0; i < 3; i++) [, c] = step(c, now - 3600_000);
+  return f.withTemplate(c, "agent:v2", 2);
+}
+
+Deno.test("placement: a pod on every matching node, at most burstReplicas per call", () => {
+  const nodes = f.nodes(5);
+  let c = f.cluster(adsSnapshot({ burstReplicas: 2 }, nodes));
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  assertEquals(podActions(p), ["create node-0", "create node-1"]);
+  assertEquals(p.actions[0].type, "createRevision");
+  [p, c] = step(c, f.t0 + 1000);
+  assertEquals(podActions(p), ["create node-2", "create node-3"]);
+  [p, c] = step(c, f.t0 + 2000);
+  assertEquals(podActions(p), ["create node-4"]);
+  [p, c] = step(c, f.t0 + 3000);
+  assertEquals(podActions(p), []);
+  assertEquals(condition(p, "Complete"), "True Complete");
+});
+
+Deno.test("placement: the created pod is pinned to its node, owned, labelled, deterministic", () => {
+  const snapshot = adsSnapshot({}, [f.node("edge-1")]);
+  const p = plan(snapshot, f.t0);
+  const create = p.actions.find((a) => a.type === "createPod");
+  if (create?.type !== "createPod") throw new Error("no createPod");
+  const pod = create.pod;
+  assertEquals(pod.spec.nodeName, "edge-1");
+  assertEquals(
+    pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution,
+    {
+      nodeSelectorTerms: [{
+        matchFields: [{ key: "metadata.name", operator: "In", values: ["edge-1"] }],
+      }],
+    },
+  );
+  assertEquals(pod.metadata.ownerReferences?.[0].uid, f.setUid);
+  assertEquals(pod.metadata.labels?.[Keys.revisionHash], p.status.daemonSetHash);
+  assertEquals(pod.metadata.labels?.[Keys.templateGeneration], "1");
+  assertEquals(
+    pod.metadata.name,
+    `agent-${pod.metadata.name?.split("-")[1]}-${p.status.daemonSetHash}`,
+  );
+  assertEquals(
+    pod.spec.tolerations?.some((t) => t.key === "node.kubernetes.io/unreachable"),
+    true,
+  );
+  assertEquals(plan(structuredClone(snapshot), f.t0), p);
+});
+
+Deno.test("placement: nodeSelector, affinity, taints and tolerations as upstream", async (t) => {
+  const cases: [string, Node, Partial<Parameters<typeof f.advancedDaemonSet>[0]>, boolean][] = [
+    ["nodeSelector matches", f.node("a", { labels: { zone: "edge" } }), {
+      template: {
+        ...f.template("v1"),
+        spec: { containers: [{ name: "c" }], nodeSelector: { zone: "edge" } },
+      },
+    }, true],
+    ["nodeSelector does not match", f.node("a"), {
+      template: {
+        ...f.template("v1"),
+        spec: { containers: [{ name: "c" }], nodeSelector: { zone: "edge" } },
+      },
+    }, false],
+    ["required affinity Gt", f.node("a", { labels: { cores: "8" } }), {
+      template: {
+        ...f.template("v1"),
+        spec: {
+          containers: [{ name: "c" }],
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [{
+                  matchExpressions: [{ key: "cores", operator: "Gt", values: ["4"] }],
+                }],
+              },
+            },
+          },
+        },
+      },
+    }, true],
+    [
+      "untolerated NoSchedule taint",
+      f.node("a", { taints: [{ key: "gpu", effect: "NoSchedule" }] }),
+      {},
+      false,
+    ],
+    ["tolerated taint", f.node("a", { taints: [{ key: "gpu", effect: "NoSchedule" }] }), {
+      template: {
+        ...f.template("v1"),
+        spec: { containers: [{ name: "c" }], tolerations: [{ key: "gpu", operator: "Exists" }] },
+      },
+    }, true],
+    [
+      "unschedulable node (tolerated by every daemon pod)",
+      f.node("a", {
+        taints: [{ key: "node.kubernetes.io/unschedulable", effect: "NoSchedule" }],
+      }),
+      {},
+      true,
+    ],
+    ["NotReady node (daemon pods tolerate it)", f.node("a", { ready: false }), {}, true],
+  ];
+  for (const [name, node, spec, creates] of cases) {
+    await t.step(name, () => {
+      assertEquals(podActions(plan(adsSnapshot(spec, [node]), f.t0)), creates ? ["create a"] : []);
+    });
+  }
+});
+
+Deno.test("placement: NoSchedule keeps a running pod, NoExecute and a lost label remove it", () => {
+  const hash = hashOf(f.cluster(adsSnapshot({}, [f.node("a")])), f.t0);
+  const running = (n: string) => f.pod(`p-${n}`, n, hash);
+  const nodes = [
+    f.node("keeps", { taints: [{ key: "maint", effect: "NoSchedule" }] }),
+    f.node("evicts", { taints: [{ key: "maint", effect: "NoExecute" }] }),
+    f.node("unlabelled", { labels: {} }),
+  ];
+  const spec = {
+    template: {
+      ...f.template("agent:v1"),
+      spec: {
+        containers: [{ name: "agent", image: "agent:v1" }],
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [{
+                matchExpressions: [{
+                  key: "kubernetes.io/hostname",
+                  operator: "In" as const,
+                  values: ["keeps", "evicts"],
+                }],
+              }],
+            },
+          },
+        },
+      },
+    },
+  };
+  const snapshot = adsSnapshot(spec, nodes, nodes.map((n) => running(n.metadata.name!)));
+  const p = plan(snapshot, f.t0);
+  assertEquals(podActions(p), ["delete evicts", "delete unlabelled"]);
+  assertEquals(p.status.numberMisscheduled, 3);
+  assertEquals(p.status.desiredNumberScheduled, 0);
+});
+
+Deno.test("duplicates: the oldest available pod stays, the others go", () => {
+  const c = f.cluster(adsSnapshot({}, [f.node("a")]));
+  const hash = hashOf(c, f.t0);
+  const pods = [
+    f.pod("oldest-unready", "a", hash, { created: f.t0 - 9000_000, readySince: null }),
+    f.pod("older-ready", "a", hash, { created: f.t0 - 8000_000 }),
+    f.pod("young-ready", "a", hash, { created: f.t0 - 1000_000 }),
+  ];
+  const p = plan(adsSnapshot({}, [f.node("a")], pods), f.t0);
+  assertEquals(
+    p.actions.filter((a) => a.type === "deletePod").map((a) => a.type === "deletePod" && a.name),
+    ["oldest-unready", "young-ready"],
+  );
+});
+
+Deno.test("a failed pod is deleted after a backoff, then recreated", () => {
+  const hash = hashOf(f.cluster(adsSnapshot({}, [f.node("a")])), f.t0);
+  const failed = f.pod("failed", "a", hash, {
+    created: f.t0 - 2000,
+    phase: "Failed",
+    readySince: null,
+  });
+  const early = plan(adsSnapshot({}, [f.node("a")], [failed]), f.t0);
+  assertEquals(podActions(early), []);
+  assertEquals(early.requeueAfterSeconds, 8);
+  let c = f.cluster(adsSnapshot({}, [f.node("a")], [failed]));
+  let p: Plan;
+  [p, c] = step(c, f.t0 + 8000);
+  assertEquals(podActions(p), ["delete a"]);
+  [p, c] = step(c, f.t0 + 9000);
+  assertEquals(podActions(p), ["create a"]);
+});
+
+Deno.test("Standard: maxUnavailable 1 replaces one node at a time, node names descending", () => {
+  let c = rolledTo(adsSnapshot({ minReadySeconds: 10 }, f.nodes(3)));
+  const order: string[] = [];
+  let now = f.t0;
+  for (let i = 0; i < 20; i++) {
+    const [p, next] = step(c, now);
+    const deletes = podActions(p).filter((a) => a.startsWith("delete"));
+    assertEquals(deletes.length <= 1, true);
+    order.push(...deletes);
+    c = next;
+    now += 5000;
+  }
+  assertEquals(order, ["delete node-2", "delete node-1", "delete node-0"]);
+  const done = plan(c.snapshot, now);
+  assertEquals(done.status.updatedNumberScheduled, 3);
+  assertEquals(condition(done, "Complete"), "True Complete");
+  assertEquals(done.requeueAfterSeconds, null);
+});
+
+Deno.test("Standard: minReadySeconds holds the next wave and sets requeueAfter", () => {
+  let c = rolledTo(adsSnapshot({ minReadySeconds: 30 }, f.nodes(2)));
+  let p: Plan;
+  [p, c] = step(c, f.t0); // delete node-1
+  [p, c] = step(c, f.t0 + 1000); // create on node-1, started at +1s
+  assertEquals(podActions(p), ["create node-1"]);
+  [p, c] = step(c, f.t0 + 2000);
+  assertEquals(podActions(p), []);
+  assertEquals(p.requeueAfterSeconds, 29);
+  assertEquals(p.status.nextCheckAt, "2026-01-01T00:00:31Z");
+  assertEquals(p.awaited.some((a) => a.why.includes("minReadySeconds 30")), true);
+  [p, c] = step(c, f.t0 + 31_000);
+  assertEquals(podActions(p), ["delete node-0"]);
+});
+
+Deno.test("kruise #1323/#898: unavailable old pods count against maxUnavailable", () => {
+  // 5 nodes, 3 old pods already down: upstream and Kruise delete those 3 *and* one available pod
+  // (4 down). We replace the 3 in their own slots and delete no available pod.
+  const base = rolledTo(adsSnapshot({}, f.nodes(5)));
+  const s = structuredClone(base.snapshot);
+  for (const name of ["node-0", "node-1", "node-2"]) {
+    const pod = s.pods.find((p) => p.spec.nodeName === name)!;
+    pod.status = { phase: "Running", conditions: [{ type: "Ready", status: "False" }] };
+  }
+  const p = plan(s, f.t0);
+  assertEquals(podActions(p).sort(), ["delete node-0", "delete node-1", "delete node-2"]);
+  assertEquals(p.events.filter((e) => e.reason === "ReplacingUnavailablePod").length, 3);
+  assertEquals(condition(p, "BudgetExhausted"), "True BudgetExhausted");
+});
+
+Deno.test("kruise #1323: a broken new revision stops the rollout, naming the pods that hold the budget", () => {
+  let c = rolledTo(
+    adsSnapshot(
+      { updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 2 } } },
+      f.nodes(6),
+    ),
+  );
+  let now = f.t0;
+  const broken = new Set(["node-5", "node-4", "node-3", "node-2", "node-1", "node-0"]);
+  let p: Plan;
+  for (let i = 0; i < 10; i++) {
+    [p, c] = step(c, now, broken);
+    now += 20_000;
+  }
+  p = plan(c.snapshot, now);
+  const down = c.snapshot.pods.filter((pod) => pod.status?.phase !== "Running").length +
+    (6 - c.snapshot.pods.length);
+  assertEquals(down <= 2, true);
+  assertEquals(p.status.updatedNumberScheduled, 2);
+  assertEquals(condition(p, "BudgetExhausted"), "True BudgetExhausted");
+  const message = p.conditions.find((x) => x.type === "BudgetExhausted")?.message ?? "";
+  assertEquals(message.includes("maxUnavailable 2"), true);
+  assertEquals(message.split(": ")[1].split(";")[0].split(", ").length, 2);
+});
+
+Deno.test("Surging (seed: maxSurge 30%): new pods first, old ones deleted once the new are available", () => {
+  const spec = {
+    minReadySeconds: 5,
+    updateStrategy: {
+      type: "RollingUpdate" as const,
+      rollingUpdate: { rollingUpdateType: "Surging" as const, maxSurge: "30%" },
+    },
+  };
+  let c = rolledTo(adsSnapshot(spec, f.nodes(10)));
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  assertEquals(podActions(p), ["create node-9", "create node-8", "create node-7"]);
+  // kruise #1854: a node with an old and a new pod counts once.
+  [p, c] = step(c, f.t0 + 1000);
+  assertEquals(podActions(p), []);
+  assertEquals(p.status.updatedNumberScheduled, 3);
+  assertEquals(p.status.currentNumberScheduled, 10);
+  assertEquals(p.status.numberAvailable, 10);
+  [p, c] = step(c, f.t0 + 6000);
+  // The old pods go and, as upstream, the next wave starts in the same call: the surge in use
+  // is counted from new pods not yet available.
+  assertEquals(podActions(p), [
+    "delete node-7",
+    "delete node-8",
+    "delete node-9",
+    "create node-6",
+    "create node-5",
+    "create node-4",
+  ]);
+});
+
+Deno.test("partition 10 (seed) keeps the last 10 nodes of Kruise's order on the old revision", () => {
+  const spec = {
+    updateStrategy: {
+      type: "RollingUpdate" as const,
+      rollingUpdate: { partition: 10, maxUnavailable: 5 },
+    },
+  };
+  let c = rolledTo(adsSnapshot(spec, f.nodes(12)));
+  let now = f.t0;
+  for (let i = 0; i < 6; i++) [, c] = step(c, now += 1000);
+  const p = plan(c.snapshot, now);
+  const hash = p.status.daemonSetHash;
+  const updated = c.snapshot.pods.filter((x) => x.metadata.labels?.[Keys.revisionHash] === hash)
+    .map((x) => x.spec.nodeName).sort();
+  assertEquals(updated, ["node-10", "node-11"]);
+  assertEquals(condition(p, "Progressing"), "False UpdateScopeReached");
+  assertEquals(condition(p, "Complete"), "False Incomplete");
+});
+
+Deno.test("partition as a percent of desired is rounded down", () => {
+  const spec = {
+    updateStrategy: {
+      type: "RollingUpdate" as const,
+      rollingUpdate: { partition: "50%", maxUnavailable: 5 },
+    },
+  };
+  let c = rolledTo(adsSnapshot(spec, f.nodes(5)));
+  for (let i = 0; i < 6; i++) [, c] = step(c, f.t0 + i * 1000);
+  const hash = hashOf(c, f.t0);
+  // 50% of 5 = 2.5, rounded down to 2 kept: 3 updated.
+  assertEquals(
+    c.snapshot.pods.filter((x) => x.metadata.labels?.[Keys.revisionHash] === hash).length,
+    3,
+  );
+});
+
+Deno.test("selector (seed): only nodes labelled nodeType=canary are updated", () => {
+  const nodes = [...f.nodes(4), f.node("canary-a", { labels: { nodeType: "canary" } })];
+  const spec = {
+    updateStrategy: {
+      type: "RollingUpdate" as const,
+      rollingUpdate: { selector: { matchLabels: { nodeType: "canary" } }, maxUnavailable: 3 },
+    },
+  };
+  let c = rolledTo(adsSnapshot(spec, nodes));
+  for (let i = 0; i < 5; i++) [, c] = step(c, f.t0 + i * 1000);
+  const hash = hashOf(c, f.t0);
+  assertEquals(
+    c.snapshot.pods.filter((x) => x.metadata.labels?.[Keys.revisionHash] === hash).map((x) =>
+      x.spec.nodeName
+    ),
+    ["canary-a"],
+  );
+});
+
+Deno.test("paused (seed) stops updates but not creation on a new node", () => {
+  const spec = {
+    updateStrategy: { type: "RollingUpdate" as const, rollingUpdate: { paused: true } },
+  };
+  const c = rolledTo(adsSnapshot(spec, f.nodes(3)));
+  c.snapshot.nodes.push(f.node("node-new"));
+  const [p] = step(c, f.t0);
+  assertEquals(podActions(p), ["create node-new"]);
+  assertEquals(condition(p, "Paused"), "True Paused");
+  assertEquals(p.events.some((e) => e.reason === "Paused"), true);
+});
+
+Deno.test("OnDelete never deletes for an update; a pod deleted by hand comes back new", () => {
+  let c = rolledTo(adsSnapshot({ updateStrategy: { type: "OnDelete" } }, f.nodes(2)));
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  assertEquals(podActions(p), []);
+  assertEquals(condition(p, "Progressing"), "False OnDelete");
+  c.snapshot.pods = c.snapshot.pods.filter((x) => x.spec.nodeName !== "node-0");
+  [p, c] = step(c, f.t0 + 1000);
+  assertEquals(podActions(p), ["create node-0"]);
+  const create = p.actions.find((a) => a.type === "createPod");
+  assertEquals(create?.type === "createPod" && create.revision, p.status.daemonSetHash);
+});
+
+Deno.test("NotReady nodes neither consume the budget nor block; they update when back", () => {
+  let c = rolledTo(adsSnapshot({}, f.nodes(3)));
+  const setReady = (name: string, ready: boolean) => {
+    const n = c.snapshot.nodes.find((x) => x.metadata.name === name)!;
+    n.status = { conditions: [{ type: "Ready", status: ready ? "True" : "Unknown" }] };
+  };
+  setReady("node-1", false);
+  setReady("node-2", false);
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  assertEquals(podActions(p), ["delete node-0"]);
+  assertEquals(p.awaited.filter((a) => a.what.startsWith("node/")).map((a) => a.what), [
+    "node/node-2 Ready",
+    "node/node-1 Ready",
+  ]);
+  [p, c] = step(c, f.t0 + 1000);
+  [p, c] = step(c, f.t0 + 2000);
+  assertEquals(condition(p, "Progressing"), "False WaitingForNodes");
+  setReady("node-1", true);
+  setReady("node-2", true);
+  [p, c] = step(c, f.t0 + 3000);
+  assertEquals(podActions(p), ["delete node-2"]);
+});
+
+Deno.test("InPlaceIfPossible is planned as a Standard recreate", () => {
+  const spec = {
+    updateStrategy: {
+      type: "RollingUpdate" as const,
+      rollingUpdate: { rollingUpdateType: "InPlaceIfPossible" as const },
+    },
+  };
+  const [p] = step(rolledTo(adsSnapshot(spec, f.nodes(2))), f.t0);
+  assertEquals(podActions(p), ["delete node-1"]);
+});
+
+Deno.test("preDelete: a hooked pod is marked PreparingDelete, deleted once released", () => {
+  const spec = {
+    template: f.template("agent:v1", { app: "agent", "example.io/block-deleting": "true" }),
+    lifecycle: {
+      preDelete: { labelsHandler: { "example.io/block-deleting": "true" }, markPodNotReady: true },
+    },
+  };
+  let c = rolledTo(adsSnapshot(spec, f.nodes(1)));
+  // Pods carry the hook label from their template.
+  c.snapshot.pods.forEach((x) => (x.metadata.labels!["example.io/block-deleting"] = "true"));
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  const podName = c.snapshot.pods[0].metadata.name!;
+  assertEquals(podActions(p), [`patch ${podName}`, `condition ${podName} KruisePodReady=False`]);
+  assertEquals(c.snapshot.pods[0].metadata.labels?.[Keys.lifecycleState], "PreparingDelete");
+  [p, c] = step(c, f.t0 + 1000);
+  assertEquals(podActions(p), []);
+  assertEquals(p.awaited.some((a) => a.what === `pod/${podName} preDelete hook released`), true);
+  delete c.snapshot.pods[0].metadata.labels!["example.io/block-deleting"];
+  [p, c] = step(c, f.t0 + 2000);
+  assertEquals(podActions(p), ["delete node-0"]);
+});
+
+Deno.test("an invalid spec changes nothing and says where it is wrong", () => {
+  const spec = {
+    updateStrategy: { type: "RollingUpdate" as const, rollingUpdate: { maxUnavailable: "ten" } },
+  };
+  const p = plan(adsSnapshot(spec, f.nodes(2)), f.t0);
+  assertEquals(p.actions, []);
+  const invalid = p.conditions.find((c) => c.type === "InvalidSpec");
+  assertEquals(invalid?.status, "True");
+  assertEquals(
+    invalid?.message?.startsWith("spec.updateStrategy.rollingUpdate.maxUnavailable:"),
+    true,
+  );
+  assertEquals(p.events.map((e) => e.reason), ["InvalidSpec"]);
+  assertEquals(p.requeueAfterSeconds, null);
+});
+
+Deno.test("expectations: an unchanged cluster with the written status plans nothing until the deadline", () => {
+  const c = f.cluster(adsSnapshot({}, f.nodes(2)));
+  const first = plan(c.snapshot, f.t0);
+  assertEquals(podActions(first), ["create node-0", "create node-1"]);
+  const statusOnly = structuredClone(c.snapshot);
+  statusOnly.set.status = first.status;
+  const again = plan(statusOnly, f.t0 + 5000);
+  assertEquals(podActions(again), []);
+  assertEquals(again.status, first.status);
+  assertEquals(again.events, []);
+  assertEquals(again.requeueAfterSeconds, 55);
+  const late = plan(statusOnly, f.t0 + 61_000);
+  assertEquals(podActions(late), ["create node-0", "create node-1"]);
+});
+
+Deno.test("revisions: pruned past revisionHistoryLimit, reused on rollback", () => {
+  let c = f.cluster(adsSnapshot({ revisionHistoryLimit: 1 }, f.nodes(1)));
+  let now = f.t0;
+  const roll = (image: string, generation: number) => {
+    c = f.withTemplate(c, image, generation);
+    for (let i = 0; i < 4; i++) [, c] = step(c, now += 1000);
+  };
+  for (let i = 0; i < 3; i++) [, c] = step(c, now += 1000);
+  roll("agent:v2", 2);
+  roll("agent:v3", 3);
+  assertEquals(c.snapshot.revisions.map((r) => r.revision).sort(), [2, 3]);
+  roll("agent:v2", 4);
+  // v2's revision is reused and becomes the newest; v3 stays as the one old revision kept.
+  assertEquals(c.snapshot.revisions.map((r) => r.revision).sort(), [3, 4]);
+  const hash = hashOf(c, now);
+  assertEquals(
+    c.snapshot.revisions.find((r) => r.revision === 4)?.metadata.labels?.[Keys.revisionHash],
+    hash,
+  );
+});
+
+Deno.test("revisions: a name taken by different data bumps collisionCount", () => {
+  const snapshot = adsSnapshot({}, f.nodes(1));
+  const first = plan(snapshot, f.t0);
+  const create = first.actions.find((a) => a.type === "createRevision");
+  if (create?.type !== "createRevision") throw new Error("no createRevision");
+  const squatter = structuredClone(create.revisionObject);
+  squatter.data = { spec: { template: f.template("something-else") } };
+  squatter.metadata.ownerReferences = [];
+  const p = plan({ ...snapshot, revisions: [squatter] }, f.t0);
+  assertEquals(p.status.collisionCount, 1);
+  assertEquals(p.status.daemonSetHash === first.status.daemonSetHash, false);
+});
+
+Deno.test("progressive-create-pod: partition also holds back creation", () => {
+  const spec = {
+    updateStrategy: { type: "RollingUpdate" as const, rollingUpdate: { partition: 3 } },
+  };
+  const annotations = { annotations: { "daemonset.kruise.io/progressive-create-pod": "true" } };
+  const p = plan(adsSnapshot(spec, f.nodes(5), [], annotations), f.t0);
+  assertEquals(podActions(p), ["create node-0", "create node-1"]);
+  const plain = plan(adsSnapshot(spec, f.nodes(5)), f.t0);
+  assertEquals(podActions(plain).length, 5);
+});
+
+/** What the native DaemonSet controller does for an OnDelete set: a pod on every node lacking one. */
+function nativeController(c: f.Cluster, hash: string, now: number): f.Cluster {
+  const s = structuredClone(c.snapshot);
+  for (const n of s.nodes) {
+    const name = n.metadata.name!;
+    if (s.pods.some((x) => x.spec.nodeName === name)) continue;
+    const created = f.pod(`nginx-${name}-${hash}-${now}`, name, hash, {
+      created: now,
+      readySince: null,
+    });
+    created.status = { phase: "Pending", conditions: [] };
+    s.pods.push(created);
+  }
+  return { snapshot: s, serial: c.serial };
+}
+
+function yurtCluster(strategy: string, nodes: Node[]): f.Cluster {
+  const revision = (hash: string, n: number) => ({
+    metadata: {
+      name: `nginx-${hash}`,
+      labels: { [Keys.revisionHash]: hash },
+      ownerReferences: [{
+        apiVersion: "apps/v1",
+        kind: "DaemonSet",
+        name: "nginx",
+        uid: f.setUid,
+        controller: true,
+      }],
+    },
+    revision: n,
+  });
+  return f.cluster({
+    kind: "DaemonSet",
+    set: f.openYurtDaemonSet({ "apps.openyurt.io/update-strategy": strategy }),
+    pods: nodes.map((n) => f.pod(`nginx-${n.metadata.name}`, n.metadata.name!, "v1hash")),
+    nodes,
+    revisions: [revision("v1hash", 1), revision("v2hash", 2)],
+  });
+}
+
+Deno.test("OpenYurt AdvancedRollingUpdate (seed 004): 2 of 3 nodes NotReady, the Ready one updates", () => {
+  const nodes = [
+    f.node("worker"),
+    f.node("worker2", { ready: false }),
+    f.node("worker3", { ready: false }),
+  ];
+  let c = yurtCluster("auto", nodes);
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  assertEquals(podActions(p), ["delete worker"]);
+  assertEquals(p.actions.some((a) => a.type === "createPod" || a.type === "createRevision"), false);
+  c = f.kubelet(nativeController(c, "v2hash", f.t0 + 1000), f.t0 + 1000);
+  [p, c] = step(c, f.t0 + 2000);
+  assertEquals(podActions(p), []);
+  assertEquals(condition(p, "Progressing"), "False WaitingForNodes");
+  for (const n of c.snapshot.nodes) n.status = { conditions: [{ type: "Ready", status: "True" }] };
+  let now = f.t0 + 3000;
+  for (let i = 0; i < 6; i++) {
+    [p, c] = step(c, now);
+    c = f.kubelet(nativeController(c, "v2hash", now), now);
+    now += 1000;
+  }
+  assertEquals(c.snapshot.pods.map((x) => x.metadata.labels?.[Keys.revisionHash]), [
+    "v2hash",
+    "v2hash",
+    "v2hash",
+  ]);
+  p = plan(c.snapshot, now);
+  assertEquals(condition(p, "Complete"), "True Complete");
+});
+
+Deno.test("OpenYurt OTA: pods marked PodNeedUpgrade, never deleted by edgeroll", () => {
+  let c = yurtCluster("OTA", f.nodes(2));
+  c.snapshot.pods[1].metadata.labels![Keys.revisionHash] = "v2hash";
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  assertEquals(podActions(p), [
+    "condition nginx-node-0 PodNeedUpgrade=True",
+    "condition nginx-node-1 PodNeedUpgrade=False",
+  ]);
+  const cond = c.snapshot.pods[0].status?.conditions?.find((x) => x.type === "PodNeedUpgrade");
+  assertEquals(cond?.message, "controllerrevision: v2hash");
+  [p, c] = step(c, f.t0 + 1000);
+  assertEquals(p.actions, []);
+  assertEquals(condition(p, "Progressing"), "False WaitingForNodes");
+});
+
+Deno.test("a DaemonSet without the OpenYurt annotation is left alone", () => {
+  const c = yurtCluster("auto", f.nodes(1));
+  const s = structuredClone(c.snapshot);
+  s.set.metadata.annotations = {};
+  const p = plan(s, f.t0);
+  assertEquals(p.actions, []);
+  assertEquals(p.awaited[0].why, "this DaemonSet is not managed by edgeroll");
+});

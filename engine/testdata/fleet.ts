@@ -1,0 +1,224 @@
+/**
+ * A tiny fake cluster for engine tests: builders for nodes, pods and sets, a pure `apply` that
+ * performs a plan's actions as an API server would, and a `kubelet` step that starts pods.
+ * Test-only: the engine never imports it.
+ */
+import {
+  type AdvancedDaemonSetInput,
+  rolloutStatusAnnotation,
+} from "../../api/advanced-daemonset.ts";
+import {
+  type ControllerRevision,
+  type DaemonSet,
+  Keys,
+  type Node,
+  type Pod,
+  type Taint,
+} from "../../api/kube-objects.ts";
+import { formatTime, isNodeReady, podNodeName } from "../objects.ts";
+import type { Plan, Snapshot } from "../types.ts";
+
+export const t0 = Date.parse("2026-01-01T00:00:00Z");
+export const setUid = "uid-set";
+
+export function node(
+  name: string,
+  opts: { ready?: boolean; labels?: Record<string, string>; taints?: Taint[] } = {},
+): Node {
+  return {
+    metadata: {
+      name,
+      uid: `uid-node-${name}`,
+      labels: { "kubernetes.io/hostname": name, ...opts.labels },
+    },
+    spec: { taints: opts.taints ?? [] },
+    status: { conditions: [{ type: "Ready", status: opts.ready === false ? "False" : "True" }] },
+  };
+}
+
+export function nodes(count: number, prefix = "node"): Node[] {
+  const width = String(count - 1).length;
+  return Array.from(
+    { length: count },
+    (_, i) => node(`${prefix}-${String(i).padStart(width, "0")}`),
+  );
+}
+
+export function template(image: string, labels: Record<string, string> = { app: "agent" }) {
+  return { metadata: { labels }, spec: { containers: [{ name: "agent", image }] } };
+}
+
+export function advancedDaemonSet(
+  spec: Partial<AdvancedDaemonSetInput["spec"]> = {},
+  metadata: Record<string, unknown> = {},
+): AdvancedDaemonSetInput {
+  return {
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: { name: "agent", namespace: "edge", uid: setUid, generation: 1, ...metadata },
+    spec: { selector: { matchLabels: { app: "agent" } }, template: template("agent:v1"), ...spec },
+  };
+}
+
+export function openYurtDaemonSet(annotations: Record<string, string>): DaemonSet {
+  return {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name: "nginx", namespace: "default", uid: setUid, generation: 1, annotations },
+    spec: {
+      selector: { matchLabels: { app: "agent" } },
+      template: template("nginx:1.19.4"),
+      updateStrategy: { type: "OnDelete" },
+    },
+  };
+}
+
+/** A running pod owned by the set, ready since `readySince` (not ready when null). */
+export function pod(
+  name: string,
+  nodeName: string,
+  hash: string,
+  opts: { readySince?: number | null; created?: number; phase?: "Running" | "Failed" | "Pending" } =
+    {},
+): Pod {
+  const readySince = opts.readySince === undefined ? t0 - 3600_000 : opts.readySince;
+  return {
+    metadata: {
+      name,
+      namespace: "edge",
+      uid: `uid-${name}`,
+      creationTimestamp: formatTime(opts.created ?? t0 - 7200_000),
+      labels: { app: "agent", [Keys.revisionHash]: hash },
+      ownerReferences: [{
+        apiVersion: "x",
+        kind: "x",
+        name: "agent",
+        uid: setUid,
+        controller: true,
+      }],
+    },
+    spec: { nodeName, containers: [{ name: "agent" }] },
+    status: {
+      phase: opts.phase ?? "Running",
+      conditions: readySince === null
+        ? [{ type: "Ready", status: "False" }]
+        : [{ type: "Ready", status: "True", lastTransitionTime: formatTime(readySince) }],
+    },
+  };
+}
+
+export interface Cluster {
+  snapshot: Snapshot;
+  /** Counter for uids the fake API server hands out. */
+  serial: number;
+}
+
+export function cluster(snapshot: Snapshot): Cluster {
+  return { snapshot: structuredClone(snapshot), serial: 0 };
+}
+
+/** What the API server would hold after the executor applied `plan` (status first, then actions). */
+export function apply(c: Cluster, plan: Plan, now: number): Cluster {
+  const s = structuredClone(c.snapshot);
+  let serial = c.serial;
+  if (s.kind === "AdvancedDaemonSet") s.set.status = structuredClone(plan.status);
+  else {
+    s.set.metadata.annotations = {
+      ...s.set.metadata.annotations,
+      [rolloutStatusAnnotation]: JSON.stringify(plan.status),
+    };
+  }
+  const podAt = (name: string, uid: string) =>
+    s.pods.findIndex((p) => p.metadata.name === name && p.metadata.uid === uid);
+  for (const action of plan.actions) {
+    switch (action.type) {
+      case "createPod": {
+        if (s.pods.some((p) => p.metadata.name === action.pod.metadata.name)) break; // 409
+        const created = structuredClone(action.pod);
+        created.metadata.uid = `uid-${created.metadata.name}-${++serial}`;
+        created.metadata.creationTimestamp = formatTime(now);
+        created.status = { phase: "Pending", conditions: [] };
+        s.pods.push(created);
+        break;
+      }
+      case "deletePod": {
+        const i = podAt(action.name, action.uid);
+        if (i >= 0) s.pods.splice(i, 1);
+        break;
+      }
+      case "patchPod": {
+        const i = podAt(action.name, action.uid);
+        if (i < 0) break;
+        const meta = s.pods[i].metadata;
+        const labels = { ...meta.labels };
+        for (const [k, v] of Object.entries(action.patch.metadata.labels ?? {})) {
+          if (v === null) delete labels[k];
+          else labels[k] = v;
+        }
+        meta.labels = labels;
+        if (action.patch.metadata.ownerReferences) {
+          meta.ownerReferences = action.patch.metadata.ownerReferences;
+        }
+        break;
+      }
+      case "setPodCondition": {
+        const i = podAt(action.name, action.uid);
+        if (i < 0) break;
+        const status = s.pods[i].status ?? {};
+        status.conditions = [
+          ...(status.conditions ?? []).filter((cond) => cond.type !== action.condition.type),
+          action.condition,
+        ];
+        s.pods[i].status = status;
+        break;
+      }
+      case "createRevision": {
+        const rev: ControllerRevision = structuredClone(action.revisionObject);
+        if (s.revisions.some((r) => r.metadata.name === rev.metadata.name)) break;
+        rev.metadata.uid = `uid-rev-${++serial}`;
+        s.revisions.push(rev);
+        break;
+      }
+      case "patchRevision": {
+        const rev = s.revisions.find((r) => r.metadata.uid === action.uid);
+        if (!rev) break;
+        if (action.patch.revision !== undefined) rev.revision = action.patch.revision;
+        if (action.patch.metadata?.ownerReferences) {
+          rev.metadata.ownerReferences = action.patch.metadata.ownerReferences;
+        }
+        break;
+      }
+      case "deleteRevision":
+        s.revisions = s.revisions.filter((r) => r.metadata.uid !== action.uid);
+        break;
+    }
+  }
+  return { snapshot: s, serial };
+}
+
+/**
+ * The kubelets: pending pods on Ready nodes start and become ready at `now`, except on nodes in
+ * `failing`, whose pods fail. Pods on NotReady nodes do not move.
+ */
+export function kubelet(c: Cluster, now: number, failing: Set<string> = new Set()): Cluster {
+  const s = structuredClone(c.snapshot);
+  const ready = new Set(s.nodes.filter(isNodeReady).map((n) => n.metadata.name));
+  for (const p of s.pods) {
+    const nodeName = podNodeName(p) ?? "";
+    if (p.status?.phase !== "Pending" || !ready.has(nodeName)) continue;
+    p.status = failing.has(nodeName)
+      ? { phase: "Failed", conditions: [{ type: "Ready", status: "False" }] }
+      : {
+        phase: "Running",
+        conditions: [{ type: "Ready", status: "True", lastTransitionTime: formatTime(now) }],
+      };
+  }
+  return { snapshot: s, serial: c.serial };
+}
+
+export function withTemplate(c: Cluster, image: string, generation: number): Cluster {
+  const s = structuredClone(c.snapshot);
+  (s.set.spec as { template: unknown }).template = template(image);
+  s.set.metadata.generation = generation;
+  return { snapshot: s, serial: c.serial };
+}
