@@ -1,0 +1,179 @@
+/**
+ * For tests: a `KubeApi` over an in-memory store, with the API server's rules that the
+ * reconcile step leans on (resourceVersion and UID preconditions, AlreadyExists, NotFound)
+ * and a count of writes. Route tests run on it without a network; integration tests use the
+ * simulator instead.
+ */
+import type { KubeApi, MergePatch } from "./api.ts";
+import { KubeError } from "./errors.ts";
+import type { KubeObject, SetKind } from "./objects.ts";
+
+type Resource = SetKind | "pods" | "nodes" | "controllerrevisions" | "events";
+
+export interface MemoryApi extends KubeApi {
+  /** Objects by resource; edit freely between calls. */
+  objects: Record<Resource, Map<string, KubeObject>>;
+  /** Writes the API accepted, e.g. `create pods`. */
+  writes: string[];
+  /** Tokens TokenReview accepts, with their user. */
+  tokens: Map<string, { username: string; groups?: string[] }>;
+  put(resource: Resource, object: KubeObject): KubeObject;
+}
+
+const key = (namespace: string | undefined, name: string | undefined) =>
+  `${namespace ?? ""}/${name}`;
+
+/** Equality terms only (`a=b,c=d`): what the snapshot read sends for matchLabels. */
+function matches(object: KubeObject, labelSelector: string | undefined): boolean {
+  if (!labelSelector) return true;
+  const labels = object.metadata.labels ?? {};
+  return labelSelector.split(",").every((term) => {
+    const [k, v] = term.split("=");
+    return labels[k] === v;
+  });
+}
+
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return patch;
+  const result: Record<string, unknown> =
+    typeof target === "object" && target !== null && !Array.isArray(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete result[k];
+    else result[k] = mergePatch(result[k], v);
+  }
+  return result;
+}
+
+export function memoryApi(): MemoryApi {
+  const objects = {
+    advanceddaemonsets: new Map(),
+    daemonsets: new Map(),
+    pods: new Map(),
+    nodes: new Map(),
+    controllerrevisions: new Map(),
+    events: new Map(),
+  } as Record<Resource, Map<string, KubeObject>>;
+  const writes: string[] = [];
+  const tokens = new Map<string, { username: string; groups?: string[] }>();
+  let version = 0;
+  let uid = 0;
+
+  const notFound = (what: string) => new KubeError(404, "NotFound", `${what} not found`, "memory");
+  const copy = <T>(o: T): T => structuredClone(o);
+  const put = (resource: Resource, object: KubeObject) => {
+    const stored = copy(object);
+    stored.metadata.resourceVersion = String(++version);
+    stored.metadata.uid ??= `uid-${++uid}`;
+    objects[resource].set(key(stored.metadata.namespace, stored.metadata.name), stored);
+    return copy(stored);
+  };
+  const get = (resource: Resource, namespace: string | undefined, name: string) => {
+    const found = objects[resource].get(key(namespace, name));
+    if (!found) throw notFound(`${resource} ${namespace}/${name}`);
+    return found;
+  };
+  const create = (resource: Resource, namespace: string, body: KubeObject) => {
+    if (objects[resource].has(key(namespace, body.metadata.name))) {
+      throw new KubeError(409, "AlreadyExists", `${body.metadata.name} already exists`, "memory");
+    }
+    writes.push(`create ${resource}`);
+    return put(resource, { ...body, metadata: { ...body.metadata, namespace } });
+  };
+  const remove = (resource: Resource, namespace: string, name: string, expectedUid: string) => {
+    const found = get(resource, namespace, name);
+    if (found.metadata.uid !== expectedUid) {
+      throw new KubeError(409, "Conflict", "Precondition failed: UID", "memory");
+    }
+    writes.push(`delete ${resource}`);
+    objects[resource].delete(key(namespace, name));
+  };
+  const patch = (resource: Resource, namespace: string, name: string, body: MergePatch) => {
+    const found = get(resource, namespace, name);
+    const meta = (body.metadata ?? {}) as { resourceVersion?: string; uid?: string };
+    if (
+      meta.resourceVersion !== undefined && meta.resourceVersion !== found.metadata.resourceVersion
+    ) {
+      throw new KubeError(409, "Conflict", "the object has been modified", "memory");
+    }
+    if (meta.uid !== undefined && meta.uid !== found.metadata.uid) {
+      throw new KubeError(409, "Conflict", "Precondition failed: UID", "memory");
+    }
+    writes.push(`patch ${resource}`);
+    return put(resource, mergePatch(found, body) as KubeObject);
+  };
+  const list = (resource: Resource, namespace?: string, labelSelector?: string) => ({
+    items: [...objects[resource].values()]
+      .filter((o) => namespace === undefined || o.metadata.namespace === namespace)
+      .filter((o) => matches(o, labelSelector))
+      .map(copy),
+    resourceVersion: String(version),
+  });
+
+  return {
+    objects,
+    writes,
+    tokens,
+    put,
+    getSet: ({ kind, namespace, name }) =>
+      Promise.resolve().then(() => copy(get(kind, namespace, name))),
+    listSets: ({ kind }) => Promise.resolve(list(kind)),
+    replaceSetStatus: ({ object }) =>
+      Promise.resolve().then(() => {
+        const found = get(
+          "advanceddaemonsets",
+          object.metadata.namespace,
+          object.metadata.name ?? "",
+        );
+        if (object.metadata.resourceVersion !== found.metadata.resourceVersion) {
+          throw new KubeError(409, "Conflict", "the object has been modified", "memory");
+        }
+        writes.push("update advanceddaemonsets/status");
+        return put("advanceddaemonsets", { ...found, status: object.status });
+      }),
+    patchSet: ({ kind, namespace, name, patch: body }) =>
+      Promise.resolve().then(() => patch(kind, namespace, name, body)),
+    listPods: ({ namespace, labelSelector }) =>
+      Promise.resolve(list("pods", namespace, labelSelector)),
+    listNodes: ({ labelSelector }) => Promise.resolve(list("nodes", undefined, labelSelector)),
+    listRevisions: ({ namespace, labelSelector }) =>
+      Promise.resolve(list("controllerrevisions", namespace, labelSelector)),
+    createPod: ({ namespace, body }) =>
+      Promise.resolve().then(() => create("pods", namespace, body)),
+    deletePod: ({ namespace, name, uid }) =>
+      Promise.resolve().then(() => remove("pods", namespace, name, uid)),
+    patchPod: ({ namespace, name, patch: body }) =>
+      Promise.resolve().then(() => patch("pods", namespace, name, body)),
+    patchPodStatus: ({ namespace, name, patch: body }) =>
+      Promise.resolve().then(() => {
+        const found = get("pods", namespace, name);
+        const status = (found.status ?? {}) as { conditions?: { type: string }[] };
+        const incoming = ((body.status ?? {}) as { conditions?: { type: string }[] }).conditions ??
+          [];
+        const conditions = (status.conditions ?? []).filter((c) =>
+          !incoming.some((i) => i.type === c.type)
+        );
+        writes.push("patch pods/status");
+        return put("pods", {
+          ...found,
+          status: { ...status, conditions: [...conditions, ...incoming] },
+        });
+      }),
+    createRevision: ({ namespace, body }) =>
+      Promise.resolve().then(() => create("controllerrevisions", namespace, body)),
+    patchRevision: ({ namespace, name, patch: body }) =>
+      Promise.resolve().then(() => patch("controllerrevisions", namespace, name, body)),
+    deleteRevision: ({ namespace, name, uid }) =>
+      Promise.resolve().then(() => remove("controllerrevisions", namespace, name, uid)),
+    createEvent: ({ namespace, body }) =>
+      Promise.resolve().then(() => create("events", namespace, body)),
+    createTokenReview: ({ token }) => {
+      const user = tokens.get(token);
+      return Promise.resolve(
+        user
+          ? { authenticated: true, username: user.username, groups: user.groups ?? [] }
+          : { authenticated: false, error: "token not recognised" },
+      );
+    },
+    getVersion: () => Promise.resolve({ gitVersion: "v1.32.0-memory" }),
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * The controller's HTTP app. Every dependency comes in (kube client, planner, clock,
+ * logger, auth), so tests call `app.request()` with no server and no cluster of their own.
+ */
+import { Hono } from "hono";
+import { zValidator } from "@hono/zod-validator";
+import { z } from "zod";
+import type { Logger } from "../cli/log.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts";
+import { type Authenticator, requireBearer } from "./auth.ts";
+import { Coalescer } from "./coalescer.ts";
+import { badRequest, errorHandler, HttpError } from "./errors.ts";
+import { everySetKey, NodeChanges, parseCloudEvents, routeEvent } from "./events.ts";
+import { Metrics } from "./metrics.ts";
+import { createReconciler, type Planner } from "./reconciler.ts";
+import { createTicker, listManagedSets } from "./tick.ts";
+
+export interface AppDeps {
+  kube: KubeClient;
+  plan: Planner;
+  logger: Logger;
+  auth: Authenticator;
+  clock?: () => number;
+  metrics?: Metrics;
+  /** Wait before an event's reconcile, so a burst becomes one (ms). */
+  eventDelayMs?: number;
+  /** Reconciles run at once by events and ticks. */
+  concurrency?: number;
+  /** Seconds between the tick's full resyncs. */
+  resyncSeconds?: number;
+}
+
+/** Namespace and object names as Kubernetes allows them (DNS-1123). */
+const dnsName = z.string().max(253).regex(
+  /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/,
+  "must be a DNS-1123 name: lower case letters, digits, '-' and '.'",
+);
+const ReconcileParams = z.object({
+  kind: z.enum(setKinds as [SetKind, ...SetKind[]]),
+  namespace: dnsName.max(63),
+  name: dnsName,
+});
+const flag = z.enum(["true", "false", ""]).optional().transform((v) => v === "true" || v === "");
+const ReconcileQuery = z.object({ dryRun: flag });
+const TickQuery = z.object({ full: flag });
+
+/** Rejects with our 400 (zod issues included) instead of the validator's own answer. */
+const rejectInvalid = (
+  result: { success: true } | { success: false; error: z.core.$ZodError; target?: string },
+) => {
+  if (!result.success) throw badRequest(`invalid ${result.target ?? "input"}`, result.error.issues);
+};
+
+export function parseSetKey(key: string): SetRef {
+  const [kind, namespace, name] = key.split("/");
+  return { kind: kind as SetKind, namespace, name };
+}
+
+export function createApp(deps: AppDeps) {
+  const clock = deps.clock ?? Date.now;
+  const metrics = deps.metrics ?? new Metrics();
+  const logger = deps.logger;
+  const reconcile = createReconciler({ kube: deps.kube, plan: deps.plan, clock, logger, metrics });
+  const tick = createTicker({
+    kube: deps.kube,
+    reconcile,
+    clock,
+    resyncSeconds: deps.resyncSeconds ?? 600,
+    concurrency: deps.concurrency,
+  });
+  const nodes = new NodeChanges();
+  const coalescer: Coalescer = new Coalescer(async (key) => {
+    if (key === everySetKey || key.endsWith("/*")) {
+      const namespace = key === everySetKey ? undefined : key.slice(0, -2);
+      for (const { ref } of await listManagedSets(deps.kube)) {
+        if (namespace === undefined || ref.namespace === namespace) coalescer.add(setKey(ref));
+      }
+      return;
+    }
+    await reconcile(parseSetKey(key));
+  }, { concurrency: deps.concurrency, delayMs: deps.eventDelayMs ?? 0, logger });
+
+  const app = new Hono();
+  app.onError(errorHandler(logger));
+  app.notFound((c) => {
+    throw new HttpError(404, "NotFound", `no route ${c.req.method} ${c.req.path}`);
+  });
+
+  app.get("/healthz", (c) => c.json({ ok: true }));
+  app.get("/readyz", async (c) => {
+    try {
+      return c.json({ ok: true, kubernetes: await deps.kube.ping() });
+    } catch (err) {
+      throw new HttpError(
+        503,
+        "NotReady",
+        `Kubernetes API unreachable: ${(err as Error).message}`,
+        {
+          retryable: true,
+        },
+      );
+    }
+  });
+  app.get(
+    "/metrics",
+    async (c) => c.body(await metrics.text(), 200, { "Content-Type": metrics.contentType }),
+  );
+
+  const guarded = requireBearer(deps.auth);
+  app.post(
+    "/reconcile/:kind/:namespace/:name",
+    guarded,
+    zValidator("param", ReconcileParams, rejectInvalid),
+    zValidator("query", ReconcileQuery, rejectInvalid),
+    async (c) => {
+      const ref = c.req.valid("param");
+      const { dryRun } = c.req.valid("query");
+      return c.json(await reconcile(ref, { dryRun }));
+    },
+  );
+
+  app.post("/events", guarded, async (c) => {
+    const events = parseCloudEvents(c.req.raw.headers, await c.req.text());
+    const routed = events.map((event) => routeEvent(event, nodes));
+    for (const { keys } of routed) keys.forEach((key) => coalescer.add(key));
+    return c.json({ accepted: routed.some((r) => !r.ignored), events: routed }, 202);
+  });
+
+  app.post("/tick", guarded, zValidator("query", TickQuery, rejectInvalid), async (c) => {
+    return c.json(await tick(c.req.valid("query").full));
+  });
+
+  return {
+    app,
+    reconcile,
+    tick,
+    coalescer,
+    metrics,
+    /** Stops queued work; what runs finishes. */
+    close: () => coalescer.close(),
+  };
+}
+
+export type ControllerApp = ReturnType<typeof createApp>;

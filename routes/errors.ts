@@ -1,0 +1,87 @@
+/**
+ * One typed HTTP error for routes to throw, and the one `onError` that turns every error
+ * into a JSON answer (Hono's `HTTPException` and the error handler of `hono-base.ts`).
+ */
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { HTTPException } from "hono/http-exception";
+import { z } from "zod";
+import { KubeError } from "../kube/errors.ts";
+import type { Logger } from "../cli/log.ts";
+
+export interface ErrorBody {
+  error: {
+    status: number;
+    reason: string;
+    message: string;
+    /** zod issues of a rejected body or parameter. */
+    issues?: z.core.$ZodIssue[];
+    /** True when the same request may succeed later. */
+    retryable?: boolean;
+  };
+}
+
+export class HttpError extends Error {
+  override name = "HttpError";
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly reason: string,
+    message: string,
+    readonly extra: { issues?: z.core.$ZodIssue[]; retryable?: boolean } = {},
+  ) {
+    super(message);
+  }
+}
+
+export function badRequest(message: string, issues?: z.core.$ZodIssue[]): HttpError {
+  return new HttpError(400, "BadRequest", message, { issues });
+}
+
+/** What an error means for our caller, whatever threw it. */
+export function errorBody(err: unknown): ErrorBody["error"] {
+  if (err instanceof HttpError) {
+    return { status: err.status, reason: err.reason, message: err.message, ...err.extra };
+  }
+  if (err instanceof z.ZodError) {
+    return { status: 400, reason: "BadRequest", message: "invalid input", issues: err.issues };
+  }
+  if (err instanceof KubeError) {
+    // The API server's answer to us, translated to what our caller can do about it.
+    if (err.status === 404) return { status: 404, reason: "NotFound", message: err.message };
+    if (err.status === 409) {
+      return { status: 409, reason: err.reason, message: err.message, retryable: true };
+    }
+    if (err.retryable) {
+      return {
+        status: 503,
+        reason: "KubernetesUnavailable",
+        message: err.message,
+        retryable: true,
+      };
+    }
+    return { status: 502, reason: `Kubernetes${err.reason}`, message: err.message };
+  }
+  if (err instanceof HTTPException) {
+    return { status: err.status, reason: "HTTPException", message: err.message };
+  }
+  return {
+    status: 500,
+    reason: "InternalError",
+    message: err instanceof Error ? err.message : String(err),
+  };
+}
+
+export function errorHandler(logger: Logger) {
+  return (err: Error, c: Context) => {
+    const body = errorBody(err);
+    const log = body.status >= 500 ? logger.error : logger.info;
+    log("request failed", {
+      method: c.req.method,
+      path: c.req.path,
+      status: body.status,
+      reason: body.reason,
+      error: err.message,
+    });
+    return c.json({ error: body } satisfies ErrorBody, body.status as ContentfulStatusCode);
+  };
+}

@@ -1,0 +1,159 @@
+import { assertEquals } from "@std/assert";
+import { harness } from "./test-fixtures.ts";
+
+const pod = (name: string) => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: {
+    name,
+    namespace: "edge",
+    ownerReferences: [{
+      apiVersion: "apps.edgeroll.dev/v1alpha1",
+      kind: "AdvancedDaemonSet",
+      name: "agent",
+      uid: "u",
+      controller: true,
+    }],
+  },
+});
+
+function binary(type: string, data: unknown, id = crypto.randomUUID()): RequestInit {
+  return {
+    headers: {
+      "ce-specversion": "1.0",
+      "ce-id": id,
+      "ce-type": type,
+      "ce-source": "https://10.96.0.1:443",
+      "content-type": "application/json",
+    },
+    body: JSON.stringify(data),
+  };
+}
+
+function structured(events: { type: string; data: unknown }[]): RequestInit {
+  const body = events.map((e, i) => ({ specversion: "1.0", id: `e${i}`, source: "/relay", ...e }));
+  return body.length === 1
+    ? { headers: { "content-type": "application/cloudevents+json" }, body: JSON.stringify(body[0]) }
+    : {
+      headers: { "content-type": "application/cloudevents-batch+json" },
+      body: JSON.stringify(body),
+    };
+}
+
+const update = "dev.knative.apiserver.resource.update";
+
+Deno.test("a binary pod event reconciles the set that owns the pod", async () => {
+  await using h = harness({ nodes: 2 });
+  const res = await h.request("/events", binary(update, pod("agent-x")));
+  assertEquals(res.status, 202);
+  const body = await res.json();
+  assertEquals(body.events[0].keys, ["advanceddaemonsets/edge/agent"]);
+  await h.controller.coalescer.idle();
+  assertEquals(h.plans.length, 1);
+  assertEquals(h.api.writes.filter((w) => w === "create pods").length, 2);
+});
+
+Deno.test("structured and batch events are read too; a set event maps to itself", async () => {
+  await using h = harness();
+  const ads = {
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: { name: "agent", namespace: "edge" },
+  };
+  const one = await h.request("/events", structured([{ type: update, data: ads }]));
+  assertEquals((await one.json()).events[0].keys, ["advanceddaemonsets/edge/agent"]);
+  const batch = await h.request(
+    "/events",
+    structured([
+      {
+        type: "dev.knative.apiserver.ref.update",
+        data: { kind: "AdvancedDaemonSet", namespace: "edge", name: "agent" },
+      },
+      {
+        type: "dev.knative.apiserver.ref.delete",
+        data: { apiVersion: "v1", kind: "Pod", namespace: "edge", name: "x" },
+      },
+    ]),
+  );
+  assertEquals((await batch.json()).events.map((e: { keys: string[] }) => e.keys), [
+    ["advanceddaemonsets/edge/agent"],
+    ["edge/*"],
+  ]);
+  await h.controller.coalescer.idle();
+  assertEquals(h.plans.length >= 1, true);
+});
+
+Deno.test("a burst of pod events while their set reconciles becomes one more reconcile", async () => {
+  const gate = Promise.withResolvers<void>();
+  await using h = harness({
+    nodes: 1,
+    overrides: { getSet: (p, next) => gate.promise.then(() => next(p)) },
+  });
+  assertEquals((await h.request("/events", binary(update, pod("agent-0")))).status, 202);
+  const responses = await Promise.all(
+    Array.from(
+      { length: 49 },
+      (_, i) => h.request("/events", binary(update, pod(`agent-${i + 1}`))),
+    ),
+  );
+  assertEquals(responses.every((r) => r.status === 202), true);
+  gate.resolve();
+  await h.controller.coalescer.idle();
+  assertEquals([h.controller.coalescer.requested, h.controller.coalescer.started], [50, 2]);
+  assertEquals(h.plans.length, 2);
+});
+
+Deno.test("a node event fans out to every managed set; a heartbeat is dropped", async () => {
+  await using h = harness({ nodes: 1 });
+  const node = {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: "node-0", labels: { zone: "a" } },
+    status: { conditions: [{ type: "Ready", status: "True" }] },
+  };
+  assertEquals((await (await h.request("/events", binary(update, node))).json()).events[0].keys, [
+    "*",
+  ]);
+  await h.controller.coalescer.idle();
+  assertEquals(h.plans.map((s) => s.set.metadata.name), ["agent"]);
+  const heartbeat = { ...node, metadata: { ...node.metadata, resourceVersion: "99" } };
+  assertEquals(
+    (await (await h.request("/events", binary(update, heartbeat))).json()).events[0].keys,
+    [],
+  );
+  const notReady = { ...node, status: { conditions: [{ type: "Ready", status: "False" }] } };
+  assertEquals(
+    (await (await h.request("/events", binary(update, notReady))).json()).events[0].keys,
+    ["*"],
+  );
+});
+
+Deno.test("an unknown event type answers 202 and does nothing", async () => {
+  await using h = harness();
+  const res = await h.request("/events", binary("com.example.something", { hello: 1 }));
+  assertEquals(res.status, 202);
+  const body = await res.json();
+  assertEquals([body.accepted, body.events[0].keys], [false, []]);
+  assertEquals(body.events[0].ignored.includes("com.example.something"), true);
+  await h.controller.coalescer.idle();
+  assertEquals(h.plans.length, 0);
+});
+
+Deno.test("malformed events answer 400", async () => {
+  await using h = harness();
+  const notAnEvent = await h.request("/events", {
+    headers: { "content-type": "application/json" },
+    body: "{}",
+  });
+  assertEquals(notAnEvent.status, 400);
+  const badData = await h.request("/events", binary(update, { kind: "Pod" }));
+  assertEquals(badData.status, 400);
+  const body = await badData.json();
+  assertEquals(
+    body.error.issues.some((i: { path: string[] }) => i.path.includes("metadata")),
+    true,
+  );
+  const badJson = await h.request("/events", { ...binary(update, {}), body: "{not json" });
+  assertEquals(badJson.status, 400);
+  assertEquals(h.plans.length, 0);
+});

@@ -1,0 +1,164 @@
+/**
+ * `POST /events`: CloudEvents 1.0 (binary, structured or batch) of the types Knative's
+ * ApiServerSource sends, which our relay sends too. Each event becomes keys for the
+ * coalescer: a set, or a fan-out ("every set", "every set of a namespace") that the runner
+ * expands by listing sets.
+ */
+import { type CloudEventV1, HTTP } from "cloudevents";
+import { z } from "zod";
+import { group } from "../api/advanced-daemonset.ts";
+import { updateStrategyAnnotation } from "../api/openyurt.ts";
+import { setKey, type SetKind } from "../kube/objects.ts";
+import { badRequest } from "./errors.ts";
+
+export const eventTypePrefix = "dev.knative.apiserver.";
+const verbs = ["add", "update", "delete"];
+export const resourceEventTypes = verbs.map((v) => `${eventTypePrefix}resource.${v}`);
+export const refEventTypes = verbs.map((v) => `${eventTypePrefix}ref.${v}`);
+
+/** Coalescer keys that stand for many sets. */
+export const everySetKey = "*";
+export const namespaceKey = (namespace: string) => `${namespace}/*`;
+
+const OwnerRef = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  controller: z.boolean().optional(),
+});
+
+/** Resource mode: the object itself. Only what the mapping reads is named. */
+const ResourceData = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  metadata: z.looseObject({
+    name: z.string().min(1),
+    namespace: z.string().optional(),
+    labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+    ownerReferences: z.array(OwnerRef).optional(),
+  }),
+  spec: z.looseObject({}).optional(),
+  status: z.looseObject({
+    conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).optional(),
+  }).optional(),
+});
+type ResourceData = z.infer<typeof ResourceData>;
+
+/** Reference mode: which object, not its content. */
+const RefData = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string(),
+  name: z.string().min(1),
+  namespace: z.string().optional(),
+});
+
+/** Reads the request as CloudEvents; anything that is not one is a 400. */
+export function parseCloudEvents(headers: Headers, body: string): CloudEventV1<unknown>[] {
+  try {
+    const parsed = HTTP.toEvent({ headers: Object.fromEntries(headers), body });
+    return Array.isArray(parsed) ? parsed : [parsed];
+  } catch (err) {
+    throw badRequest(`not a CloudEvent: ${(err as Error).message}`);
+  }
+}
+
+export interface EventRouting {
+  type: string;
+  /** Coalescer keys to run; empty for an event that concerns no set. */
+  keys: string[];
+  /** Set when the type is not one we read. */
+  ignored?: string;
+}
+
+function setKindOf(apiVersion: string | undefined, kind: string): SetKind | undefined {
+  if (kind === "AdvancedDaemonSet" && (apiVersion ?? `${group}/`).startsWith(`${group}/`)) {
+    return "advanceddaemonsets";
+  }
+  if (kind === "DaemonSet" && (apiVersion ?? "apps/v1") === "apps/v1") return "daemonsets";
+  return undefined;
+}
+
+/**
+ * What of a node can change which pods a set wants or may touch. Node heartbeats change
+ * nothing of it: remembering the last fingerprint per node drops them (a lost memory only
+ * costs one extra fan-out).
+ */
+export class NodeChanges {
+  readonly #seen = new Map<string, string>();
+
+  changed(node: ResourceData, deleted: boolean): boolean {
+    const name = node.metadata.name;
+    if (deleted) {
+      this.#seen.delete(name);
+      return true;
+    }
+    const fingerprint = JSON.stringify([
+      node.metadata.labels ?? {},
+      node.spec?.unschedulable ?? false,
+      node.spec?.taints ?? [],
+      node.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "Unknown",
+    ]);
+    if (this.#seen.get(name) === fingerprint) return false;
+    this.#seen.set(name, fingerprint);
+    return true;
+  }
+}
+
+function dataOf(event: CloudEventV1<unknown>): unknown {
+  const data = event.data ?? (event.data_base64 ? atob(event.data_base64) : undefined);
+  if (typeof data !== "string") return data;
+  try {
+    return JSON.parse(data);
+  } catch {
+    throw badRequest(`event ${event.id}: data is not JSON`);
+  }
+}
+
+/** Which sets an event concerns. */
+export function routeEvent(event: CloudEventV1<unknown>, nodes: NodeChanges): EventRouting {
+  const type = event.type;
+  if (resourceEventTypes.includes(type)) {
+    const parsed = ResourceData.safeParse(dataOf(event));
+    if (!parsed.success) {
+      throw badRequest(`event ${event.id}: data is not a Kubernetes object`, parsed.error.issues);
+    }
+    if (parsed.data.kind === "Node") {
+      return {
+        type,
+        keys: nodes.changed(parsed.data, type.endsWith(".delete")) ? [everySetKey] : [],
+      };
+    }
+    return { type, keys: keysForObject(parsed.data) };
+  }
+  if (refEventTypes.includes(type)) {
+    const parsed = RefData.safeParse(dataOf(event));
+    if (!parsed.success) {
+      throw badRequest(`event ${event.id}: data is not an object reference`, parsed.error.issues);
+    }
+    const { apiVersion, kind, name, namespace = "" } = parsed.data;
+    const setKind = setKindOf(apiVersion, kind);
+    if (setKind) return { type, keys: [setKey({ kind: setKind, namespace, name })] };
+    // A reference says nothing of owners or labels: widen to what it may concern.
+    if (kind === "Pod") return { type, keys: [namespaceKey(namespace)] };
+    if (kind === "Node") return { type, keys: [everySetKey] };
+    return { type, keys: [] };
+  }
+  return { type, keys: [], ignored: `event type ${type} is not one edgeroll reads` };
+}
+
+function keysForObject({ apiVersion, kind, metadata }: ResourceData): string[] {
+  const namespace = metadata.namespace ?? "";
+  const setKind = setKindOf(apiVersion, kind);
+  if (setKind === "daemonsets" && metadata.annotations?.[updateStrategyAnnotation] === undefined) {
+    return [];
+  }
+  if (setKind) return [setKey({ kind: setKind, namespace, name: metadata.name })];
+  if (kind === "Pod") {
+    for (const owner of metadata.ownerReferences ?? []) {
+      const ownerKind = owner.controller ? setKindOf(owner.apiVersion, owner.kind) : undefined;
+      if (ownerKind) return [setKey({ kind: ownerKind, namespace, name: owner.name })];
+    }
+  }
+  return [];
+}

@@ -1,0 +1,45 @@
+import { assertEquals, assertStringIncludes } from "@std/assert";
+import { KubeError } from "../kube/errors.ts";
+import { harness } from "./test-fixtures.ts";
+
+Deno.test("healthz is always ok; readyz says whether Kubernetes answers", async () => {
+  await using up = harness();
+  assertEquals(await (await up.controller.app.request("/healthz")).json(), { ok: true });
+  const ready = await up.controller.app.request("/readyz");
+  assertEquals([ready.status, (await ready.json()).kubernetes], [200, "v1.32.0-memory"]);
+  await using down = harness({
+    overrides: {
+      getVersion: () => Promise.reject(new KubeError(0, "Unreachable", "refused", "get")),
+    },
+  });
+  const notReady = await down.controller.app.request("/readyz");
+  assertEquals(notReady.status, 503);
+  assertEquals((await notReady.json()).error.reason, "NotReady");
+  assertEquals((await down.controller.app.request("/healthz")).status, 200);
+});
+
+Deno.test("metrics count reconciles by result, pods written, budget and conditions", async () => {
+  await using h = harness({ nodes: 2 });
+  await h.request("/reconcile/advanceddaemonsets/edge/agent");
+  await h.request("/reconcile/advanceddaemonsets/edge/missing");
+  const res = await h.controller.app.request("/metrics");
+  assertEquals(res.status, 200);
+  assertStringIncludes(res.headers.get("content-type") ?? "", "text/plain");
+  const text = await res.text();
+  assertStringIncludes(text, 'edgeroll_reconciles_total{result="acted"} 1');
+  assertStringIncludes(text, 'edgeroll_reconciles_total{result="notfound"} 1');
+  assertStringIncludes(text, 'edgeroll_pods_updated_total{action="createPod"} 2');
+  assertStringIncludes(text, 'edgeroll_budget_in_use{set="advanceddaemonsets/edge/agent"} 2');
+  assertStringIncludes(text, 'edgeroll_sets{condition="Progressing"} 1');
+  assertStringIncludes(text, "edgeroll_reconcile_duration_seconds_count 2");
+  assertStringIncludes(text, 'edgeroll_kube_requests_total{verb="list",code="200"} 3');
+  assertStringIncludes(text, 'edgeroll_kube_requests_total{verb="get",code="404"} 1');
+  assertStringIncludes(text, 'edgeroll_kube_requests_total{verb="create",code="200"} 3');
+});
+
+Deno.test("an unknown route answers 404 in JSON", async () => {
+  await using h = harness();
+  const res = await h.controller.app.request("/nope");
+  assertEquals(res.status, 404);
+  assertEquals((await res.json()).error.reason, "NotFound");
+});

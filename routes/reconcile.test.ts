@@ -1,0 +1,183 @@
+import { assertEquals } from "@std/assert";
+import { KubeError } from "../kube/errors.ts";
+import { harness } from "./test-fixtures.ts";
+
+const path = "/reconcile/advanceddaemonsets/edge/agent";
+
+Deno.test("reconcile reads, plans, claims, acts and answers", async () => {
+  await using h = harness({ nodes: 3 });
+  const res = await h.request(path);
+  assertEquals(res.status, 200);
+  const body = await res.json();
+  assertEquals(body.set, "advanceddaemonsets/edge/agent");
+  assertEquals([body.managed, body.claimed, body.conflicts, body.requeueAfter], [true, true, 0, 5]);
+  assertEquals(
+    body.actions.map((a: { target: string; result: string }) => `${a.target} ${a.result}`),
+    [
+      "pod/agent-node-0 on node/node-0 done",
+      "pod/agent-node-1 on node/node-1 done",
+      "pod/agent-node-2 on node/node-2 done",
+    ],
+  );
+  assertEquals(body.status.desiredNumberScheduled, 3);
+  const stored = h.api.objects.advanceddaemonsets.get("edge/agent")!;
+  assertEquals((stored.status as { numberUnavailable: number }).numberUnavailable, 3);
+  assertEquals(h.api.writes.filter((w) => w === "create pods").length, 3);
+  assertEquals(h.api.writes.filter((w) => w === "create events").length, 1);
+});
+
+Deno.test("a second reconcile of a converged set writes nothing", async () => {
+  await using h = harness({ nodes: 3 });
+  await h.request(path);
+  await h.request(path); // observes the pods: status changes once more
+  const writes = h.api.writes.length;
+  for (let i = 0; i < 5; i++) {
+    const body = await (await h.request(path)).json();
+    assertEquals([body.claimed, body.actions.length], [false, 0]);
+  }
+  assertEquals(h.api.writes.length, writes);
+});
+
+Deno.test("dryRun plans without writing", async () => {
+  await using h = harness({ nodes: 2 });
+  const body = await (await h.request(`${path}?dryRun=true`)).json();
+  assertEquals(body.dryRun, true);
+  assertEquals(body.actions.map((a: { result: string }) => a.result), ["planned", "planned"]);
+  assertEquals(h.api.writes, []);
+});
+
+Deno.test("a missing set answers 404 in JSON", async () => {
+  await using h = harness();
+  const res = await h.request("/reconcile/advanceddaemonsets/edge/nope");
+  assertEquals(res.status, 404);
+  assertEquals((await res.json()).error.reason, "NotFound");
+});
+
+Deno.test("a DaemonSet without the OpenYurt annotation answers 200 and does nothing", async () => {
+  await using h = harness();
+  h.api.put("daemonsets", {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name: "plain", namespace: "edge" },
+    spec: { selector: { matchLabels: { app: "plain" } }, template: { spec: { containers: [] } } },
+  });
+  const res = await h.request("/reconcile/daemonsets/edge/plain");
+  assertEquals(res.status, 200);
+  const body = await res.json();
+  assertEquals([body.managed, body.actions, body.claimed], [false, [], false]);
+  assertEquals(h.plans.length, 0, "the planner is not asked");
+  assertEquals(h.api.writes, []);
+});
+
+Deno.test("a lost claim re-reads and re-plans, and acts once", async () => {
+  let conflicts = 1;
+  await using h = harness({
+    nodes: 2,
+    overrides: {
+      replaceSetStatus: (param, next) => {
+        if (conflicts-- > 0) {
+          return Promise.reject(
+            new KubeError(409, "Conflict", "the object has been modified", "update"),
+          );
+        }
+        return next(param);
+      },
+    },
+  });
+  const body = await (await h.request(path)).json();
+  assertEquals([body.conflicts, body.claimed, body.actions.length], [1, true, 2]);
+  assertEquals(h.plans.length, 2);
+  assertEquals(h.api.writes.filter((w) => w === "create pods").length, 2);
+});
+
+Deno.test("a set that keeps changing answers 409 and acts not at all", async () => {
+  await using h = harness({
+    overrides: {
+      replaceSetStatus: () => Promise.reject(new KubeError(409, "Conflict", "modified", "update")),
+    },
+  });
+  const res = await h.request(path);
+  assertEquals(res.status, 409);
+  const body = await res.json();
+  assertEquals([body.error.reason, body.error.retryable], ["Conflict", true]);
+  assertEquals(h.api.writes.filter((w) => w.startsWith("create pods")), []);
+});
+
+Deno.test("an API server that keeps failing answers 503, retryable", async () => {
+  await using h = harness({
+    overrides: {
+      listNodes: () => Promise.reject(new KubeError(500, "InternalError", "boom", "list")),
+    },
+  });
+  const res = await h.request(path);
+  assertEquals(res.status, 503);
+  assertEquals((await res.json()).error.retryable, true);
+});
+
+Deno.test("a failed pod create is reported, the claim stands, the rest waits", async () => {
+  await using h = harness({
+    nodes: 3,
+    overrides: {
+      createPod: (param, next) =>
+        param.body.metadata.name === "agent-node-0"
+          ? Promise.reject(new KubeError(422, "Invalid", "bad pod", "create"))
+          : next(param),
+    },
+  });
+  const body = await (await h.request(path)).json();
+  assertEquals(body.actions.map((a: { result: string }) => a.result), [
+    "failed",
+    "skipped",
+    "skipped",
+  ]);
+  assertEquals(body.actions[0].error.includes("bad pod"), true);
+  assertEquals(
+    h.logs.lines.some((l) =>
+      l.msg === "action failed" && l.set === "advanceddaemonsets/edge/agent"
+    ),
+    true,
+  );
+});
+
+Deno.test("bad parameters answer 400 with the zod issues", async () => {
+  await using h = harness();
+  for (
+    const bad of [
+      "/reconcile/deployments/edge/agent",
+      "/reconcile/advanceddaemonsets/Edge/agent",
+      "/reconcile/advanceddaemonsets/edge/agent_1",
+      `${path}?dryRun=maybe`,
+    ]
+  ) {
+    const res = await h.request(bad);
+    assertEquals(res.status, 400, bad);
+    const body = await res.json();
+    assertEquals(body.error.reason, "BadRequest");
+    assertEquals(body.error.issues.length > 0, true, bad);
+  }
+  assertEquals(h.plans.length, 0);
+});
+
+Deno.test("the status of a plain DaemonSet is claimed in its annotation", async () => {
+  await using h = harness({ nodes: 1 });
+  h.api.put("daemonsets", {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: {
+      name: "yurt",
+      namespace: "edge",
+      generation: 2,
+      annotations: { "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate" },
+    },
+    spec: {
+      selector: { matchLabels: { app: "yurt" } },
+      updateStrategy: { type: "OnDelete" },
+      template: { spec: { containers: [] } },
+    },
+  });
+  const res = await h.request("/reconcile/daemonsets/edge/yurt");
+  assertEquals(res.status, 200);
+  const stored = h.api.objects.daemonsets.get("edge/yurt")!;
+  const status = JSON.parse(stored.metadata.annotations!["apps.edgeroll.dev/rollout-status"]);
+  assertEquals(status.observedGeneration, 2);
+});

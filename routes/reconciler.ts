@@ -1,0 +1,274 @@
+/**
+ * The reconcile step, the one place where a plan becomes effects (controller-runtime's
+ * `reconcileHandler`): read → plan → claim → act → answer. Stateless: what must survive
+ * between two calls is in the set's status, written by the claim.
+ */
+import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
+import { readOpenYurtRollout } from "../api/openyurt.ts";
+import type { SetCondition } from "../api/kube-objects.ts";
+import type { Action, Awaited, EpochMillis, Plan, Snapshot } from "../engine/types.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { isConflict } from "../kube/errors.ts";
+import {
+  type ActionOutcome,
+  type ActionResult,
+  defaultBurst,
+  executeActions,
+} from "../kube/executor.ts";
+import type { KubeObject, SetRef } from "../kube/objects.ts";
+import { setKey } from "../kube/objects.ts";
+import type { Logger } from "../cli/log.ts";
+import { HttpError } from "./errors.ts";
+import type { Metrics } from "./metrics.ts";
+
+export type Planner = (snapshot: Snapshot, now: EpochMillis) => Plan;
+
+export interface ReconcilerDeps {
+  kube: KubeClient;
+  plan: Planner;
+  /** Milliseconds since the epoch; the only clock the step reads. */
+  clock: () => EpochMillis;
+  logger: Logger;
+  metrics?: Metrics;
+  /** Claims lost to another writer before giving up with 409. */
+  maxConflicts?: number;
+}
+
+export interface ActionReport {
+  type: Action["type"];
+  target: string;
+  reason: string;
+  /** `planned` in a dry run. */
+  result: ActionResult | "planned";
+  error?: string;
+}
+
+export interface ReconcileAnswer {
+  set: string;
+  managed: boolean;
+  dryRun: boolean;
+  /** True when the status was written (the claim). */
+  claimed: boolean;
+  /** Claims lost to another writer, each followed by a fresh read and plan. */
+  conflicts: number;
+  actions: ActionReport[];
+  awaited: Awaited[];
+  /** Seconds until the set wants another look; null when nothing is pending. */
+  requeueAfter: number | null;
+  status: Plan["status"] | null;
+  conditions: SetCondition[];
+  /** Why nothing was done, when nothing was. */
+  note?: string;
+}
+
+export interface ReconcileOptions {
+  dryRun?: boolean;
+}
+
+export type Reconcile = (ref: SetRef, options?: ReconcileOptions) => Promise<ReconcileAnswer>;
+
+export function createReconciler(deps: ReconcilerDeps): Reconcile {
+  const maxConflicts = deps.maxConflicts ?? 3;
+  return async (ref, { dryRun = false } = {}) => {
+    const started = performance.now();
+    const log = deps.logger.with({ set: setKey(ref) });
+    let result = "error";
+    try {
+      for (let conflicts = 0;; conflicts++) {
+        const answer = await reconcileOnce(deps, ref, dryRun, conflicts, log);
+        if (answer) {
+          result = answerResult(answer);
+          return answer;
+        }
+        if (conflicts + 1 >= maxConflicts) {
+          result = "conflict";
+          throw new HttpError(
+            409,
+            "Conflict",
+            `${setKey(ref)} kept changing: ${maxConflicts} claims lost`,
+            {
+              retryable: true,
+            },
+          );
+        }
+      }
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 404) result = "notfound";
+      throw err;
+    } finally {
+      deps.metrics?.observeReconcile(result, (performance.now() - started) / 1000);
+    }
+  };
+}
+
+function answerResult(answer: ReconcileAnswer): string {
+  if (!answer.managed) return "unmanaged";
+  if (answer.actions.some((a) => a.result === "failed")) return "partial";
+  return answer.claimed || answer.actions.length > 0 ? "acted" : "noop";
+}
+
+/** One read → plan → claim → act; undefined when the claim was lost (read again). */
+async function reconcileOnce(
+  deps: ReconcilerDeps,
+  ref: SetRef,
+  dryRun: boolean,
+  conflicts: number,
+  log: Logger,
+): Promise<ReconcileAnswer | undefined> {
+  const snapshot = await deps.kube.readSnapshot(ref);
+  if (!snapshot) throw new HttpError(404, "NotFound", `${setKey(ref)} not found`);
+  const base = { set: setKey(ref), dryRun, conflicts };
+  if (snapshot.kind === "DaemonSet" && !readOpenYurtRollout(snapshot.set).managed) {
+    return {
+      ...base,
+      managed: false,
+      claimed: false,
+      actions: [],
+      awaited: [],
+      requeueAfter: null,
+      status: null,
+      conditions: [],
+      note: "not managed by edgeroll: no apps.openyurt.io/update-strategy annotation",
+    };
+  }
+  const now = deps.clock();
+  const plan = deps.plan(snapshot, now);
+  const answer = (actions: ActionReport[], claimed: boolean): ReconcileAnswer => ({
+    ...base,
+    managed: true,
+    claimed,
+    actions,
+    awaited: plan.awaited,
+    requeueAfter: plan.requeueAfterSeconds,
+    status: plan.status,
+    conditions: plan.conditions,
+  });
+  if (dryRun) {
+    return answer(
+      plan.actions.map((a) => report({ action: a, result: "skipped" }, "planned")),
+      false,
+    );
+  }
+
+  const statusChanged = !deepEqual(plan.status, statusRead(snapshot));
+  if (statusChanged) {
+    try {
+      await deps.kube.claimStatus(ref.kind, snapshot.set as KubeObject, plan.status);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      log.info("status claim lost, reading again", { attempt: conflicts + 1 });
+      return undefined;
+    }
+  }
+
+  const burst = burstOf(snapshot);
+  const outcomes = await executeActions(deps.kube, ref.namespace, plan.actions, {
+    burst,
+    now: new Date(now),
+  });
+  deps.metrics?.observeActions(outcomes);
+  await recordEvents(deps, snapshot, plan, new Date(now), log);
+  const reports = outcomes.map((o) => report(o));
+  for (const r of reports.filter((r) => r.result === "failed")) {
+    log.warn("action failed", { action: r.type, target: r.target, error: r.error });
+  }
+  if (statusChanged || reports.length > 0) {
+    log.info("reconciled", {
+      actions: reports.length,
+      failed: reports.filter((r) => r.result === "failed").length,
+      requeueAfter: plan.requeueAfterSeconds,
+    });
+  }
+  deps.metrics?.observeSet(base.set, plan.status);
+  return answer(reports, statusChanged);
+}
+
+/** What the last claim wrote: `.status`, or the annotation of a plain DaemonSet. */
+function statusRead(snapshot: Snapshot): unknown {
+  if (snapshot.kind === "AdvancedDaemonSet") return snapshot.set.status;
+  const raw = snapshot.set.metadata.annotations?.[rolloutStatusAnnotation];
+  if (raw === undefined) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+function burstOf(snapshot: Snapshot): number {
+  const spec = snapshot.set.spec as { burstReplicas?: unknown } | undefined;
+  return typeof spec?.burstReplicas === "number" && spec.burstReplicas > 0
+    ? spec.burstReplicas
+    : defaultBurst;
+}
+
+async function recordEvents(
+  deps: ReconcilerDeps,
+  snapshot: Snapshot,
+  plan: Plan,
+  now: Date,
+  log: Logger,
+) {
+  for (const event of plan.events) {
+    const pod = event.pod ? snapshot.pods.find((p) => p.metadata.name === event.pod) : undefined;
+    const involved: KubeObject = event.pod
+      ? {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: pod?.metadata ?? { name: event.pod, namespace: snapshot.set.metadata.namespace },
+      }
+      : snapshot.set as KubeObject;
+    try {
+      await deps.kube.recordEvent(involved, event, now);
+    } catch (err) {
+      // An Event is a note for people; losing one must not fail the step that acted.
+      log.warn("event not recorded", { reason: event.reason, error: (err as Error).message });
+    }
+  }
+}
+
+function targetOf(action: Action): string {
+  switch (action.type) {
+    case "createPod":
+      return `pod/${action.pod.metadata.name} on node/${action.node}`;
+    case "deletePod":
+      return `pod/${action.name}${action.node ? ` on node/${action.node}` : ""}`;
+    case "patchPod":
+    case "setPodCondition":
+      return `pod/${action.name}`;
+    case "createRevision":
+      return `controllerrevision/${action.revisionObject.metadata.name}`;
+    case "patchRevision":
+    case "deleteRevision":
+      return `controllerrevision/${action.name}`;
+  }
+}
+
+function report(
+  outcome: ActionOutcome,
+  result: ActionReport["result"] = outcome.result,
+): ActionReport {
+  return {
+    type: outcome.action.type,
+    target: targetOf(outcome.action),
+    reason: outcome.action.reason,
+    result,
+    ...(outcome.error ? { error: outcome.error.message } : {}),
+  };
+}
+
+/** Structural equality, blind to key order (a status read back keeps the server's order). */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bs = b as unknown[];
+    return a.length === bs.length && a.every((x, i) => deepEqual(x, bs[i]));
+  }
+  const ao = a as Record<string, unknown>, bo = b as Record<string, unknown>;
+  const keys = (o: Record<string, unknown>) => Object.keys(o).filter((k) => o[k] !== undefined);
+  const ak = keys(ao), bk = keys(bo);
+  return ak.length === bk.length &&
+    ak.every((k) => Object.hasOwn(bo, k) && deepEqual(ao[k], bo[k]));
+}

@@ -1,0 +1,121 @@
+/**
+ * The tick: reconciles every set that asked to be looked at again (`status.nextCheckAt`
+ * passed) or whose spec moved (`metadata.generation` ahead of `status.observedGeneration`),
+ * and every set at a slower full resync, because events can be lost.
+ */
+import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
+import { updateStrategyAnnotation } from "../api/openyurt.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { type KubeObject, setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts";
+import { errorBody } from "./errors.ts";
+import type { Reconcile } from "./reconciler.ts";
+
+export interface TickDeps {
+  kube: KubeClient;
+  reconcile: Reconcile;
+  clock: () => number;
+  /** Seconds between full resyncs. */
+  resyncSeconds: number;
+  /** Sets reconciled at the same time. */
+  concurrency?: number;
+}
+
+export interface TickEntry {
+  set: string;
+  why: "nextCheckAt" | "generation" | "resync";
+  result: string;
+  actions?: number;
+  error?: string;
+}
+
+export interface TickAnswer {
+  full: boolean;
+  sets: number;
+  reconciled: TickEntry[];
+}
+
+interface StatusSeen {
+  nextCheckAt?: string;
+  observedGeneration?: number;
+}
+
+/** edgeroll's status of a set: `.status`, or the annotation of a plain DaemonSet. */
+function statusOf(kind: SetKind, set: KubeObject): StatusSeen {
+  if (kind === "advanceddaemonsets") return (set.status ?? {}) as StatusSeen;
+  try {
+    return JSON.parse(set.metadata.annotations?.[rolloutStatusAnnotation] ?? "{}");
+  } catch {
+    return {};
+  }
+}
+
+export function dueReason(
+  kind: SetKind,
+  set: KubeObject,
+  now: number,
+  full: boolean,
+): TickEntry["why"] | undefined {
+  const status = statusOf(kind, set);
+  const generation = set.metadata.generation;
+  if (generation !== undefined && generation !== status.observedGeneration) return "generation";
+  if (status.nextCheckAt !== undefined && Date.parse(status.nextCheckAt) <= now) {
+    return "nextCheckAt";
+  }
+  return full ? "resync" : undefined;
+}
+
+/** Every set edgeroll manages: all AdvancedDaemonSets, DaemonSets with the OpenYurt annotation. */
+export async function listManagedSets(
+  kube: KubeClient,
+): Promise<{ ref: SetRef; object: KubeObject }[]> {
+  const lists = await Promise.all(
+    setKinds.map(async (kind) => ({ kind, items: await kube.listSets(kind) })),
+  );
+  return lists.flatMap(({ kind, items }) =>
+    items
+      .filter((o) =>
+        kind === "advanceddaemonsets" ||
+        o.metadata.annotations?.[updateStrategyAnnotation] !== undefined
+      )
+      .map((object) => ({
+        ref: { kind, namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" },
+        object,
+      }))
+  );
+}
+
+export function createTicker(deps: TickDeps) {
+  let lastFull = Number.NEGATIVE_INFINITY;
+  return async (forceFull = false): Promise<TickAnswer> => {
+    const now = deps.clock();
+    const full = forceFull || now - lastFull >= deps.resyncSeconds * 1000;
+    const sets = await listManagedSets(deps.kube);
+    if (full) lastFull = now;
+    const due = sets.flatMap(({ ref, object }) => {
+      const why = dueReason(ref.kind, object, now, full);
+      return why ? [{ ref, why }] : [];
+    });
+    const reconciled: TickEntry[] = [];
+    const queue = [...due];
+    const worker = async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        const entry: TickEntry = { set: setKey(next.ref), why: next.why, result: "ok" };
+        try {
+          const answer = await deps.reconcile(next.ref);
+          entry.actions = answer.actions.length;
+          entry.result = answer.actions.some((a) => a.result === "failed") ? "partial" : "ok";
+        } catch (err) {
+          const body = errorBody(err);
+          entry.result = body.reason;
+          entry.error = body.message;
+        }
+        reconciled.push(entry);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, deps.concurrency ?? 4) }, worker));
+    reconciled.sort((a, b) => a.set.localeCompare(b.set));
+    return { full, sets: sets.length, reconciled };
+  };
+}
+
+export type Ticker = ReturnType<typeof createTicker>;
