@@ -5,8 +5,10 @@
  */
 import { type Command, commandHelp, parseCommandArgs, UsageError } from "./cli/command.ts";
 import { crdCommand } from "./manifests/crd/generate.ts";
+import { simCommand } from "./sim/command.ts";
+import { demoCommand } from "./sim/demo-command.ts";
 
-const commands: Command[] = [crdCommand];
+const commands: Command[] = [crdCommand, demoCommand, simCommand];
 
 function overview(): string {
   const width = Math.max(8, ...commands.map((c) => c.name.length)) + 2;

@@ -60,6 +60,8 @@ export class StoreError extends Error {
     readonly code: number,
     readonly reason: "NotFound" | "AlreadyExists" | "Conflict" | "Gone" | "Invalid" | "BadRequest",
     message: string,
+    /** The object's name, for the Status details. */
+    readonly objectName?: string,
   ) {
     super(message);
     this.name = "StoreError";
@@ -149,7 +151,7 @@ export class Store {
 
   get(resource: string, namespace: string | undefined, name: string): KubeObject {
     const found = this.#objects.get(resource)?.get(objectKey(namespace, name));
-    if (!found) throw new StoreError(404, "NotFound", `${resource} "${name}" not found`);
+    if (!found) throw new StoreError(404, "NotFound", `${resource} "${name}" not found`, name);
     return clone(found);
   }
 
@@ -162,17 +164,28 @@ export class Store {
     resource: string,
     options: ListOptions = {},
   ): { items: KubeObject[]; resourceVersion: number } {
-    const items: KubeObject[] = [];
-    for (const object of this.#objects.get(resource)?.values() ?? []) {
-      if (options.namespace && object.metadata.namespace !== options.namespace) continue;
-      if (options.filter && !options.filter(object)) continue;
-      items.push(clone(object));
+    return { items: this.scan(resource, options).map(clone), resourceVersion: this.#version };
+  }
+
+  /**
+   * The stored objects themselves, sorted by namespace/name (etcd's key order), without the
+   * copy `list` makes: for read-only callers on hot paths (the HTTP server's lists). Stored
+   * objects are never mutated after a commit, so a scan stays valid; never change one.
+   */
+  scan(resource: string, options: ListOptions = {}): readonly KubeObject[] {
+    const entries: [string, KubeObject][] = [];
+    for (const entry of this.#objects.get(resource) ?? []) {
+      if (options.namespace && entry[1].metadata.namespace !== options.namespace) continue;
+      if (options.filter && !options.filter(entry[1])) continue;
+      entries.push(entry);
     }
-    items.sort((a, b) =>
-      objectKey(a.metadata.namespace, a.metadata.name)
-        .localeCompare(objectKey(b.metadata.namespace, b.metadata.name))
-    );
-    return { items, resourceVersion: this.#version };
+    entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    return entries.map((entry) => entry[1]);
+  }
+
+  /** Store keys that hold (or held) objects. */
+  resources(): string[] {
+    return [...this.#objects.keys()];
   }
 
   create(resource: string, input: KubeObject): KubeObject {
@@ -184,7 +197,12 @@ export class Store {
     const bucket = this.#bucket(resource);
     const key = objectKey(meta.namespace, meta.name);
     if (bucket.has(key)) {
-      throw new StoreError(409, "AlreadyExists", `${resource} "${meta.name}" already exists`);
+      throw new StoreError(
+        409,
+        "AlreadyExists",
+        `${resource} "${meta.name}" already exists`,
+        meta.name,
+      );
     }
     meta.uid = crypto.randomUUID();
     meta.creationTimestamp = isoSeconds(this.#clock());
@@ -206,7 +224,12 @@ export class Store {
     const key = objectKey(input.metadata.namespace, input.metadata.name);
     const stored = bucket.get(key);
     if (!stored) {
-      throw new StoreError(404, "NotFound", `${resource} "${input.metadata.name}" not found`);
+      throw new StoreError(
+        404,
+        "NotFound",
+        `${resource} "${input.metadata.name}" not found`,
+        input.metadata.name,
+      );
     }
     const expected = input.metadata.resourceVersion;
     if (expected && expected !== stored.metadata.resourceVersion) {
@@ -214,6 +237,7 @@ export class Store {
         409,
         "Conflict",
         `Operation cannot be fulfilled on ${resource} "${input.metadata.name}": the object has been modified; please apply your changes to the latest version and try again`,
+        input.metadata.name,
       );
     }
     const object = clone(input);
@@ -257,7 +281,7 @@ export class Store {
     const bucket = this.#bucket(resource);
     const key = objectKey(namespace, name);
     const stored = bucket.get(key);
-    if (!stored) throw new StoreError(404, "NotFound", `${resource} "${name}" not found`);
+    if (!stored) throw new StoreError(404, "NotFound", `${resource} "${name}" not found`, name);
     const pre = options.preconditions ?? {};
     if (pre.uid && pre.uid !== stored.metadata.uid) {
       throw new StoreError(
@@ -287,7 +311,8 @@ export class Store {
       if (!graceful) meta.deletionGracePeriodSeconds = 0;
     } else {
       const grace = options.gracePeriodSeconds ??
-        (object.spec as { terminationGracePeriodSeconds?: number }).terminationGracePeriodSeconds ??
+        (object.spec as { terminationGracePeriodSeconds?: number } | undefined)
+          ?.terminationGracePeriodSeconds ??
         30;
       meta.deletionGracePeriodSeconds = graceful ? grace : 0;
       meta.deletionTimestamp = isoSeconds(this.#clock() + (graceful ? grace * 1000 : 0));

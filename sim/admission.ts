@@ -1,0 +1,262 @@
+/**
+ * What kube-apiserver's registry strategies do to an object before it is stored: defaults,
+ * the validation edgeroll's writes and kubectl's depend on, status reset on create, and the
+ * main-resource/status-subresource split on update. Custom resources are checked against
+ * their CRD's schema.
+ */
+import type { KubeObject } from "./store.ts";
+import { ApiError, type StatusCause } from "./status.ts";
+import type { ResourceType, SchemaProps } from "./resources.ts";
+import { labelSelectorMatcher } from "./selectors.ts";
+import { validateAndPrune } from "./validation.ts";
+
+// deno-lint-ignore no-explicit-any
+type Any = Record<string, any>;
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Fields of a pod spec the API server fills in (the ones clients compare against). */
+function defaultPodSpec(spec: Any | undefined): void {
+  if (!spec) return;
+  spec.restartPolicy ??= "Always";
+  spec.terminationGracePeriodSeconds ??= 30;
+  spec.dnsPolicy ??= "ClusterFirst";
+  spec.schedulerName ??= "default-scheduler";
+  spec.securityContext ??= {};
+  for (const container of [...(spec.containers ?? []), ...(spec.initContainers ?? [])]) {
+    const tag = String(container.image ?? "").split("/").pop() ?? "";
+    container.imagePullPolicy ??= tag.includes(":") && !tag.endsWith(":latest")
+      ? "IfNotPresent"
+      : tag.includes("@")
+      ? "IfNotPresent"
+      : "Always";
+    container.terminationMessagePath ??= "/dev/termination-log";
+    container.terminationMessagePolicy ??= "File";
+    container.resources ??= {};
+  }
+}
+
+function validatePodSpec(spec: Any | undefined, path: string, causes: StatusCause[]): void {
+  const containers = spec?.containers;
+  if (!Array.isArray(containers) || containers.length === 0) {
+    causes.push({
+      reason: "FieldValueRequired",
+      message: `${path}.containers: Required value`,
+      field: `${path}.containers`,
+    });
+    return;
+  }
+  containers.forEach((c: Any, i: number) => {
+    for (const field of ["name", "image"]) {
+      if (!c?.[field]) {
+        const where = `${path}.containers[${i}].${field}`;
+        causes.push({
+          reason: "FieldValueRequired",
+          message: `${where}: Required value`,
+          field: where,
+        });
+      }
+    }
+  });
+}
+
+function invalid(type: ResourceType, name: string, causes: StatusCause[]): ApiError {
+  const kind = type.group ? `${type.kind}.${type.group}` : type.kind;
+  return new ApiError(
+    422,
+    "Invalid",
+    `${kind} "${name}" is invalid: ${causes.map((c) => c.message).join(", ")}`,
+    causes,
+  );
+}
+
+/** Status a freshly created object starts with, by store key. */
+function initialStatus(type: ResourceType, object: Any, now: number): unknown {
+  switch (type.storage) {
+    case "pods":
+      return { phase: "Pending", qosClass: "BestEffort" };
+    case "namespaces":
+      return { phase: "Active" };
+    case "daemonsets.apps":
+      return {
+        currentNumberScheduled: 0,
+        numberMisscheduled: 0,
+        desiredNumberScheduled: 0,
+        numberReady: 0,
+      };
+    case "nodes":
+      return object.status; // nodes register with their status
+    case "customresourcedefinitions.apiextensions.k8s.io": {
+      // The simulator accepts names and establishes a CRD in the same write.
+      const at = new Date(now).toISOString().replace(/\.\d+Z$/, "Z");
+      const condition = (type: string, reason: string) => ({
+        type,
+        status: "True",
+        lastTransitionTime: at,
+        reason,
+        message: "",
+      });
+      return {
+        conditions: [
+          condition("NamesAccepted", "NoConflicts"),
+          condition("Established", "InitialNamesAccepted"),
+        ],
+        acceptedNames: object.spec?.names ?? {},
+        storedVersions: (object.spec?.versions ?? []).filter((v: Any) => v.storage).map((
+          v: Any,
+        ) => v.name),
+      };
+    }
+    default:
+      return type.custom ? undefined : {};
+  }
+}
+
+function withRootMeta(schema: SchemaProps): SchemaProps {
+  const preserve: SchemaProps = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+  return {
+    ...schema,
+    properties: {
+      ...schema.properties,
+      apiVersion: { type: "string" },
+      kind: { type: "string" },
+      metadata: preserve,
+    },
+  };
+}
+
+/**
+ * Defaults and validates `object` (mutated in place) for a write of `type`. `old` is the
+ * stored object for updates. Throws a 422 Status listing every cause.
+ */
+export function admit(
+  type: ResourceType,
+  object: KubeObject,
+  old: KubeObject | undefined,
+  now: number,
+): void {
+  const o = object as Any;
+  const causes: StatusCause[] = [];
+  const name = object.metadata.name;
+  if (!old && (!DNS_SUBDOMAIN.test(name ?? "") || name.length > 253)) {
+    causes.push({
+      reason: "FieldValueInvalid",
+      message:
+        `metadata.name: Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+      field: "metadata.name",
+    });
+  }
+  if (!old && type.statusSubresource) {
+    const status = initialStatus(type, o, now);
+    if (status === undefined) delete o.status;
+    else o.status = status;
+  }
+  switch (type.storage) {
+    case "pods":
+      defaultPodSpec(o.spec);
+      validatePodSpec(o.spec, "spec", causes);
+      break;
+    case "namespaces":
+      o.spec ??= { finalizers: ["kubernetes"] };
+      break;
+    case "daemonsets.apps":
+      admitDaemonSet(o, old as Any | undefined, causes);
+      break;
+    case "customresourcedefinitions.apiextensions.k8s.io":
+      validateCrd(o, causes);
+      break;
+  }
+  if (type.custom?.schema) causes.push(...validateAndPrune(o, withRootMeta(type.custom.schema)));
+  if (causes.length > 0) throw invalid(type, name, causes);
+}
+
+function admitDaemonSet(ds: Any, old: Any | undefined, causes: StatusCause[]): void {
+  const spec = ds.spec ??= {};
+  spec.updateStrategy ??= { type: "RollingUpdate" };
+  if (spec.updateStrategy.type === "RollingUpdate") {
+    spec.updateStrategy.rollingUpdate ??= {};
+    spec.updateStrategy.rollingUpdate.maxUnavailable ??= 1;
+    spec.updateStrategy.rollingUpdate.maxSurge ??= 0;
+  }
+  spec.revisionHistoryLimit ??= 10;
+  defaultPodSpec(spec.template?.spec);
+  if (!spec.selector) {
+    causes.push({
+      reason: "FieldValueRequired",
+      message: "spec.selector: Required value",
+      field: "spec.selector",
+    });
+  } else if (!labelSelectorMatcher(spec.selector)(spec.template?.metadata?.labels)) {
+    causes.push({
+      reason: "FieldValueInvalid",
+      message:
+        "spec.template.metadata.labels: Invalid value: `selector` does not match template `labels`",
+      field: "spec.template.metadata.labels",
+    });
+  }
+  if (old && JSON.stringify(old.spec?.selector) !== JSON.stringify(spec.selector)) {
+    causes.push({
+      reason: "FieldValueInvalid",
+      message: "spec.selector: Invalid value: field is immutable",
+      field: "spec.selector",
+    });
+  }
+  validatePodSpec(spec.template?.spec, "spec.template.spec", causes);
+}
+
+function validateCrd(crd: Any, causes: StatusCause[]): void {
+  const spec = crd.spec ?? {};
+  const require = (ok: boolean, field: string) => {
+    if (!ok) {
+      causes.push({ reason: "FieldValueRequired", message: `${field}: Required value`, field });
+    }
+  };
+  require(typeof spec.group === "string" && spec.group.length > 0, "spec.group");
+  require(typeof spec.names?.plural === "string", "spec.names.plural");
+  require(typeof spec.names?.kind === "string", "spec.names.kind");
+  require(spec.scope === "Namespaced" || spec.scope === "Cluster", "spec.scope");
+  require(Array.isArray(spec.versions) && spec.versions.length > 0, "spec.versions");
+  if (
+    spec.names?.plural && spec.group && crd.metadata.name !== `${spec.names.plural}.${spec.group}`
+  ) {
+    causes.push({
+      reason: "FieldValueInvalid",
+      message:
+        `metadata.name: Invalid value: "${crd.metadata.name}": must be spec.names.plural+"."+spec.group`,
+      field: "metadata.name",
+    });
+  }
+  const storage = (spec.versions ?? []).filter((v: Any) => v.storage).length;
+  if (Array.isArray(spec.versions) && storage !== 1) {
+    causes.push({
+      reason: "FieldValueInvalid",
+      message:
+        `spec.versions: Invalid value: must have exactly one version marked as storage version`,
+      field: "spec.versions",
+    });
+  }
+}
+
+/**
+ * Keeps the half of an update a request may not change: the main resource cannot write
+ * status, the status subresource can write nothing but status.
+ */
+export function splitStatus(
+  type: ResourceType,
+  subresource: string | undefined,
+  incoming: KubeObject,
+  stored: KubeObject,
+): KubeObject {
+  if (subresource === "status") {
+    const next = structuredClone(stored);
+    if ("status" in incoming) next.status = incoming.status;
+    else delete next.status;
+    next.metadata.resourceVersion = incoming.metadata.resourceVersion;
+    return next;
+  }
+  if (!type.statusSubresource) return incoming;
+  const next = { ...incoming };
+  if ("status" in stored) next.status = stored.status;
+  else delete next.status;
+  return next;
+}

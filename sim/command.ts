@@ -1,0 +1,76 @@
+/**
+ * `edgeroll sim`: runs the simulator until SIGINT/SIGTERM.
+ */
+import {
+  type Command,
+  intOption,
+  type ParsedArgs,
+  stringOption,
+  UsageError,
+} from "../cli/command.ts";
+import { startSim } from "./start.ts";
+
+function speedOption(args: ParsedArgs): number {
+  const raw = stringOption(args, "speed");
+  if (raw === undefined) return 1;
+  const speed = Number(raw);
+  if (!Number.isFinite(speed) || speed <= 0) {
+    throw new UsageError(`--speed must be a positive number, got "${raw}"`);
+  }
+  return speed;
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+export function untilSignal(): Promise<Deno.Signal> {
+  return new Promise((resolve) => {
+    const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+    const handlers = signals.map((signal) => {
+      const handler = () => {
+        signals.forEach((s, i) => Deno.removeSignalListener(s, handlers[i]));
+        resolve(signal);
+      };
+      Deno.addSignalListener(signal, handler);
+      return handler;
+    });
+  });
+}
+
+export const simCommand: Command = {
+  name: "sim",
+  summary: "Run the Kubernetes API simulator with simulated edge nodes until interrupted.",
+  usage: "[--nodes N] [--zones K] [--port P] [--speed X] [--kubeconfig PATH]",
+  options: {
+    nodes: { type: "string" },
+    zones: { type: "string" },
+    port: { type: "string" },
+    speed: { type: "string" },
+    kubeconfig: { type: "string" },
+  },
+  help: {
+    nodes: "simulated nodes edge-1…edge-N (default 3)",
+    zones: "spread the nodes over K zones (default 1)",
+    port: "port on 127.0.0.1 (default 0: a free one)",
+    speed: "speed factor for pull, start and heartbeat times (default 1)",
+    kubeconfig: "write a kubeconfig for kubectl here (default a temporary file)",
+  },
+  async run(args) {
+    const sim = await startSim({
+      nodes: intOption(args, "nodes", 3, { min: 0, max: 100_000 }),
+      zones: intOption(args, "zones", 1, { min: 1, max: 1000 }),
+      port: intOption(args, "port", 0, { min: 0, max: 65535 }),
+      speed: speedOption(args),
+      kubeconfigPath: stringOption(args, "kubeconfig"),
+    });
+    try {
+      console.log(`sim ready on ${sim.url}`);
+      console.log(
+        JSON.stringify({ level: "info", msg: "sim kubeconfig", path: sim.kubeconfigPath }),
+      );
+      const signal = await untilSignal();
+      console.log(JSON.stringify({ level: "info", msg: "sim stopping", signal }));
+    } finally {
+      await sim.stop();
+    }
+    return 0;
+  },
+};

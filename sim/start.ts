@@ -1,0 +1,141 @@
+/**
+ * `startSim`: the simulator in-process — store, GC, CRD serving, cluster behaviour and the
+ * HTTP server on 127.0.0.1 — plus the kubeconfig that kubectl and client-node use unchanged.
+ */
+import { stringify as toYaml } from "yaml";
+import { Store } from "./store.ts";
+import { ResourceRegistry } from "./resources.ts";
+import { GarbageCollector } from "./gc.ts";
+import { serveCrds } from "./crds.ts";
+import { FaultInjector, type Faults, FaultsSchema, RequestStats } from "./faults.ts";
+import { type ClusterBehaviour, plainNodes, type StartBehaviour } from "./behaviour.ts";
+import { SimServer, type UserInfo } from "./server.ts";
+
+export interface SimOptions {
+  /** Simulated nodes `edge-1`…`edge-N`. Default 3. */
+  nodes?: number;
+  /** Zones the nodes are spread over (`topology.kubernetes.io/zone`). Default 1. */
+  zones?: number;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Speed factor for simulated time (pull, start, heartbeat). Default 1. */
+  speed?: number;
+  /** Where to write the kubeconfig; default a temporary file removed by `stop()`. */
+  kubeconfigPath?: string;
+  faults?: Partial<Faults>;
+  /** Bearer tokens accepted, with who they authenticate as. Default: one admin token. */
+  tokens?: Record<string, UserInfo>;
+  /** The cluster's behaviour (nodes, kubelets, controllers). Default: plain Ready nodes. */
+  behaviour?: StartBehaviour;
+  /** How often watches that allow bookmarks get one. Default 10 s. */
+  bookmarkIntervalMs?: number;
+}
+
+export interface Sim {
+  url: string;
+  port: number;
+  kubeconfigPath: string;
+  /** The token written into the kubeconfig. */
+  token: string;
+  store: Store;
+  server: SimServer;
+  behaviour: ClusterBehaviour;
+  stop(): Promise<void>;
+}
+
+const ADMIN: UserInfo = {
+  username: "sim-admin",
+  uid: "sim-admin",
+  groups: ["system:masters", "system:authenticated"],
+};
+
+export function kubeconfigYaml(url: string, token: string): string {
+  return toYaml({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{
+      name: "edgeroll-sim",
+      cluster: { server: url, "insecure-skip-tls-verify": true },
+    }],
+    users: [{ name: "edgeroll-sim", user: { token } }],
+    contexts: [{
+      name: "edgeroll-sim",
+      context: { cluster: "edgeroll-sim", user: "edgeroll-sim", namespace: "default" },
+    }],
+    "current-context": "edgeroll-sim",
+    preferences: {},
+  });
+}
+
+const NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+export async function startSim(options: SimOptions = {}): Promise<Sim> {
+  const store = new Store();
+  const registry = new ResourceRegistry();
+  for (const name of NAMESPACES) {
+    store.create("namespaces", {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name, labels: { "kubernetes.io/metadata.name": name } },
+      spec: { finalizers: ["kubernetes"] },
+      status: { phase: "Active" },
+    });
+  }
+  const token = Object.keys(options.tokens ?? {})[0] ?? crypto.randomUUID().replaceAll("-", "");
+  const tokens = new Map(Object.entries(options.tokens ?? { [token]: ADMIN }));
+  const faults = new FaultInjector();
+  faults.set(FaultsSchema.parse(options.faults ?? {}));
+  const gc = new GarbageCollector(store);
+  const stopCrds = serveCrds(store, registry);
+  const start = options.behaviour ?? plainNodes;
+  const behaviour = start(store, {
+    nodes: options.nodes ?? 3,
+    zones: options.zones ?? 1,
+    speed: options.speed ?? 1,
+  });
+  const server = new SimServer({
+    store,
+    registry,
+    tokens,
+    faults,
+    stats: new RequestStats(),
+    behaviour: () => behaviour,
+    bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
+  });
+  const abort = new AbortController();
+  const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
+  const http = Deno.serve({
+    hostname: "127.0.0.1",
+    port: options.port ?? 0,
+    signal: abort.signal,
+    onListen: (addr) => resolve(addr as Deno.NetAddr),
+  }, server.handle);
+  const { port } = await listening;
+  const url = `http://127.0.0.1:${port}`;
+  const temporary = options.kubeconfigPath === undefined;
+  const kubeconfigPath = options.kubeconfigPath ??
+    await Deno.makeTempFile({ prefix: "edgeroll-sim-", suffix: ".kubeconfig" });
+  await Deno.writeTextFile(kubeconfigPath, kubeconfigYaml(url, token));
+  let stopped: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    kubeconfigPath,
+    token,
+    store,
+    server,
+    behaviour,
+    stop() {
+      stopped ??= (async () => {
+        await behaviour.stop();
+        gc.stop();
+        stopCrds();
+        server.closeWatches();
+        abort.abort();
+        await http.finished;
+        if (temporary) await Deno.remove(kubeconfigPath).catch(() => {});
+      })();
+      return stopped;
+    },
+  };
+}

@@ -1,0 +1,484 @@
+// deno-lint-ignore-file no-explicit-any -- Status bodies and watch objects are untyped JSON
+/**
+ * Fidelity of the simulator as @kubernetes/client-node sees it: verbs, selectors, paging,
+ * conflicts, patch types, watch (resume, bookmarks, 410), GC, finalizers, Tables, CRDs.
+ */
+import * as k8s from "@kubernetes/client-node";
+import { assertEquals, assertRejects } from "@std/assert";
+import type { Sim } from "../../sim/start.ts";
+import { apiCode, eventually, request, withSim } from "./helpers.ts";
+
+function pod(name: string, labels: Record<string, string> = {}): k8s.V1Pod {
+  return {
+    metadata: { name, labels },
+    spec: { containers: [{ name: "c", image: "registry.local/app:1" }] },
+  };
+}
+
+async function statusOf(promise: Promise<unknown>): Promise<{ code?: number; body: any }> {
+  try {
+    await promise;
+  } catch (err) {
+    const body = (err as k8s.ApiException<string>).body;
+    return { code: apiCode(err), body: typeof body === "string" ? JSON.parse(body) : body };
+  }
+  throw new Error("expected the call to fail");
+}
+
+Deno.test("client-node: create, get, list with selectors and paging", async () => {
+  await withSim({ nodes: 4 }, async (_sim, kc) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    for (let i = 0; i < 5; i++) {
+      await core.createNamespacedPod({
+        namespace: "default",
+        body: pod(`p${i}`, { app: "web", parity: i % 2 ? "odd" : "even" }),
+      });
+    }
+    const even = await core.listNamespacedPod({
+      namespace: "default",
+      labelSelector: "parity=even",
+    });
+    assertEquals(even.items.map((p) => p.metadata?.name), ["p0", "p2", "p4"]);
+    const byName = await core.listNamespacedPod({
+      namespace: "default",
+      fieldSelector: "metadata.name=p3",
+    });
+    assertEquals(byName.items.map((p) => p.metadata?.name), ["p3"]);
+    const first = await core.listNamespacedPod({ namespace: "default", limit: 2 });
+    assertEquals(first.items.length, 2);
+    assertEquals(first.metadata?.remainingItemCount, 3);
+    const rest = await core.listNamespacedPod({
+      namespace: "default",
+      limit: 10,
+      _continue: first.metadata?._continue,
+    });
+    assertEquals(rest.items.map((p) => p.metadata?.name), ["p2", "p3", "p4"]);
+    assertEquals(rest.metadata?._continue, undefined);
+    const nodes = await core.listNode();
+    assertEquals(nodes.items.map((n) => n.metadata?.name), [
+      "edge-1",
+      "edge-2",
+      "edge-3",
+      "edge-4",
+    ]);
+    const created = await core.readNamespacedPod({ namespace: "default", name: "p1" });
+    assertEquals(created.status?.phase, "Pending");
+    assertEquals(created.spec?.restartPolicy, "Always");
+  });
+});
+
+Deno.test("client-node: AlreadyExists, stale resourceVersion Conflict, NotFound are Status objects", async () => {
+  await withSim({}, async (_sim, kc) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const created = await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { name: "cfg" }, data: { a: "1" } },
+    });
+    const exists = await statusOf(core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { name: "cfg" } },
+    }));
+    assertEquals([exists.code, exists.body.reason, exists.body.details.name], [
+      409,
+      "AlreadyExists",
+      "cfg",
+    ]);
+    await core.replaceNamespacedConfigMap({
+      namespace: "default",
+      name: "cfg",
+      body: { ...created, data: { a: "2" } },
+    });
+    const stale = await statusOf(core.replaceNamespacedConfigMap({
+      namespace: "default",
+      name: "cfg",
+      body: { ...created, data: { a: "3" } },
+    }));
+    assertEquals([stale.code, stale.body.reason, stale.body.kind], [409, "Conflict", "Status"]);
+    const missing = await statusOf(
+      core.readNamespacedConfigMap({ namespace: "default", name: "x" }),
+    );
+    assertEquals([missing.code, missing.body.reason], [404, "NotFound"]);
+    const noNamespace = await statusOf(core.createNamespacedConfigMap({
+      namespace: "nowhere",
+      body: { metadata: { name: "cfg" } },
+    }));
+    assertEquals(noNamespace.body.message, 'namespaces "nowhere" not found');
+    const uidPrecondition = await statusOf(core.deleteNamespacedConfigMap({
+      namespace: "default",
+      name: "cfg",
+      body: { preconditions: { uid: "not-the-uid" } },
+    }));
+    assertEquals(uidPrecondition.code, 409);
+  });
+});
+
+Deno.test("client-node: json, merge and strategic merge patches; status subresource split", async () => {
+  await withSim({}, async (_sim, kc) => {
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+    const header = (type: string) => k8s.setHeaderOptions("Content-Type", type);
+    await apps.createNamespacedDaemonSet({
+      namespace: "default",
+      body: {
+        metadata: { name: "agent" },
+        spec: {
+          selector: { matchLabels: { app: "agent" } },
+          template: {
+            metadata: { labels: { app: "agent" } },
+            spec: {
+              containers: [{
+                name: "agent",
+                image: "a:1",
+                env: [{ name: "A", value: "1" }, { name: "B", value: "2" }],
+              }],
+            },
+          },
+        },
+      },
+    });
+    const jsonPatched = await apps.patchNamespacedDaemonSet({
+      namespace: "default",
+      name: "agent",
+      body: [{ op: "replace", path: "/spec/template/spec/containers/0/image", value: "a:2" }],
+    });
+    assertEquals(jsonPatched.metadata?.generation, 2);
+    const merged = await apps.patchNamespacedDaemonSet({
+      namespace: "default",
+      name: "agent",
+      body: { metadata: { annotations: { note: "x" } }, status: { numberReady: 99 } },
+    }, header(k8s.PatchStrategy.MergePatch));
+    assertEquals(merged.metadata?.annotations?.note, "x");
+    assertEquals(merged.metadata?.generation, 2, "metadata changes do not move generation");
+    assertEquals(merged.status?.numberReady, 0, "the main resource ignores status");
+    const strategic = await apps.patchNamespacedDaemonSet({
+      namespace: "default",
+      name: "agent",
+      body: {
+        spec: {
+          template: {
+            spec: {
+              containers: [{
+                name: "agent",
+                env: [{ name: "B", $patch: "delete" }, { name: "C", value: "3" }],
+              }],
+            },
+          },
+        },
+      },
+    }, header(k8s.PatchStrategy.StrategicMergePatch));
+    const container = strategic.spec?.template.spec?.containers[0];
+    assertEquals(container?.image, "a:2");
+    assertEquals(container?.env?.map((e) => e.name), ["A", "C"]);
+    const status = await apps.patchNamespacedDaemonSetStatus({
+      namespace: "default",
+      name: "agent",
+      body: { status: { numberReady: 3 }, spec: { minReadySeconds: 50 } },
+    }, header(k8s.PatchStrategy.MergePatch));
+    assertEquals(status.status?.numberReady, 3);
+    assertEquals(status.spec?.minReadySeconds, undefined, "the status subresource ignores spec");
+    const failedTest = await statusOf(apps.patchNamespacedDaemonSet({
+      namespace: "default",
+      name: "agent",
+      body: [{ op: "test", path: "/spec/minReadySeconds", value: 7 }],
+    }));
+    assertEquals(failedTest.code, 422);
+  });
+});
+
+Deno.test("client-node: server-side apply creates, owns, removes dropped fields, conflicts", async () => {
+  await withSim({}, async (_sim, kc) => {
+    const objects = k8s.KubernetesObjectApi.makeApiClient(kc);
+    const config = (data: Record<string, string>) => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "cfg", namespace: "default" },
+      data,
+    });
+    await objects.patch(
+      config({ a: "1", b: "2" }),
+      undefined,
+      undefined,
+      "alice",
+      undefined,
+      k8s.PatchStrategy.ServerSideApply,
+    );
+    const second = await objects.patch(
+      config({ a: "1" }),
+      undefined,
+      undefined,
+      "alice",
+      undefined,
+      k8s.PatchStrategy.ServerSideApply,
+    ) as k8s.V1ConfigMap;
+    assertEquals(second.data, { a: "1" });
+    await objects.patch(
+      config({ a: "1", c: "3" }),
+      undefined,
+      undefined,
+      "alice",
+      undefined,
+      k8s.PatchStrategy.ServerSideApply,
+    );
+    const conflict = await statusOf(
+      objects.patch(
+        config({ a: "9" }),
+        undefined,
+        undefined,
+        "bob",
+        undefined,
+        k8s.PatchStrategy.ServerSideApply,
+      ),
+    );
+    assertEquals([conflict.code, conflict.body.details.causes[0].field], [409, ".data.a"]);
+    const forced = await objects.patch(
+      config({ a: "9" }),
+      undefined,
+      undefined,
+      "bob",
+      true,
+      k8s.PatchStrategy.ServerSideApply,
+    ) as k8s.V1ConfigMap;
+    assertEquals(forced.data, { a: "9", c: "3" });
+    assertEquals(forced.metadata?.managedFields?.map((m) => m.manager).sort(), ["alice", "bob"]);
+  });
+});
+
+async function collectWatch(
+  kc: k8s.KubeConfig,
+  path: string,
+  params: Record<string, string | boolean>,
+  until: (events: [string, any][]) => boolean,
+  act: () => Promise<void> = async () => {},
+): Promise<[string, any][]> {
+  const events: [string, any][] = [];
+  const { promise: finished, resolve } = Promise.withResolvers<void>();
+  const controller = await new k8s.Watch(kc).watch(path, params, (type, object) => {
+    events.push([type, object]);
+    if (until(events)) resolve();
+  }, () => resolve());
+  try {
+    await act();
+    await finished;
+  } finally {
+    controller.abort();
+  }
+  return events;
+}
+
+Deno.test("client-node: watch resumes from a resourceVersion, sends bookmarks, 410 after compaction", async () => {
+  await withSim({ bookmarkIntervalMs: 20 }, async (sim, kc) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedPod({ namespace: "default", body: pod("a") });
+    const from = (await core.listNamespacedPod({ namespace: "default" })).metadata?.resourceVersion;
+    await core.createNamespacedPod({ namespace: "default", body: pod("b") });
+    await core.deleteNamespacedPod({ namespace: "default", name: "a" });
+    const resumed = await collectWatch(
+      kc,
+      "/api/v1/namespaces/default/pods",
+      { resourceVersion: from!, allowWatchBookmarks: true },
+      (events) => events.some(([type]) => type === "BOOKMARK"),
+    );
+    assertEquals(
+      resumed.filter(([type]) => type !== "BOOKMARK").map(([type, o]) =>
+        `${type} ${o.metadata.name}`
+      ),
+      ["ADDED b", "DELETED a"],
+    );
+    const put = await request(sim, "/sim/v1/faults", {
+      method: "PUT",
+      body: JSON.stringify({ compact: true }),
+    });
+    assertEquals(put.status, 200);
+    const gone = await collectWatch(
+      kc,
+      "/api/v1/namespaces/default/pods",
+      { resourceVersion: from! },
+      (events) => events.length > 0,
+    );
+    assertEquals(gone[0][0], "ERROR");
+    assertEquals([gone[0][1].code, gone[0][1].reason], [410, "Expired"]);
+  });
+});
+
+Deno.test("client-node: a watch with a label selector sees an object leave it as DELETED", async () => {
+  await withSim({}, async (_sim, kc) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedPod({ namespace: "default", body: pod("a", { app: "web" }) });
+    const events = await collectWatch(
+      kc,
+      "/api/v1/namespaces/default/pods",
+      { labelSelector: "app=web" },
+      (events) => events.length >= 2,
+      async () => {
+        await core.patchNamespacedPod({
+          namespace: "default",
+          name: "a",
+          body: [{ op: "replace", path: "/metadata/labels/app", value: "db" }],
+        });
+      },
+    );
+    assertEquals(events.map(([type, o]) => `${type} ${o.metadata.name}`), ["ADDED a", "DELETED a"]);
+  });
+});
+
+async function ownedPod(sim: Sim, owner: k8s.V1DaemonSet, name: string): Promise<void> {
+  sim.store.create("pods", {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name,
+      namespace: "default",
+      ownerReferences: [{
+        apiVersion: "apps/v1",
+        kind: "DaemonSet",
+        name: owner.metadata!.name!,
+        uid: owner.metadata!.uid!,
+        controller: true,
+        blockOwnerDeletion: true,
+      }],
+    },
+    spec: { containers: [{ name: "c", image: "x" }] },
+  });
+  await Promise.resolve();
+}
+
+function daemonSet(name: string): k8s.V1DaemonSet {
+  return {
+    metadata: { name },
+    spec: {
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { containers: [{ name: "c", image: "x:1" }] },
+      },
+    },
+  };
+}
+
+Deno.test("client-node: ownerReferences are garbage-collected (background, foreground, orphan)", async () => {
+  await withSim({}, async (sim, kc) => {
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+    const has = (name: string) => sim.store.tryGet("pods", "default", name) !== undefined;
+
+    /** A DaemonSet `name` owning pod `<name>-pod`, then deleted with `policy`. */
+    const ownAndDelete = async (name: string, policy: "Background" | "Foreground" | "Orphan") => {
+      const owner = await apps.createNamespacedDaemonSet({
+        namespace: "default",
+        body: daemonSet(name),
+      });
+      await ownedPod(sim, owner, `${name}-pod`);
+      await apps.deleteNamespacedDaemonSet({
+        namespace: "default",
+        name,
+        body: { propagationPolicy: policy },
+      });
+    };
+
+    await ownAndDelete("bg", "Background");
+    await eventually(() => !has("bg-pod"), "background GC");
+
+    await ownAndDelete("fg", "Foreground");
+    const terminating = sim.store.tryGet("daemonsets.apps", "default", "fg");
+    assertEquals(terminating?.metadata.finalizers, ["foregroundDeletion"]);
+    await eventually(() => !has("fg-pod"), "foreground GC of the dependent");
+    await eventually(() => !sim.store.tryGet("daemonsets.apps", "default", "fg"), "owner removal");
+
+    await ownAndDelete("or", "Orphan");
+    await eventually(
+      () => !sim.store.tryGet("daemonsets.apps", "default", "or"),
+      "orphaning owner removal",
+    );
+    assertEquals(sim.store.get("pods", "default", "or-pod").metadata.ownerReferences, undefined);
+  });
+});
+
+Deno.test("client-node: finalizers hold a delete; bound pods wait for the kubelet", async () => {
+  await withSim({}, async (sim, kc) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: { metadata: { name: "held", finalizers: ["example.com/hold"] } },
+    });
+    await core.deleteNamespacedConfigMap({ namespace: "default", name: "held" });
+    const held = await core.readNamespacedConfigMap({ namespace: "default", name: "held" });
+    assertEquals(typeof held.metadata?.deletionTimestamp, "object");
+    await core.patchNamespacedConfigMap({
+      namespace: "default",
+      name: "held",
+      body: { metadata: { finalizers: null } },
+    }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+    await assertRejects(() => core.readNamespacedConfigMap({ namespace: "default", name: "held" }));
+
+    const bound = pod("bound");
+    bound.spec!.nodeName = "edge-1";
+    await core.createNamespacedPod({ namespace: "default", body: bound });
+    const terminating = await core.deleteNamespacedPod({ namespace: "default", name: "bound" });
+    assertEquals(terminating.metadata?.deletionGracePeriodSeconds, 30);
+    assertEquals(sim.store.tryGet("pods", "default", "bound") !== undefined, true);
+    await core.deleteNamespacedPod({ namespace: "default", name: "bound", gracePeriodSeconds: 0 });
+    assertEquals(sim.store.tryGet("pods", "default", "bound"), undefined);
+  });
+});
+
+Deno.test("client-node: eviction and binding subresources", async () => {
+  await withSim({}, async (sim, kc) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedPod({ namespace: "default", body: pod("p") });
+    await core.createNamespacedBinding({
+      namespace: "default",
+      body: { metadata: { name: "p" }, target: { kind: "Node", name: "edge-2" } },
+    });
+    assertEquals(
+      (sim.store.get("pods", "default", "p").spec as { nodeName: string }).nodeName,
+      "edge-2",
+    );
+    const again = await request(sim, "/api/v1/namespaces/default/pods/p/binding", {
+      method: "POST",
+      body: JSON.stringify({ metadata: { name: "p" }, target: { kind: "Node", name: "edge-3" } }),
+    });
+    assertEquals(again.status, 409);
+    await core.createNamespacedPodEviction({
+      namespace: "default",
+      name: "p",
+      body: { metadata: { name: "p" }, deleteOptions: { gracePeriodSeconds: 0 } },
+    });
+    assertEquals(sim.store.tryGet("pods", "default", "p"), undefined);
+  });
+});
+
+Deno.test("client-node: TokenReview answers for the configured tokens", async () => {
+  await withSim(
+    { tokens: { "t-admin": { username: "admin", groups: ["system:masters"] } } },
+    async (_sim, kc) => {
+      const auth = kc.makeApiClient(k8s.AuthenticationV1Api);
+      const good = await auth.createTokenReview({ body: { spec: { token: "t-admin" } } });
+      assertEquals([good.status?.authenticated, good.status?.user?.username], [true, "admin"]);
+      const bad = await auth.createTokenReview({ body: { spec: { token: "nope" } } });
+      assertEquals(bad.status?.authenticated, undefined);
+    },
+  );
+});
+
+Deno.test("client-node: events written as events.k8s.io/v1 read back as core v1", async () => {
+  await withSim({}, async (_sim, kc) => {
+    const events = kc.makeApiClient(k8s.EventsV1Api);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await events.createNamespacedEvent({
+      namespace: "default",
+      body: {
+        metadata: { name: "e1" },
+        eventTime: new Date("2026-01-01T00:00:00Z"),
+        reason: "Progressing",
+        note: "rolled 3 of 10",
+        type: "Normal",
+        action: "Update",
+        reportingController: "edgeroll",
+        reportingInstance: "edgeroll-0",
+        regarding: { kind: "DaemonSet", name: "agent", namespace: "default" },
+      },
+    });
+    const core1 = await core.readNamespacedEvent({ namespace: "default", name: "e1" });
+    assertEquals([core1.message, core1.involvedObject.name], ["rolled 3 of 10", "agent"]);
+    const back = await events.readNamespacedEvent({ namespace: "default", name: "e1" });
+    assertEquals(back.note, "rolled 3 of 10");
+  });
+});

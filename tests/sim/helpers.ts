@@ -1,0 +1,78 @@
+// deno-lint-ignore-file no-explicit-any -- Status bodies and watch objects are untyped JSON
+/**
+ * Shared by the fidelity tests: a simulator per test (port 0, stopped in `finally`) and the
+ * real `kubectl` binary pointed at it with a private discovery cache.
+ */
+import * as k8s from "@kubernetes/client-node";
+import { type Sim, type SimOptions, startSim } from "../../sim/start.ts";
+
+export async function withSim(
+  options: SimOptions,
+  body: (sim: Sim, kc: k8s.KubeConfig) => Promise<void>,
+): Promise<void> {
+  const sim = await startSim({ nodes: 3, ...options });
+  try {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(sim.kubeconfigPath);
+    await body(sim, kc);
+  } finally {
+    await sim.stop();
+  }
+}
+
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real kubectl against `sim`; `stdin` is piped in when given. */
+export async function kubectl(sim: Sim, args: string[], stdin?: string): Promise<KubectlResult> {
+  const cacheDir = await Deno.makeTempDir({ prefix: "edgeroll-kubectl-cache-" });
+  try {
+    const child = new Deno.Command("kubectl", {
+      args: ["--kubeconfig", sim.kubeconfigPath, "--cache-dir", cacheDir, ...args],
+      stdin: stdin === undefined ? "null" : "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    if (stdin !== undefined) {
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(stdin));
+      await writer.close();
+    }
+    const out = await child.output();
+    const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+    return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+  } finally {
+    await Deno.remove(cacheDir, { recursive: true });
+  }
+}
+
+/** Raw HTTP to the simulator, for what no client library exposes (Tables, admin API). */
+export async function request(
+  sim: Sim,
+  path: string,
+  init: RequestInit = {},
+): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${sim.url}${path}`, init);
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch { /* not JSON: keep the text */ }
+  return { status: response.status, body };
+}
+
+/** Waits until `check` holds, polling the in-process store; fails after `ms`. */
+export async function eventually(check: () => boolean, what: string, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export function apiCode(err: unknown): number | undefined {
+  return (err as { code?: number }).code;
+}
