@@ -4,7 +4,7 @@
  * only when it changed or when the 5-minute report period has passed. At 5,000 nodes that is
  * about 500 Lease writes and 17 status writes per simulated second, not a status storm.
  */
-import { isoSeconds, StoreError } from "../store.ts";
+import { isoSeconds, type KubeObject, StoreError } from "../store.ts";
 import { LEASE_NAMESPACE, LEASES, NODES } from "./cache.ts";
 import type { ClusterContext, NodeAgentState } from "./context.ts";
 import { type Condition, findCondition, type Node, type NodeStatus } from "./types.ts";
@@ -164,6 +164,7 @@ export interface NodeFleet {
 export function startNodeFleet(ctx: ClusterContext, options: NodeFleetOptions): NodeFleet {
   const { store, timeline, durations, agents } = ctx;
   const lastPost = new Map<string, number>();
+  const leases = new Map<string, KubeObject>();
 
   for (let index = 1; index <= options.nodes; index++) {
     const name = nodeName(index);
@@ -224,10 +225,20 @@ export function startNodeFleet(ctx: ClusterContext, options: NodeFleetOptions): 
   function renewLease(name: string): void {
     const agent = agents.get(name);
     if (!agent?.connected) return;
-    const lease = store.tryGet(LEASES, LEASE_NAMESPACE, name);
-    if (!lease) return;
-    (lease.spec as { renewTime: string }).renewTime = microTime(timeline.now());
-    store.update(LEASES, lease);
+    // The kubelet renews from the Lease it last wrote (a get per renewal would double the
+    // cost of the busiest write in an idle fleet); someone else's change shows as a conflict.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const lease = leases.get(name) ?? store.tryGet(LEASES, LEASE_NAMESPACE, name);
+      if (!lease) return;
+      (lease.spec as { renewTime: string }).renewTime = microTime(timeline.now());
+      try {
+        leases.set(name, store.update(LEASES, lease));
+        return;
+      } catch (error) {
+        leases.delete(name);
+        if (!(error instanceof StoreError && error.code === 409)) throw error;
+      }
+    }
   }
 
   function postStatus(name: string, force = false): void {

@@ -25,8 +25,6 @@ export interface Timeline {
   realMs(seconds: number): number;
   /** Changes the speed; work already scheduled keeps its remaining simulated time. */
   setSpeed(speed: number): void;
-  /** Number of pending actions (for stats). */
-  readonly pending: number;
   stop(): void;
 }
 
@@ -104,9 +102,6 @@ export function createTimeline(
     now,
     get speed() {
       return speed;
-    },
-    get pending() {
-      return heap.filter((task) => !task.cancelled).length;
     },
     realMs: (seconds) => (seconds * 1000) / speed,
     after(seconds, run) {
