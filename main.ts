@@ -7,8 +7,20 @@ import { type Command, commandHelp, parseCommandArgs, UsageError } from "./cli/c
 import { crdCommand } from "./manifests/crd/generate.ts";
 import { simCommand } from "./sim/command.ts";
 import { demoCommand } from "./sim/demo-command.ts";
+import { serveCommand } from "./routes/serve.ts";
+import { reconcileCommand } from "./routes/reconcile-command.ts";
+import { statusCommand } from "./routes/status-command.ts";
+import { relayCommand } from "./relay/relay-command.ts";
 
-const commands: Command[] = [crdCommand, demoCommand, simCommand];
+const commands: Command[] = [
+  crdCommand,
+  demoCommand,
+  simCommand,
+  serveCommand,
+  relayCommand,
+  reconcileCommand,
+  statusCommand,
+];
 
 function overview(): string {
   const width = Math.max(8, ...commands.map((c) => c.name.length)) + 2;

@@ -1,6 +1,10 @@
 /** Where the Kubernetes connection comes from: a kubeconfig file, in-cluster, or the default. */
 import * as k8s from "@kubernetes/client-node";
 
+/** `--kubeconfig`'s help line, the same for every command. */
+export const kubeconfigHelp =
+  "kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)";
+
 /**
  * `path` wins; else in-cluster when the pod's service environment is there; else
  * `$KUBECONFIG` / `~/.kube/config` as kubectl does.

@@ -1,21 +1,7 @@
 import { assertEquals } from "@std/assert";
-import { harness } from "./test-fixtures.ts";
+import { harness, podOfAgent } from "./test-fixtures.ts";
 
-const pod = (name: string) => ({
-  apiVersion: "v1",
-  kind: "Pod",
-  metadata: {
-    name,
-    namespace: "edge",
-    ownerReferences: [{
-      apiVersion: "apps.edgeroll.dev/v1alpha1",
-      kind: "AdvancedDaemonSet",
-      name: "agent",
-      uid: "u",
-      controller: true,
-    }],
-  },
-});
+const pod = (name: string) => ({ apiVersion: "v1", kind: "Pod", ...podOfAgent(name) });
 
 function binary(type: string, data: unknown, id = crypto.randomUUID()): RequestInit {
   return {

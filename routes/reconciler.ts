@@ -7,6 +7,7 @@ import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
 import type { Action, Awaited, EpochMillis, Plan, Snapshot } from "../engine/types.ts";
+import { readSet, resolve } from "../engine/config.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { isConflict } from "../kube/errors.ts";
 import {
@@ -195,11 +196,11 @@ function statusRead(snapshot: Snapshot): unknown {
   }
 }
 
+/** The set's `burstReplicas` (an int or a percent of the nodes), upstream's 250 otherwise. */
 function burstOf(snapshot: Snapshot): number {
-  const spec = snapshot.set.spec as { burstReplicas?: unknown } | undefined;
-  return typeof spec?.burstReplicas === "number" && spec.burstReplicas > 0
-    ? spec.burstReplicas
-    : defaultBurst;
+  const reading = readSet(snapshot);
+  if (!reading.ok) return defaultBurst;
+  return Math.max(1, resolve(reading.config.burstReplicas, snapshot.nodes.length, true));
 }
 
 async function recordEvents(

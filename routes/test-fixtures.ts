@@ -30,6 +30,24 @@ export function advancedDaemonSet(name = "agent", namespace = "edge") {
   };
 }
 
+/** A pod whose controller is the AdvancedDaemonSet `edge/agent`. */
+export function podOfAgent(name: string, resourceVersion?: string) {
+  return {
+    metadata: {
+      name,
+      namespace: "edge",
+      resourceVersion,
+      ownerReferences: [{
+        apiVersion: "apps.edgeroll.dev/v1alpha1",
+        kind: "AdvancedDaemonSet",
+        name: "agent",
+        uid: "u",
+        controller: true,
+      }],
+    },
+  };
+}
+
 /** One pod per node; the status counts what it sees, so a converged set plans nothing. */
 export function onePodPerNode(snapshot: Snapshot): Plan {
   const set = snapshot.set;

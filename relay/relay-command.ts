@@ -1,0 +1,49 @@
+/** `edgeroll relay --target URL`: watch the cluster, post CloudEvents to the controller. */
+import { type Command, stringOption, UsageError } from "../cli/command.ts";
+import { parseDuration } from "../cli/duration.ts";
+import { untilStopSignal } from "../cli/signals.ts";
+import { createLogger } from "../cli/log.ts";
+import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
+import { startRelay } from "./relay.ts";
+
+export const relayCommand: Command = {
+  name: "relay",
+  summary: "Watch sets, their pods and nodes; post what changed to the controller as CloudEvents.",
+  usage: "--target URL [--kubeconfig PATH] [--token-file F] [--flush 250ms] [--idle 90s]",
+  options: {
+    target: { type: "string" },
+    kubeconfig: { type: "string" },
+    "token-file": { type: "string" },
+    flush: { type: "string" },
+    idle: { type: "string" },
+  },
+  help: {
+    target: "the controller's base URL, e.g. http://edgeroll:8080 (events go to /events)",
+    kubeconfig: kubeconfigHelp,
+    "token-file": "bearer token for the controller (or set EDGEROLL_TOKEN)",
+    flush: "how long events are gathered before one post (default 250ms)",
+    idle: "restart a watch that said nothing for this long (default 90s)",
+  },
+  async run(args) {
+    const target = stringOption(args, "target");
+    if (!target || !/^https?:\/\//.test(target)) {
+      throw new UsageError("--target http(s)://HOST:PORT is required");
+    }
+    const tokenFile = stringOption(args, "token-file");
+    const token = (tokenFile ? Deno.readTextFileSync(tokenFile) : Deno.env.get("EDGEROLL_TOKEN"))
+      ?.trim();
+    const flush = stringOption(args, "flush");
+    const idle = stringOption(args, "idle");
+    const relay = startRelay({
+      kubeConfig: loadKubeConfig(stringOption(args, "kubeconfig")),
+      target,
+      token,
+      logger: createLogger(),
+      flushMs: flush === undefined ? undefined : parseDuration(flush, "flush"),
+      idleMs: idle === undefined ? undefined : parseDuration(idle, "idle"),
+    });
+    await untilStopSignal();
+    await relay.stop();
+    return 0;
+  },
+};

@@ -1,0 +1,145 @@
+/**
+ * The relay: watches AdvancedDaemonSets, DaemonSets edgeroll manages, their pods and all
+ * nodes, and posts what changed to the controller's `/events` as Knative ApiServerSource
+ * would (`dev.knative.apiserver.resource.*`, the object as data), trimmed to what the
+ * controller reads and coalesced per object.
+ */
+import type * as k8s from "@kubernetes/client-node";
+import { group, plural, version } from "../api/advanced-daemonset.ts";
+import { updateStrategyAnnotation } from "../api/openyurt.ts";
+import type { Logger } from "../cli/log.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import { EventSender } from "./sender.ts";
+import {
+  clientNodeWatch,
+  type RunningWatch,
+  startWatch,
+  type WatchEventType,
+  type WatchFn,
+} from "./watcher.ts";
+
+export interface RelayOptions {
+  kubeConfig: k8s.KubeConfig;
+  /** The controller's base URL; events go to `${target}/events`. */
+  target: string;
+  token?: string;
+  logger: Logger;
+  flushMs?: number;
+  idleMs?: number;
+  timeoutSeconds?: number;
+  /** Injected in tests; client-node's Watch otherwise. */
+  watch?: WatchFn;
+  fetch?: typeof fetch;
+}
+
+const ceType: Record<WatchEventType, string> = {
+  ADDED: "dev.knative.apiserver.resource.add",
+  MODIFIED: "dev.knative.apiserver.resource.update",
+  DELETED: "dev.knative.apiserver.resource.delete",
+};
+
+interface Source {
+  path: string;
+  apiVersion: string;
+  kind: string;
+  /** The part of the object the controller reads, or undefined to send nothing. */
+  trim(object: KubeObject): KubeObject | undefined;
+}
+
+const setKinds = new Set(["AdvancedDaemonSet", "DaemonSet"]);
+
+const sources: Source[] = [
+  {
+    path: `/apis/${group}/${version}/${plural}`,
+    apiVersion: `${group}/${version}`,
+    kind: "AdvancedDaemonSet",
+    trim: (o) => ({ metadata: o.metadata }),
+  },
+  {
+    path: "/apis/apps/v1/daemonsets",
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    trim: (o) =>
+      o.metadata.annotations?.[updateStrategyAnnotation] === undefined
+        ? undefined
+        : { metadata: o.metadata },
+  },
+  {
+    path: "/api/v1/pods",
+    apiVersion: "v1",
+    kind: "Pod",
+    trim: (o) => {
+      const owner = o.metadata.ownerReferences?.find((r) => r.controller && setKinds.has(r.kind));
+      if (!owner) return undefined;
+      const { name, namespace, ownerReferences } = o.metadata;
+      return { metadata: { name, namespace, ownerReferences } };
+    },
+  },
+  {
+    path: "/api/v1/nodes",
+    apiVersion: "v1",
+    kind: "Node",
+    trim: (o) => {
+      const spec = (o.spec ?? {}) as { unschedulable?: boolean; taints?: unknown[] };
+      const status = (o.status ?? {}) as { conditions?: { type: string }[] };
+      return {
+        metadata: { name: o.metadata.name, labels: o.metadata.labels },
+        spec: { unschedulable: spec.unschedulable, taints: spec.taints },
+        status: { conditions: status.conditions?.filter((c) => c.type === "Ready") },
+      };
+    },
+  },
+];
+
+/** The object's API path, as ApiServerSource writes `subject`: `/api/v1/namespaces/ns/pods/x`. */
+function subjectOf(path: string, namespace: string | undefined, name: string | undefined): string {
+  if (!namespace) return `${path}/${name}`;
+  const cut = path.lastIndexOf("/");
+  return `${path.slice(0, cut)}/namespaces/${namespace}${path.slice(cut)}/${name}`;
+}
+
+export interface RunningRelay {
+  sender: EventSender;
+  watches: RunningWatch[];
+  stop(): Promise<void>;
+}
+
+export function startRelay(options: RelayOptions): RunningRelay {
+  const logger = options.logger;
+  const sender = new EventSender({
+    target: `${options.target.replace(/\/$/, "")}/events`,
+    token: options.token,
+    flushMs: options.flushMs,
+    logger,
+    fetch: options.fetch,
+  });
+  const watchFn = options.watch ?? clientNodeWatch(options.kubeConfig);
+  const watches = sources.map((source) =>
+    startWatch(watchFn, {
+      path: source.path,
+      logger,
+      idleMs: options.idleMs,
+      timeoutSeconds: options.timeoutSeconds,
+      onEvent: (type, object) => {
+        const trimmed = source.trim(object);
+        if (!trimmed) return;
+        const { namespace, name } = object.metadata;
+        sender.send(`${source.kind}/${namespace ?? ""}/${name}`, {
+          type: ceType[type],
+          subject: subjectOf(source.path, namespace, name),
+          data: { apiVersion: source.apiVersion, kind: source.kind, ...trimmed },
+        });
+      },
+    })
+  );
+  logger.info("relay started", { target: options.target, watches: sources.map((s) => s.path) });
+  return {
+    sender,
+    watches,
+    async stop() {
+      await Promise.all(watches.map((w) => w.stop()));
+      await sender.flush();
+      await sender.stop();
+    },
+  };
+}

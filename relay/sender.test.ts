@@ -1,0 +1,78 @@
+import { assertEquals } from "@std/assert";
+import { memoryLogger } from "../cli/log.ts";
+import { EventSender } from "./sender.ts";
+
+interface Post {
+  headers: Headers;
+  events: { type: string; subject: string; data: { n: number } }[];
+}
+
+function fakeFetch(statuses: number[]) {
+  const posts: Post[] = [];
+  const fn = (_url: string | URL | Request, init?: RequestInit) => {
+    posts.push({ headers: new Headers(init?.headers), events: JSON.parse(String(init?.body)) });
+    return Promise.resolve(new Response("{}", { status: statuses.shift() ?? 202 }));
+  };
+  return { fn: fn as typeof fetch, posts };
+}
+
+function sender(statuses: number[] = []) {
+  const http = fakeFetch(statuses);
+  const s = new EventSender({
+    target: "http://127.0.0.1:1/events",
+    token: "t0k",
+    flushMs: 10_000,
+    backoffMs: 1,
+    logger: memoryLogger(),
+    fetch: http.fn,
+  });
+  return { s, posts: http.posts };
+}
+
+const update = "dev.knative.apiserver.resource.update";
+
+Deno.test("a burst is coalesced per object into one batch, the latest event winning", async () => {
+  const { s, posts } = sender();
+  try {
+    for (let n = 0; n < 1000; n++) {
+      s.send(`Pod/edge/p${n % 10}`, { type: update, subject: `p${n % 10}`, data: { n } });
+    }
+    await s.flush();
+    assertEquals(posts.length, 1);
+    assertEquals(posts[0].events.length, 10);
+    assertEquals(posts[0].events.find((e) => e.subject === "p3")?.data.n, 993);
+    assertEquals(posts[0].headers.get("content-type"), "application/cloudevents-batch+json");
+    assertEquals(posts[0].headers.get("authorization"), "Bearer t0k");
+    assertEquals(s.stats, { queued: 1000, sent: 10, posts: 1, failedPosts: 0, dropped: 0 });
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("a failed post is retried; newer events replace the ones it held", async () => {
+  const { s, posts } = sender([503]);
+  try {
+    s.send("Pod/edge/a", { type: update, subject: "a", data: { n: 1 } });
+    s.send("Pod/edge/b", { type: update, subject: "b", data: { n: 1 } });
+    await s.flush(); // answered 503
+    s.send("Pod/edge/a", { type: update, subject: "a", data: { n: 2 } });
+    await s.flush();
+    assertEquals(posts.length, 2);
+    assertEquals(posts[1].events.map((e) => `${e.subject}:${e.data.n}`).sort(), ["a:2", "b:1"]);
+    assertEquals([s.stats.failedPosts, s.stats.sent, s.pending], [1, 2, 0]);
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("a batch the controller rejects as malformed is dropped, not retried", async () => {
+  const { s, posts } = sender([400]);
+  try {
+    s.send("Pod/edge/a", { type: update, subject: "a", data: { n: 1 } });
+    await s.flush();
+    await s.flush();
+    assertEquals([posts.length, s.stats.dropped, s.pending], [1, 1, 0]);
+  } finally {
+    await s.stop();
+  }
+});

@@ -1,0 +1,149 @@
+/**
+ * Posts CloudEvents to the controller, coalesced: events are kept by object (the latest wins)
+ * and sent as one batch every `flushMs`, so a 10,000-pod rollout costs a few posts a second,
+ * not thousands. A failed post keeps its events (newer ones for the same object replace
+ * them) and is retried with backoff; a batch the controller calls malformed (400) is dropped.
+ */
+import { CloudEvent } from "cloudevents";
+import type { Logger } from "../cli/log.ts";
+
+export interface SenderOptions {
+  /** The controller's `/events` URL. */
+  target: string;
+  token?: string;
+  flushMs?: number;
+  maxBatch?: number;
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  logger: Logger;
+  /** Injected in tests; the global fetch otherwise. */
+  fetch?: typeof fetch;
+}
+
+export interface PendingEvent {
+  type: string;
+  subject: string;
+  data: unknown;
+}
+
+export class EventSender {
+  readonly #options: SenderOptions;
+  readonly #fetch: typeof fetch;
+  /** By object key: what to send next for it. */
+  readonly #pending = new Map<string, PendingEvent>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #flushing: Promise<void> | undefined;
+  #backoff: number;
+  #stopped = false;
+  readonly stats = { queued: 0, sent: 0, posts: 0, failedPosts: 0, dropped: 0 };
+
+  constructor(options: SenderOptions) {
+    this.#options = options;
+    this.#fetch = options.fetch ?? fetch;
+    this.#backoff = options.backoffMs ?? 200;
+  }
+
+  /** Queues an event for `key`, replacing one not yet sent for the same object. */
+  send(key: string, event: PendingEvent): void {
+    if (this.#stopped) return;
+    this.stats.queued++;
+    this.#pending.delete(key); // re-insert: the map's order is the send order
+    this.#pending.set(key, event);
+    this.#schedule(this.#options.flushMs ?? 250);
+  }
+
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  /** Sends what is pending now (tests, shutdown). */
+  async flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#flushing;
+    if (this.#pending.size > 0) await this.#flushOnce();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#flushing;
+  }
+
+  #schedule(delay: number) {
+    if (this.#timer !== undefined || this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#flushOnce();
+    }, delay);
+  }
+
+  #flushOnce(): Promise<void> {
+    if (this.#flushing) return this.#flushing;
+    this.#flushing = this.#post().finally(() => {
+      this.#flushing = undefined;
+      if (this.#pending.size > 0) this.#schedule(this.#options.flushMs ?? 250);
+    });
+    return this.#flushing;
+  }
+
+  async #post(): Promise<void> {
+    const maxBatch = this.#options.maxBatch ?? 500;
+    const batch = [...this.#pending].slice(0, maxBatch);
+    if (batch.length === 0) return;
+    for (const [key] of batch) this.#pending.delete(key);
+    const body = JSON.stringify(
+      batch.map(([, e]) =>
+        new CloudEvent({ source: "edgeroll-relay", type: e.type, subject: e.subject, data: e.data })
+          .toJSON()
+      ),
+    );
+    const headers: Record<string, string> = {
+      "content-type": "application/cloudevents-batch+json",
+    };
+    if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
+    this.stats.posts++;
+    let status = 0;
+    let problem = "";
+    try {
+      const res = await this.#fetch(this.#options.target, { method: "POST", headers, body });
+      status = res.status;
+      problem = res.ok ? "" : (await res.text()).slice(0, 300);
+      if (res.ok) await res.body?.cancel();
+    } catch (err) {
+      problem = (err as Error).message;
+    }
+    if (status >= 200 && status < 300) {
+      this.stats.sent += batch.length;
+      this.#backoff = this.#options.backoffMs ?? 200;
+      return;
+    }
+    this.stats.failedPosts++;
+    if (status === 400) {
+      // Retrying a batch the controller cannot read would fail forever.
+      this.stats.dropped += batch.length;
+      this.#options.logger.error("controller rejected events, dropped", {
+        status,
+        problem,
+        events: batch.length,
+      });
+      return;
+    }
+    // Put back what no newer event replaced, and wait before the next try.
+    for (const [key, event] of batch) if (!this.#pending.has(key)) this.#pending.set(key, event);
+    this.#options.logger.warn("posting events failed, will retry", {
+      status,
+      problem,
+      events: batch.length,
+      retryInMs: this.#backoff,
+    });
+    const wait = this.#backoff;
+    this.#backoff = Math.min(this.#options.maxBackoffMs ?? 10_000, this.#backoff * 2);
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#flushOnce();
+    }, wait);
+  }
+}

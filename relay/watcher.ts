@@ -1,0 +1,169 @@
+/**
+ * A watch that keeps going. client-node's `Watch` can stall silently under Deno, and any
+ * watch ends sooner or later, so this one asks the server to end it (`timeoutSeconds`),
+ * takes bookmarks, restarts itself when nothing came for `idleMs`, resumes from the last
+ * resourceVersion, and starts over (a fresh watch, whose synthetic ADDED events are the
+ * relist) when the server answers 410 Gone.
+ */
+import * as k8s from "@kubernetes/client-node";
+import type { Logger } from "../cli/log.ts";
+import type { KubeObject } from "../kube/objects.ts";
+
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
+
+export interface WatchOptions {
+  /** e.g. `/api/v1/pods`. */
+  path: string;
+  onEvent: (type: WatchEventType, object: KubeObject) => void;
+  logger: Logger;
+  /** Asked of the server: it ends the watch after this long, and we resume. */
+  timeoutSeconds?: number;
+  /** Restart when nothing (not even a bookmark) came for this long. */
+  idleMs?: number;
+  /** Wait before restarting after an error; doubled up to `maxBackoffMs`. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+/** What `start` returns: how many times each thing happened, and the way to stop. */
+export interface RunningWatch {
+  readonly stats: { starts: number; relists: number; idleRestarts: number; errors: number };
+  readonly resourceVersion: string | undefined;
+  stop(): Promise<void>;
+}
+
+/** The watch function of client-node, injectable so tests can make it stall or fail. */
+export type WatchFn = (
+  path: string,
+  query: Record<string, string | number | boolean | undefined>,
+  onLine: (type: string, object: unknown) => void,
+  done: (err: unknown) => void,
+) => Promise<AbortController>;
+
+export function clientNodeWatch(kc: k8s.KubeConfig): WatchFn {
+  const watch = new k8s.Watch(kc);
+  return (path, query, onLine, done) => watch.watch(path, query, onLine, done);
+}
+
+export function startWatch(watchFn: WatchFn, options: WatchOptions): RunningWatch {
+  const { path, logger } = options;
+  const idleMs = options.idleMs ?? 90_000;
+  const baseBackoff = options.backoffMs ?? 250;
+  const maxBackoff = options.maxBackoffMs ?? 10_000;
+  const log = logger.with({ watch: path });
+  const stats = { starts: 0, relists: 0, idleRestarts: 0, errors: 0 };
+  let resourceVersion: string | undefined;
+  let stopped = false;
+  let generation = 0;
+  let abort: AbortController | undefined;
+  let idleTimer: ReturnType<typeof setTimeout> | undefined;
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
+  let backoff = baseBackoff;
+  let current: Promise<unknown> = Promise.resolve();
+
+  const clearTimers = () => {
+    clearTimeout(idleTimer);
+    clearTimeout(retryTimer);
+  };
+
+  /** Ends the attempt `gen` and schedules the next one after `delay`. */
+  const restart = (gen: number, delay: number) => {
+    if (stopped || gen !== generation) return;
+    generation++;
+    clearTimers();
+    abort?.abort();
+    retryTimer = setTimeout(run, delay);
+  };
+
+  const armIdle = (gen: number) => {
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => {
+      stats.idleRestarts++;
+      log.warn("watch idle, restarting", { idleMs, resourceVersion });
+      restart(gen, 0);
+    }, idleMs);
+  };
+
+  function run() {
+    if (stopped) return;
+    const gen = generation;
+    stats.starts++;
+    if (resourceVersion === undefined) stats.relists++;
+    armIdle(gen);
+    const onLine = (type: string, raw: unknown) => {
+      if (gen !== generation) return;
+      armIdle(gen);
+      const object = raw as KubeObject & { code?: number; reason?: string; message?: string };
+      if (type === "ERROR") {
+        // A Status in the stream; 410 Gone means our resourceVersion is too old.
+        if (object?.code === 410) {
+          log.info("watch expired (410 Gone), relisting", { resourceVersion });
+          resourceVersion = undefined;
+          restart(gen, 0);
+        } else {
+          stats.errors++;
+          log.warn("watch error event", { code: object?.code, message: object?.message });
+          restart(gen, nextBackoff());
+        }
+        return;
+      }
+      const rv = object?.metadata?.resourceVersion;
+      if (rv) resourceVersion = rv;
+      backoff = baseBackoff;
+      if (type === "BOOKMARK") return;
+      if (type === "ADDED" || type === "MODIFIED" || type === "DELETED") {
+        options.onEvent(type, object);
+      }
+    };
+    const done = (err: unknown) => {
+      if (gen !== generation) return;
+      if (err) {
+        const status = (err as { statusCode?: number }).statusCode;
+        if (status === 410) resourceVersion = undefined;
+        stats.errors++;
+        log.warn("watch ended with an error", {
+          error: String((err as Error)?.message ?? err),
+          status,
+        });
+        restart(gen, status === 410 ? 0 : nextBackoff());
+      } else {
+        // The server ended it (timeoutSeconds): resume at once from where we were.
+        restart(gen, 0);
+      }
+    };
+    current = watchFn(
+      path,
+      {
+        allowWatchBookmarks: true,
+        timeoutSeconds: options.timeoutSeconds ?? 300,
+        resourceVersion,
+      },
+      onLine,
+      done,
+    ).then((controller) => {
+      if (gen === generation && !stopped) abort = controller;
+      else controller.abort();
+    }, (err) => done(err));
+  }
+
+  const nextBackoff = () => {
+    const wait = backoff;
+    backoff = Math.min(maxBackoff, backoff * 2);
+    return wait;
+  };
+
+  run();
+  return {
+    stats,
+    get resourceVersion() {
+      return resourceVersion;
+    },
+    async stop() {
+      stopped = true;
+      generation++;
+      clearTimers();
+      abort?.abort();
+      await current;
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/** `edgeroll reconcile KIND/ns/name`: one reconcile step against a cluster, answer printed. */
+import { type Command, stringOption } from "../cli/command.ts";
+import { createLogger } from "../cli/log.ts";
+import { plan } from "../engine/plan.ts";
+import { clientNodeApi } from "../kube/api.ts";
+import { KubeClient } from "../kube/client.ts";
+import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
+import { errorBody } from "./errors.ts";
+import { createReconciler } from "./reconciler.ts";
+import { parseSetArg } from "./status-command.ts";
+
+export const reconcileCommand: Command = {
+  name: "reconcile",
+  summary: "Run one reconcile step of a set against the cluster and print the answer as JSON.",
+  usage: "advanceddaemonsets|daemonsets/NAMESPACE/NAME [--dry-run] [--kubeconfig PATH]",
+  options: {
+    kubeconfig: { type: "string" },
+    "dry-run": { type: "boolean" },
+  },
+  help: {
+    kubeconfig: kubeconfigHelp,
+    "dry-run": "plan only: print what would be done, write nothing",
+  },
+  async run(args) {
+    const ref = parseSetArg(args.positionals[0], "advanceddaemonsets");
+    const kube = new KubeClient(clientNodeApi(loadKubeConfig(stringOption(args, "kubeconfig"))));
+    const reconcile = createReconciler({ kube, plan, clock: Date.now, logger: createLogger() });
+    try {
+      const answer = await reconcile(ref, { dryRun: args.values["dry-run"] === true });
+      console.log(JSON.stringify(answer, null, 2));
+      return answer.actions.some((a) => a.result === "failed") ? 1 : 0;
+    } catch (err) {
+      console.log(JSON.stringify({ error: errorBody(err) }, null, 2));
+      return 1;
+    }
+  },
+};

@@ -1,0 +1,161 @@
+/**
+ * Runs the controller app as a server (`edgeroll serve`): Deno's HTTP server, the real
+ * client-node, the real planner and, if asked, an in-process tick. The app itself stays
+ * runtime-neutral; this file is where Deno comes in.
+ */
+import type * as k8s from "@kubernetes/client-node";
+import {
+  type Command,
+  intOption,
+  type ParsedArgs,
+  stringOption,
+  UsageError,
+} from "../cli/command.ts";
+import { parseDuration } from "../cli/duration.ts";
+import { untilStopSignal } from "../cli/signals.ts";
+import { createLogger, type Logger } from "../cli/log.ts";
+import { plan } from "../engine/plan.ts";
+import { clientNodeApi } from "../kube/api.ts";
+import { KubeClient } from "../kube/client.ts";
+import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
+import { type ControllerApp, createApp } from "./app.ts";
+import { type Authenticator, staticTokenAuthenticator, tokenReviewAuthenticator } from "./auth.ts";
+import { Metrics } from "./metrics.ts";
+
+export interface ControllerOptions {
+  kubeConfig: k8s.KubeConfig;
+  /** 0 picks a free port. */
+  port: number;
+  hostname?: string;
+  /** Builds the authenticator once the Kubernetes client exists (TokenReview needs it). */
+  auth: (kube: KubeClient) => Authenticator;
+  /** Runs the tick in-process this often; none when absent. */
+  tickEveryMs?: number;
+  resyncSeconds?: number;
+  eventDelayMs?: number;
+  logger?: Logger;
+}
+
+export interface RunningController {
+  url: string;
+  controller: ControllerApp;
+  kube: KubeClient;
+  stop(): Promise<void>;
+}
+
+/** Builds a Kubernetes client whose requests are counted in `metrics`. */
+export function meteredKubeClient(kubeConfig: k8s.KubeConfig, metrics: Metrics): KubeClient {
+  return new KubeClient(clientNodeApi(kubeConfig), {
+    onRequest: (record) => metrics.observeRequest(record),
+  });
+}
+
+export function startController(options: ControllerOptions): RunningController {
+  const logger = options.logger ?? createLogger();
+  const metrics = new Metrics();
+  const kube = meteredKubeClient(options.kubeConfig, metrics);
+  const controller = createApp({
+    kube,
+    plan,
+    logger,
+    metrics,
+    auth: options.auth(kube),
+    resyncSeconds: options.resyncSeconds,
+    eventDelayMs: options.eventDelayMs ?? 200,
+  });
+  const server = Deno.serve({
+    hostname: options.hostname ?? "0.0.0.0",
+    port: options.port,
+    onListen: () => {},
+  }, controller.app.fetch);
+  const host = server.addr.hostname === "0.0.0.0" ? "127.0.0.1" : server.addr.hostname;
+  const url = `http://${host}:${server.addr.port}`;
+  logger.info("controller listening", { url, tick: options.tickEveryMs ?? null });
+
+  let ticking: Promise<unknown> = Promise.resolve();
+  const timer = options.tickEveryMs === undefined ? undefined : setInterval(() => {
+    // One tick at a time: a slow tick is not stacked on by the next.
+    ticking = ticking.then(() =>
+      controller.tick().then(
+        (answer) =>
+          logger.info("tick", {
+            full: answer.full,
+            sets: answer.sets,
+            reconciled: answer.reconciled.length,
+          }),
+        (err) => logger.warn("tick failed", { error: (err as Error).message }),
+      )
+    );
+  }, options.tickEveryMs);
+
+  return {
+    url,
+    controller,
+    kube,
+    async stop() {
+      if (timer !== undefined) clearInterval(timer);
+      await ticking;
+      await controller.close();
+      await server.shutdown();
+    },
+  };
+}
+
+/** The static token from `--token-file` or `EDGEROLL_TOKEN`, or TokenReview with `--allow`. */
+export function authFromArgs(args: ParsedArgs): (kube: KubeClient) => Authenticator {
+  const tokenFile = stringOption(args, "token-file");
+  const token = tokenFile !== undefined
+    ? Deno.readTextFileSync(tokenFile)
+    : Deno.env.get("EDGEROLL_TOKEN");
+  const allow = stringOption(args, "allow")?.split(",").map((s) => s.trim()).filter(Boolean) ?? [];
+  if (token !== undefined) {
+    if (token.trim() === "") {
+      throw new UsageError(`the token ${tokenFile ? `in ${tokenFile} ` : ""}is empty`);
+    }
+    return () => staticTokenAuthenticator(token);
+  }
+  if (allow.length === 0) {
+    throw new UsageError("give --token-file (or EDGEROLL_TOKEN) or --allow for TokenReview");
+  }
+  return (kube) => tokenReviewAuthenticator(kube, { allowed: allow });
+}
+
+export const serveCommand: Command = {
+  name: "serve",
+  summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
+  usage:
+    "[--kubeconfig PATH] [--port P] [--host H] [--tick 30s] [--token-file F | --allow SUBJECTS]",
+  options: {
+    kubeconfig: { type: "string" },
+    port: { type: "string" },
+    host: { type: "string" },
+    tick: { type: "string" },
+    resync: { type: "string" },
+    "token-file": { type: "string" },
+    allow: { type: "string" },
+  },
+  help: {
+    kubeconfig: kubeconfigHelp,
+    port: "port to listen on (default 8080)",
+    host: "address to listen on (default 0.0.0.0)",
+    tick: "run the tick in-process this often, e.g. 30s (default: only POST /tick)",
+    resync: "full resync period of the tick (default 10m)",
+    "token-file": "file holding the static bearer token (or set EDGEROLL_TOKEN)",
+    allow: "comma-separated users or group:NAME allowed after TokenReview",
+  },
+  async run(args) {
+    const tick = stringOption(args, "tick");
+    const resync = stringOption(args, "resync");
+    const running = startController({
+      kubeConfig: loadKubeConfig(stringOption(args, "kubeconfig")),
+      port: intOption(args, "port", 8080, { min: 0, max: 65535 }),
+      hostname: stringOption(args, "host"),
+      auth: authFromArgs(args),
+      tickEveryMs: tick === undefined ? undefined : parseDuration(tick, "tick"),
+      resyncSeconds: resync === undefined ? undefined : parseDuration(resync, "resync") / 1000,
+    });
+    await untilStopSignal();
+    await running.stop();
+    return 0;
+  },
+};

@@ -1,0 +1,51 @@
+import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
+import { UsageError } from "../cli/command.ts";
+import { plan } from "../engine/plan.ts";
+import * as f from "../engine/testdata/fleet.ts";
+import type { Snapshot } from "../engine/types.ts";
+import { isComplete, parseSetArg, renderStatus } from "./status-command.ts";
+
+const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };
+
+function fleet(nodes: number): f.Cluster {
+  return f.cluster({
+    kind: "AdvancedDaemonSet",
+    set: f.advancedDaemonSet({}) as Snapshot["set"],
+    pods: [],
+    nodes: f.nodes(nodes),
+    revisions: [],
+  });
+}
+
+Deno.test("status of a fresh set: empty bar, the pods it waits for, the next actions", () => {
+  const c = fleet(4);
+  const planned = plan(c.snapshot, f.t0);
+  const text = renderStatus(ref, c.snapshot, planned);
+  assertStringIncludes(text, "advanceddaemonsets/edge/agent  generation 1");
+  assertStringIncludes(text, `[${"-".repeat(30)}] 0/4 updated`);
+  assertStringIncludes(text, "budget: ");
+  assertStringIncludes(text, "next reconcile would take");
+  assertEquals(isComplete(planned), false);
+});
+
+Deno.test("status of a converged set: full bar, Complete, nothing waited for", () => {
+  let c = fleet(3);
+  let now = f.t0;
+  for (let i = 0; i < 10; i++, now += 1000) {
+    c = f.kubelet(f.apply(c, plan(c.snapshot, now), now), now);
+  }
+  const planned = plan(c.snapshot, now);
+  const text = renderStatus(ref, c.snapshot, planned);
+  assertStringIncludes(text, `[${"#".repeat(30)}] 3/3 updated, 3 available, 0 unavailable`);
+  assertStringIncludes(text, "Complete");
+  assertEquals(text.includes("waiting for"), false);
+  assertEquals(isComplete(planned), true);
+});
+
+Deno.test("parseSetArg takes ns/name or kind/ns/name and nothing else", () => {
+  assertEquals(parseSetArg("edge/agent", "advanceddaemonsets"), ref);
+  assertEquals(parseSetArg("daemonsets/kube-system/yurt", "advanceddaemonsets").kind, "daemonsets");
+  for (const bad of [undefined, "agent", "pods/edge/x", "a/b/c/d", "edge/"]) {
+    assertThrows(() => parseSetArg(bad, "advanceddaemonsets"), UsageError);
+  }
+});

@@ -1,0 +1,113 @@
+/**
+ * `edgeroll status ns/name`: a rollout as a person wants to see it — progress of updated over
+ * desired, the budget in use, conditions, and the nodes it waits for and why. It reads the
+ * cluster and asks the planner (a dry run), so it shows what the next reconcile would see.
+ */
+import { type Command, stringOption, UsageError } from "../cli/command.ts";
+import { parseDuration } from "../cli/duration.ts";
+import { readSet, resolve } from "../engine/config.ts";
+import { plan } from "../engine/plan.ts";
+import type { Plan, Snapshot } from "../engine/types.ts";
+import { clientNodeApi } from "../kube/api.ts";
+import { KubeClient } from "../kube/client.ts";
+import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
+import { setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts";
+
+const barWidth = 30;
+const maxWaitingShown = 15;
+
+/** The rollout of `snapshot` in a few lines of text. */
+export function renderStatus(ref: SetRef, snapshot: Snapshot, planned: Plan): string {
+  const status = planned.status;
+  const desired = status.desiredNumberScheduled ?? 0;
+  const updated = status.updatedNumberScheduled ?? 0;
+  const filled = desired === 0 ? barWidth : Math.round((updated / desired) * barWidth);
+  const reading = readSet(snapshot);
+  const lines = [
+    `${setKey(ref)}  generation ${snapshot.set.metadata.generation ?? "?"}` +
+    (status.daemonSetHash ? `  revision ${status.daemonSetHash}` : ""),
+    `[${"#".repeat(filled)}${"-".repeat(barWidth - filled)}] ${updated}/${desired} updated, ` +
+    `${status.numberAvailable ?? 0} available, ${status.numberUnavailable ?? 0} unavailable`,
+  ];
+  if (reading.ok) {
+    const budget = resolve(reading.config.maxUnavailable, desired, true);
+    lines.push(
+      `budget: ${
+        status.numberUnavailable ?? 0
+      }/${budget} unavailable allowed (${reading.config.mode}` +
+        (reading.config.paused ? ", paused" : "") + ")",
+    );
+  }
+  const conditions = planned.conditions.filter((c) => c.status === "True");
+  lines.push(
+    "conditions: " +
+      (conditions.length === 0
+        ? "none"
+        : conditions.map((c) => `${c.type}${c.reason ? ` (${c.reason})` : ""}`).join(", ")),
+  );
+  for (const c of conditions.filter((c) => c.message)) lines.push(`  ${c.type}: ${c.message}`);
+  if (planned.awaited.length > 0) {
+    lines.push(`waiting for ${planned.awaited.length}:`);
+    for (const a of planned.awaited.slice(0, maxWaitingShown)) {
+      lines.push(`  ${a.what} — ${a.why}${a.until ? ` (until ${a.until})` : ""}`);
+    }
+    if (planned.awaited.length > maxWaitingShown) {
+      lines.push(`  … and ${planned.awaited.length - maxWaitingShown} more`);
+    }
+  }
+  if (planned.actions.length > 0) {
+    lines.push(`next reconcile would take ${planned.actions.length} actions`);
+  }
+  return lines.join("\n");
+}
+
+export function isComplete(planned: Plan): boolean {
+  return planned.conditions.some((c) => c.type === "Complete" && c.status === "True");
+}
+
+/** `ns/name`, or `kind/ns/name` to name the kind. */
+export function parseSetArg(text: string | undefined, defaultKind: SetKind): SetRef {
+  const parts = (text ?? "").split("/");
+  const [kind, namespace, name] = parts.length === 3 ? parts : [defaultKind, ...parts];
+  if (!setKinds.includes(kind as SetKind) || !namespace || !name || parts.length > 3) {
+    throw new UsageError(
+      `expected [advanceddaemonsets|daemonsets/]NAMESPACE/NAME, got "${text ?? ""}"`,
+    );
+  }
+  return { kind: kind as SetKind, namespace, name };
+}
+
+export const statusCommand: Command = {
+  name: "status",
+  summary: "Show a rollout: progress, budget in use, conditions, nodes waiting and why.",
+  usage: "[KIND/]NAMESPACE/NAME [--watch] [--interval 2s] [--kubeconfig PATH]",
+  options: {
+    kubeconfig: { type: "string" },
+    watch: { type: "boolean" },
+    interval: { type: "string" },
+  },
+  help: {
+    kubeconfig: kubeconfigHelp,
+    watch: "redraw until the rollout is complete",
+    interval: "time between redraws with --watch (default 2s)",
+  },
+  async run(args) {
+    const ref = parseSetArg(args.positionals[0], "advanceddaemonsets");
+    const interval = parseDuration(stringOption(args, "interval") ?? "2s", "interval");
+    const kube = new KubeClient(clientNodeApi(loadKubeConfig(stringOption(args, "kubeconfig"))));
+    for (;;) {
+      const snapshot = await kube.readSnapshot(ref);
+      if (!snapshot) {
+        console.error(`edgeroll status: ${setKey(ref)} not found`);
+        return 1;
+      }
+      const planned = plan(snapshot, Date.now());
+      const text = renderStatus(ref, snapshot, planned);
+      // Clear the screen between redraws only when a person is watching a terminal.
+      if (args.values.watch && Deno.stdout.isTerminal()) console.log("\x1b[2J\x1b[H" + text);
+      else console.log(text);
+      if (!args.values.watch || isComplete(planned)) return 0;
+      await new Promise((resolve) => setTimeout(resolve, interval));
+    }
+  },
+};

@@ -1,0 +1,65 @@
+/**
+ * The relay's events, through the controller's real `/events` route (called in-process), reach
+ * the right sets: pods by owner, managed DaemonSets only, nodes once per real change.
+ */
+import { assertEquals } from "@std/assert";
+import { memoryLogger } from "../cli/log.ts";
+import { kubeConfigForServer } from "../kube/config.ts";
+import { startRelay } from "../relay/relay.ts";
+import type { WatchFn } from "../relay/watcher.ts";
+import { harness, podOfAgent, token } from "../routes/test-fixtures.ts";
+
+type Line = [string, unknown];
+
+Deno.test("relay events reach the controller and reconcile the sets they concern", async () => {
+  await using h = harness({ nodes: 1 });
+  const byPath: Record<string, Line[]> = {
+    "/api/v1/pods": [
+      ["ADDED", podOfAgent("agent-x", "5")],
+      ["ADDED", { metadata: { name: "loner", namespace: "edge", resourceVersion: "6" } }],
+    ],
+    "/apis/apps/v1/daemonsets": [["ADDED", {
+      metadata: { name: "plain", namespace: "edge", resourceVersion: "7" },
+    }]],
+    "/api/v1/nodes": [
+      ["ADDED", {
+        metadata: { name: "node-0", resourceVersion: "8" },
+        status: { conditions: [{ type: "Ready", status: "True" }] },
+      }],
+    ],
+  };
+  const watch: WatchFn = (path, _query, onLine) => {
+    for (const [type, object] of byPath[path] ?? []) queueMicrotask(() => onLine(type, object));
+    byPath[path] = [];
+    return Promise.resolve(new AbortController());
+  };
+  const posted: number[] = [];
+  const relay = startRelay({
+    kubeConfig: kubeConfigForServer("http://127.0.0.1:1"),
+    target: "http://controller.test",
+    token,
+    logger: memoryLogger(),
+    watch,
+    flushMs: 5,
+    fetch: (async (url: string | URL | Request, init?: RequestInit) => {
+      const res = await h.controller.app.request(String(url), init);
+      posted.push(res.status);
+      return res;
+    }) as typeof fetch,
+  });
+  try {
+    await new Promise((r) => setTimeout(r, 20));
+    await relay.sender.flush();
+    await h.controller.coalescer.idle();
+    assertEquals(posted.every((s) => s === 202), true);
+    assertEquals(
+      relay.sender.stats.sent,
+      2,
+      "the owned pod and the node; the loner and the plain DaemonSet are not sent",
+    );
+    // The pod maps to its set, the node fans out to every set: one set, reconciled once or twice.
+    assertEquals([...new Set(h.plans.map((s) => s.set.metadata.name))], ["agent"]);
+  } finally {
+    await relay.stop();
+  }
+});
