@@ -106,10 +106,13 @@ class PlanBuilder {
     readonly hash: string,
     readonly now: EpochMillis,
     burst: number,
-    pendingCreates: number,
+    pending: Expectation[],
   ) {
-    this.creationsLeft = Math.max(0, burst - pendingCreates);
-    this.deletionsLeft = burst;
+    // Work still expected counts against this call's share, so a repeated call adds nothing.
+    const count = (action: Expectation["action"]) =>
+      pending.filter((e) => e.action === action).length;
+    this.creationsLeft = Math.max(0, burst - count("create"));
+    this.deletionsLeft = Math.max(0, burst - count("delete") - count("setCondition"));
   }
 
   deadline(): string {
@@ -260,6 +263,35 @@ class PlanBuilder {
     });
     return true;
   }
+}
+
+/**
+ * A node as the next call will see it once this call's actions so far are done: removed pods
+ * leaving, marked pods PreparingDelete, created pods expected. Phase 2 plans on this, so its
+ * budget already counts phase 1's work and a repeated call plans the same.
+ */
+function afterActions(view: NodeView, expectations: Expectation[]): NodeView {
+  const mine = expectations.filter((e) => e.node === view.name);
+  if (mine.length === 0) return view;
+  const removed = new Set(mine.filter((e) => e.action === "delete").map((e) => e.uid));
+  const marked = new Set(mine.filter((e) => e.action === "patch").map((e) => e.uid));
+  const live = view.live.filter((p) => !removed.has(p.metadata.uid)).map((p) =>
+    marked.has(p.metadata.uid)
+      ? {
+        ...p,
+        metadata: {
+          ...p.metadata,
+          labels: { ...p.metadata.labels, [Keys.lifecycleState]: preparingDelete },
+        },
+      }
+      : p
+  );
+  return {
+    ...view,
+    live,
+    leaving: [...view.leaving, ...view.live.filter((p) => removed.has(p.metadata.uid))],
+    pendingCreate: view.pendingCreate ?? mine.find((e) => e.action === "create"),
+  };
 }
 
 /** Whether an earlier action has now been observed (then its expectation is dropped). */
@@ -454,15 +486,14 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   const desiredCount = desired.length;
 
   const burst = Math.max(1, resolve(config.burstReplicas, desiredCount, true));
-  const pendingCreates = pending.filter((e) => e.action === "create").length;
 
   if (hash === undefined) {
-    const b = new PlanBuilder(config, "", now, burst, pendingCreates);
+    const b = new PlanBuilder(config, "", now, burst, pending);
     b.wait("a ControllerRevision", "the native DaemonSet controller has not written one yet");
     return finish({ config, previous, collisionCount, views, pending, b, now, inScope: new Set() });
   }
 
-  const b = new PlanBuilder(config, hash, now, burst, pendingCreates);
+  const b = new PlanBuilder(config, hash, now, burst, pending);
   b.actions.push(...revisionActions, ...adoptions);
   const minReady = config.minReadySeconds;
   const available = (p: Pod) => isPodAvailable(p, minReady, now);
@@ -512,8 +543,12 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
         }
         continue;
       }
-      const newest = running.filter((p) => podRevision(p) === hash);
-      const olds = running.filter((p) => podRevision(p) !== hash);
+      // Of each kind the best pod stays: available, then ready, then oldest.
+      const rank = (p: Pod) => (available(p) ? 0 : isPodReady(p) ? 1 : 2);
+      const best = (pods: Pod[]) =>
+        pods.sort((x, y) => rank(x) - rank(y) || compareOldestFirst(x, y));
+      const newest = best(running.filter((p) => podRevision(p) === hash));
+      const olds = best(running.filter((p) => podRevision(p) !== hash));
       const [oldestNew, oldestOld] = [newest[0], olds[0]];
       for (const pod of [...newest.slice(1), ...olds.slice(1)]) {
         b.remove(pod, "duplicate daemon pod on the node", false);
@@ -548,14 +583,15 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
     for (const view of toCreate) b.create(view, "the node should run the daemon pod and has none");
   }
 
-  // Phase 2, updates.
-  const order = updateOrder(desired, hash, resolve(config.partition, desiredCount, false), config);
+  // Phase 2, updates, on the nodes as phase 1 leaves them.
+  const settled = desired.map((v) => afterActions(v, b.expectations));
+  const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
   if (config.mode === "OTA") planOta(b, views, pending);
   else if (config.mode !== "OnDelete" && !config.paused) {
     const budget = config.mode === "Surge"
       ? surgeBudget(b, desiredCount, available)
       : recreateBudget(b, desiredCount, available);
-    planBudgetedUpdate(b, desired, order, budget);
+    planBudgetedUpdate(b, settled, order, budget);
   }
   const inScope = new Set(order.map((v) => v.name));
   return finish({ config, previous, collisionCount, hash, views, pending, b, now, inScope });
@@ -576,10 +612,22 @@ function resolvedBudget(
   return { maxUnavailable, maxSurge };
 }
 
-function budgetHolderNames(views: NodeView[], isUnavailable: (v: NodeView) => boolean): string[] {
-  return views.filter(isUnavailable).map((v) => {
-    const pod = activePods(v)[0] ?? v.live[0] ?? v.leaving[0];
-    return pod?.metadata.name ?? v.pendingCreate?.pod ?? `node/${v.name} (no pod)`;
+/**
+ * The pod that holds a node's share of the budget: its new pod (or the one expected), else the
+ * pod on its way out, else its pod. The same node gets the same name before and after our own
+ * actions are observed, so a repeated plan writes the same condition.
+ */
+function budgetHolderNames(
+  views: NodeView[],
+  holds: (v: NodeView) => boolean,
+  hash: string,
+): string[] {
+  return views.filter(holds).map((v) => {
+    const active = activePods(v);
+    const pod = active.find((p) => podRevision(p) === hash)?.metadata.name ??
+      v.pendingCreate?.pod ??
+      v.leaving[0]?.metadata.name ?? active[0]?.metadata.name ?? v.live[0]?.metadata.name;
+    return pod ?? `node/${v.name} (no pod)`;
   });
 }
 
@@ -605,7 +653,7 @@ function planBudgetedUpdate(
   order: NodeView[],
   budget: UpdateBudget,
 ) {
-  const holders = budgetHolderNames(desired, budget.holds);
+  const holders = budgetHolderNames(desired, budget.holds, b.hash);
   for (const view of order) {
     const active = activePods(view);
     const old = active.find((p) => podRevision(p) !== b.hash);
@@ -625,7 +673,7 @@ function planBudgetedUpdate(
     }
   }
   if (b.budgetBlocked > 0) {
-    b.budgetHolders = holders;
+    b.budgetHolders = [...holders].sort();
     b.budgetMessage = `${budget.name} ${budget.limit} is used by ${plural(holders.length, "pod")}`;
   }
 }
@@ -674,8 +722,9 @@ function surgeBudget(
     holds(v) {
       if (!v.ready) return false;
       const active = activePods(v);
+      // A node whose old pod is down is replaced in its own slot: it holds no surge.
       const newPod = active.find((p) => podRevision(p) === b.hash);
-      return active.some((p) => podRevision(p) !== b.hash) &&
+      return active.some((p) => podRevision(p) !== b.hash && available(p)) &&
         (v.pendingCreate !== undefined || (newPod !== undefined && !available(newPod)));
     },
     replaceDown(view) {
@@ -759,15 +808,18 @@ function finish(o: Outcome): Plan {
   let current = 0, ready = 0, availableCount = 0, updated = 0, misscheduled = 0;
   let outdated = 0, outdatedInScope = 0, outdatedInScopeReady = 0, settling = 0;
   for (const view of o.views) {
+    // Counted as observed (our own deletions not yet seen still count), so a repeated plan on
+    // the same cluster writes the same status.
+    const observed = [...view.live, ...view.leaving].filter((p) => !isTerminating(p));
     if (!view.placement.shouldRun) {
-      if (view.live.length > 0) misscheduled++;
+      if (observed.length > 0) misscheduled++;
       continue;
     }
     if (view.live.length + view.leaving.length > 0) current++;
-    if (view.live.some(isPodReady)) ready++;
-    if (view.live.some((p) => isPodAvailable(p, minReady, now))) availableCount++;
+    if (observed.some(isPodReady)) ready++;
+    if (observed.some((p) => isPodAvailable(p, minReady, now))) availableCount++;
     else if (view.ready) settling++;
-    const isUpdated = hash !== undefined && view.live.some((p) => podRevision(p) === hash);
+    const isUpdated = hash !== undefined && observed.some((p) => podRevision(p) === hash);
     if (isUpdated) updated++;
     else {
       outdated++;
@@ -776,7 +828,7 @@ function finish(o: Outcome): Plan {
         if (view.ready) outdatedInScopeReady++;
       }
     }
-    for (const pod of view.live) {
+    for (const pod of observed) {
       const at = availableAt(pod, minReady);
       if (at !== undefined && at > now) {
         b.wait(
@@ -798,7 +850,9 @@ function finish(o: Outcome): Plan {
   for (const exp of b.expectations) b.wakeUps.push(parseTime(exp.deadline) ?? now);
   const nextCheck = b.wakeUps.filter((t) => t > now).reduce((a, t) => Math.min(a, t), Infinity);
   const nextCheckAt = Number.isFinite(nextCheck) ? formatTime(nextCheck) : undefined;
-  const requeueAfterSeconds = b.moreWork
+  // More work than one call may do: come back soon, but only when this call did some (a cap
+  // held by actions still unobserved waits for them or their deadline instead).
+  const requeueAfterSeconds = b.moreWork && b.actions.length > 0
     ? 1
     : Number.isFinite(nextCheck)
     ? Math.max(1, Math.ceil((nextCheck - now) / 1000))

@@ -1,0 +1,331 @@
+/**
+ * Properties of `plan` on random fleets: nodes going NotReady and coming back, pods failing and
+ * crashing, the template changing mid-rollout. Each property states a rule of DESIGN.md.
+ */
+import { assertEquals } from "@std/assert";
+import fc from "fast-check";
+import { scaleIntOrPercent } from "../api/int-or-percent.ts";
+import { Keys, type Pod } from "../api/kube-objects.ts";
+import { isNodeReady, isPodAvailable, podNodeName } from "./objects.ts";
+import { plan } from "./plan.ts";
+import * as f from "./testdata/fleet.ts";
+import type { Plan, Snapshot } from "./types.ts";
+
+interface FleetSpec {
+  nodes: number;
+  canary: boolean[];
+  surge: boolean;
+  amount: number | string;
+  partition: number | string | null;
+  selector: boolean;
+  minReadySeconds: number;
+  burst: number;
+}
+
+const fleetSpec: fc.Arbitrary<FleetSpec> = fc.record({
+  nodes: fc.integer({ min: 1, max: 16 }),
+  canary: fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
+  surge: fc.boolean(),
+  amount: fc.oneof(
+    fc.integer({ min: 1, max: 4 }),
+    fc.integer({ min: 1, max: 100 }).map((p) => `${p}%`),
+  ),
+  partition: fc.option(
+    fc.oneof(fc.integer({ min: 0, max: 16 }), fc.integer({ min: 0, max: 100 }).map((p) => `${p}%`)),
+  ),
+  selector: fc.boolean(),
+  minReadySeconds: fc.constantFrom(0, 5),
+  burst: fc.constantFrom(2, 250),
+});
+
+interface Disturbance {
+  /** Bit i set: pods starting on node i fail. */
+  failMask: number;
+  /** A node whose readiness flips, or -1. */
+  flip: number;
+  /** A node whose running pod crashes (Ready False), or -1. */
+  crash: number;
+  /** The template changes again. */
+  bump: boolean;
+}
+
+const disturbances = (max: number) =>
+  fc.array(
+    fc.record({
+      failMask: fc.nat({ max: 0xffff }),
+      flip: fc.integer({ min: -1, max: 15 }),
+      crash: fc.integer({ min: -1, max: 15 }),
+      bump: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))).chain((b) =>
+        b ? fc.boolean() : fc.constant(false)
+      ),
+    }),
+    { minLength: 5, maxLength: max },
+  );
+
+function fleetSnapshot(
+  spec: FleetSpec,
+  opts: { partition?: boolean; selector?: boolean } = {},
+): Snapshot {
+  const nodes = f.nodes(spec.nodes).map((n, i) => {
+    if (spec.canary[i]) n.metadata.labels = { ...n.metadata.labels, tier: "canary" };
+    return n;
+  });
+  const rollingUpdate = {
+    ...(spec.surge
+      ? { maxSurge: spec.amount, maxUnavailable: 0 }
+      : { maxUnavailable: spec.amount }),
+    ...(opts.partition !== false && spec.partition !== null ? { partition: spec.partition } : {}),
+    ...(opts.selector !== false && spec.selector
+      ? { selector: { matchLabels: { tier: "canary" } } }
+      : {}),
+  };
+  return {
+    kind: "AdvancedDaemonSet",
+    set: f.advancedDaemonSet({
+      minReadySeconds: spec.minReadySeconds,
+      burstReplicas: spec.burst,
+      updateStrategy: { type: "RollingUpdate", rollingUpdate },
+    }) as Snapshot["set"],
+    pods: [],
+    nodes,
+    revisions: [],
+  };
+}
+
+const stepMillis = 6000;
+
+function step(c: f.Cluster, now: number, failing = new Set<string>()): [Plan, f.Cluster] {
+  const p = plan(c.snapshot, now);
+  return [p, f.kubelet(f.apply(c, p, now), now, failing)];
+}
+
+/** Runs healthy steps until nothing is planned: the fleet on agent:v1, then switched to v2. */
+function convergedThenChanged(snapshot: Snapshot, start: number): f.Cluster {
+  let c = f.cluster(snapshot);
+  let now = start;
+  for (let i = 0; i < 40; i++) {
+    const [p, next] = step(c, now);
+    c = next;
+    now += stepMillis;
+    if (p.actions.length === 0 && i > 0) break;
+  }
+  return f.withTemplate(c, "agent:v2", 2);
+}
+
+function isPreDeleting(pod: Pod) {
+  return pod.metadata.labels?.[Keys.lifecycleState] === "PreparingDelete";
+}
+
+/** Ready nodes without an available, non-terminating pod of the set (every node is desired here). */
+function unavailableReadyNodes(s: Snapshot, now: number, minReadySeconds: number): number {
+  const availableOn = new Set(
+    s.pods.filter((p) =>
+      !p.metadata.deletionTimestamp && !isPreDeleting(p) && isPodAvailable(p, minReadySeconds, now)
+    ).map(podNodeName),
+  );
+  return s.nodes.filter((n) => isNodeReady(n) && !availableOn.has(n.metadata.name)).length;
+}
+
+function disturb(c: f.Cluster, d: Disturbance, generation: number): f.Cluster {
+  const s = structuredClone(c.snapshot);
+  const flipped = s.nodes[d.flip];
+  if (flipped) {
+    const ready = isNodeReady(flipped);
+    flipped.status = { conditions: [{ type: "Ready", status: ready ? "Unknown" : "True" }] };
+  }
+  const crashed = s.nodes[d.crash];
+  const pod = crashed && s.pods.find((p) => p.spec.nodeName === crashed.metadata.name);
+  if (pod) pod.status = { phase: "Running", conditions: [{ type: "Ready", status: "False" }] };
+  const next = { snapshot: s, serial: c.serial };
+  return d.bump ? f.withTemplate(next, `agent:v${generation}`, generation) : next;
+}
+
+function failingNodes(s: Snapshot, mask: number): Set<string> {
+  return new Set(s.nodes.filter((_, i) => (mask >> i) & 1).map((n) => n.metadata.name ?? ""));
+}
+
+Deno.test("property: the update budget is never exceeded at any step of a disturbed rollout", () => {
+  fc.assert(
+    fc.property(fleetSpec, disturbances(30), (spec, steps) => {
+      let c = convergedThenChanged(fleetSnapshot(spec), f.t0);
+      let now = f.t0 + 600_000;
+      let generation = 2;
+      const limit = spec.surge ? 0 : Math.max(1, scaleIntOrPercent(spec.amount, spec.nodes, true));
+      for (const d of steps) {
+        const before = unavailableReadyNodes(c.snapshot, now, spec.minReadySeconds);
+        const p = plan(c.snapshot, now);
+        const after = unavailableReadyNodes(f.apply(c, p, now).snapshot, now, spec.minReadySeconds);
+        if (after > Math.max(limit, before)) {
+          throw new Error(`budget ${limit}: ${before} unavailable before, ${after} after`);
+        }
+        c = f.kubelet(f.apply(c, p, now), now, failingNodes(c.snapshot, d.failMask));
+        if (d.bump) generation++;
+        c = disturb(c, d, generation);
+        now += stepMillis;
+      }
+    }),
+    { numRuns: 60 },
+  );
+});
+
+Deno.test("property: partition and the update selector are respected", () => {
+  fc.assert(
+    fc.property(
+      fleetSpec,
+      fc.array(fc.integer({ min: -1, max: 15 }), { maxLength: 30 }),
+      (spec, flips) => {
+        let c = convergedThenChanged(fleetSnapshot(spec), f.t0);
+        let now = f.t0 + 600_000;
+        const kept = spec.partition === null
+          ? 0
+          : scaleIntOrPercent(spec.partition, spec.nodes, false);
+        for (const flip of [...flips, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1]) {
+          [, c] = step(c, now);
+          c = disturb(c, { failMask: 0, flip, crash: -1, bump: false }, 2);
+          now += stepMillis;
+          const hash = plan(c.snapshot, now).status.daemonSetHash;
+          const updated = c.snapshot.pods.filter((p) =>
+            p.metadata.labels?.[Keys.revisionHash] === hash
+          );
+          if (updated.length > Math.max(0, spec.nodes - kept)) {
+            throw new Error(`${updated.length} updated with partition ${kept} of ${spec.nodes}`);
+          }
+          if (spec.selector) {
+            const outside = updated.filter((p) =>
+              !spec.canary[Number(podNodeName(p)?.split("-")[1])]
+            );
+            if (outside.length > 0) {
+              throw new Error(
+                `updated outside the selector: ${podNodeName(outside[0])}`,
+              );
+            }
+          }
+        }
+      },
+    ),
+    { numRuns: 60 },
+  );
+});
+
+Deno.test("property: a rollout on healthy nodes converges and says Complete", () => {
+  fc.assert(
+    fc.property(fleetSpec, (spec) => {
+      let c = convergedThenChanged(
+        fleetSnapshot(spec, { partition: false, selector: false }),
+        f.t0,
+      );
+      let now = f.t0 + 600_000;
+      let p = plan(c.snapshot, now);
+      for (
+        let i = 0;
+        i < 4 * spec.nodes + 10 && p.status.updatedNumberScheduled !== spec.nodes;
+        i++
+      ) {
+        [p, c] = step(c, now);
+        now += stepMillis;
+      }
+      p = plan(c.snapshot, now);
+      assertEquals(p.status.updatedNumberScheduled, spec.nodes);
+      assertEquals(p.conditions.find((x) => x.type === "Complete")?.status, "True");
+      assertEquals(p.actions, []);
+      assertEquals(p.requeueAfterSeconds, null);
+    }),
+    { numRuns: 60 },
+  );
+});
+
+/** A permutation of `items` drawn from `seed` (a small LCG: the test stays reproducible). */
+function shuffled<T>(items: T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed >>> 0;
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    const j = state % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+/** A mid-rollout snapshot after some disturbed steps. */
+function midRollout(spec: FleetSpec, steps: Disturbance[]): [f.Cluster, number] {
+  let c = convergedThenChanged(fleetSnapshot(spec), f.t0);
+  let now = f.t0 + 600_000;
+  let generation = 2;
+  for (const d of steps) {
+    [, c] = step(c, now, failingNodes(c.snapshot, d.failMask));
+    if (d.bump) generation++;
+    c = disturb(c, d, generation);
+    now += stepMillis;
+  }
+  return [c, now];
+}
+
+Deno.test("property: plan is deterministic, whatever order the lists come in", () => {
+  fc.assert(
+    fc.property(fleetSpec, disturbances(10), fc.nat(), (spec, steps, seed) => {
+      const [c, now] = midRollout(spec, steps);
+      const s = c.snapshot;
+      const reordered: Snapshot = {
+        ...structuredClone(s),
+        pods: shuffled(structuredClone(s.pods), seed),
+        nodes: shuffled(structuredClone(s.nodes), seed + 1),
+        revisions: shuffled(structuredClone(s.revisions), seed + 2),
+      };
+      assertEquals(plan(reordered, now), plan(s, now));
+    }),
+    { numRuns: 60 },
+  );
+});
+
+function podActions(p: Plan) {
+  return p.actions.filter((a) => !a.type.endsWith("Revision"));
+}
+
+Deno.test("property: with the status it wrote and no change in the cluster, plan does nothing new before requeueAfter", () => {
+  fc.assert(
+    fc.property(
+      fleetSpec,
+      disturbances(10),
+      fc.integer({ min: 0, max: 59_000 }),
+      (spec, steps, later) => {
+        const [c, now] = midRollout(spec, steps);
+        const first = plan(c.snapshot, now);
+        const statusOnly = structuredClone(c.snapshot);
+        statusOnly.set.status = first.status;
+        // requeueAfter is the earliest moment anything changes on its own: nothing new before it.
+        const horizon = first.requeueAfterSeconds === null
+          ? Infinity
+          : first.requeueAfterSeconds * 1000;
+        const second = plan(statusOnly, now + Math.min(later, horizon - 1000));
+        assertEquals(podActions(second), []);
+        if (later === 0) {
+          assertEquals(second.status, first.status);
+          assertEquals(second.events, []);
+        }
+      },
+    ),
+    { numRuns: 60 },
+  );
+});
+
+Deno.test("property: plan∘apply reaches a fixed point at a given instant, then plans nothing", () => {
+  fc.assert(
+    fc.property(fleetSpec, disturbances(10), (spec, steps) => {
+      let [c] = midRollout(spec, steps);
+      const [, now] = midRollout(spec, steps);
+      let rounds = 0;
+      let p = plan(c.snapshot, now);
+      while (p.actions.length > 0) {
+        if (++rounds > 2 * spec.nodes + 4) throw new Error("no fixed point: a busy loop");
+        c = f.apply(c, p, now);
+        p = plan(c.snapshot, now);
+      }
+      c = f.apply(c, p, now);
+      const again = plan(c.snapshot, now);
+      assertEquals(again.actions, []);
+      assertEquals(again.status, p.status);
+      assertEquals(again.events, []);
+    }),
+    { numRuns: 60 },
+  );
+});
