@@ -17,14 +17,18 @@ export interface Durations {
   /** Node lifecycle controller: how often it looks, how long a silent node stays Ready. */
   nodeMonitorPeriodSeconds: number;
   nodeMonitorGraceSeconds: number;
+  /** Pod GC: how long a pod's node must have been gone before the pod is deleted. */
+  orphanQuarantineSeconds: number;
   /** Pull time of an image the node has not got; a cached image starts after `cachedStartSeconds`. */
   pullSeconds: number;
   cachedStartSeconds: number;
   /** How long containers take to stop after a graceful delete (capped by the pod's grace period). */
   terminationSeconds: number;
-  /** First image pull back-off; doubles up to `maxPullBackOffSeconds`. */
-  pullBackOffSeconds: number;
-  maxPullBackOffSeconds: number;
+  /** First image pull or container restart back-off; doubles up to `maxBackOffSeconds`. */
+  backOffSeconds: number;
+  maxBackOffSeconds: number;
+  /** How long a container of a crashing image runs before it exits with an error. */
+  crashAfterSeconds: number;
   /** Core Events are deleted after this long, as kube-apiserver's event TTL does. */
   eventTtlSeconds: number;
 }
@@ -36,12 +40,28 @@ export const DEFAULT_DURATIONS: Durations = {
   nodeStatusReportSeconds: 300,
   nodeMonitorPeriodSeconds: 5,
   nodeMonitorGraceSeconds: 50,
+  orphanQuarantineSeconds: 40,
   pullSeconds: 8,
   cachedStartSeconds: 1,
   terminationSeconds: 2,
-  pullBackOffSeconds: 10,
-  maxPullBackOffSeconds: 300,
+  backOffSeconds: 10,
+  maxBackOffSeconds: 300,
+  crashAfterSeconds: 2,
   eventTtlSeconds: 3600,
+};
+
+/**
+ * Simulated image faults: the pull fails (ErrImagePull, then ImagePullBackOff), the container
+ * exits with an error shortly after each start (CrashLoopBackOff), or it runs but its
+ * readiness never passes (NeverReady).
+ */
+export type ImageFault = "ErrImagePull" | "CrashLoopBackOff" | "NeverReady";
+
+/** The faults images get by their tag alone: `app:bad`, `app:crash`, `app:unready`. */
+export const FAULT_TAGS: Record<string, ImageFault> = {
+  bad: "ErrImagePull",
+  crash: "CrashLoopBackOff",
+  unready: "NeverReady",
 };
 
 /** The kubelet's own view of one node: what it does not share with the API while cut off. */
@@ -72,8 +92,8 @@ export interface ClusterContext {
   random: () => number;
   durations: Durations;
   agents: Map<string, NodeAgentState>;
-  /** Decides whether pulling this image fails (ErrImagePull). */
-  pullFails: (image: string) => boolean;
+  /** What goes wrong with an image, if anything. */
+  imageFault: (image: string) => ImageFault | undefined;
   log: Log;
   recordEvent(event: EventInput): void;
 }

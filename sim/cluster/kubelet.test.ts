@@ -84,20 +84,23 @@ Deno.test("kubelet: readiness waits for the probe's initial delay", async () => 
 });
 
 Deno.test("kubelet: a failing pull shows ErrImagePull then ImagePullBackOff", async () => {
-  await withCluster({ nodes: 1, failingImages: ["registry.example/app:2"] }, async (store) => {
-    store.create("pods", pod("bad", "nginx:bad"));
-    store.create("pods", pod("listed", "registry.example/app:2"));
-    for (const name of ["bad", "listed"]) {
-      const reasons = new Set<string>();
-      await waitFor(`${name} back-off`, () => {
-        const reason = getPod(store, name)?.status?.containerStatuses?.[0].state.waiting?.reason;
-        if (reason) reasons.add(reason);
-        return reason === "ImagePullBackOff";
-      });
-      assert(reasons.has("ErrImagePull"), `${name} went through ErrImagePull`);
-      assertEquals(getPod(store, name)?.status?.phase, "Pending");
-    }
-  });
+  await withCluster(
+    { nodes: 1, imageFaults: { "registry.example/app:2": "ErrImagePull" } },
+    async (store) => {
+      store.create("pods", pod("bad", "nginx:bad"));
+      store.create("pods", pod("listed", "registry.example/app:2"));
+      for (const name of ["bad", "listed"]) {
+        const reasons = new Set<string>();
+        await waitFor(`${name} back-off`, () => {
+          const reason = getPod(store, name)?.status?.containerStatuses?.[0].state.waiting?.reason;
+          if (reason) reasons.add(reason);
+          return reason === "ImagePullBackOff";
+        });
+        assert(reasons.has("ErrImagePull"), `${name} went through ErrImagePull`);
+        assertEquals(getPod(store, name)?.status?.phase, "Pending");
+      }
+    },
+  );
 });
 
 Deno.test("kubelet: a graceful delete is confirmed after termination", async () => {
@@ -126,5 +129,54 @@ Deno.test("kubelet: an image change restarts the container with a new restartCou
     });
     assertEquals(after.restartCount, 1);
     assertEquals(after.lastState.terminated?.reason, "Completed");
+  });
+});
+
+Deno.test("kubelet: a crashing image restarts with CrashLoopBackOff and a growing restartCount", async () => {
+  await withCluster({ nodes: 1 }, async (store) => {
+    store.create("pods", pod("crasher", "nginx:crash"));
+    const seen = new Set<string>();
+    const status = await waitFor("second restart", () => {
+      const s = getPod(store, "crasher")?.status?.containerStatuses?.[0];
+      const reason = s?.state.waiting?.reason;
+      if (reason) seen.add(reason);
+      return s && s.restartCount >= 2 && s;
+    });
+    assert(seen.has("CrashLoopBackOff"));
+    assertEquals(status.lastState.terminated?.reason, "Error");
+    assertEquals(status.lastState.terminated?.exitCode, 1);
+    const p = getPod(store, "crasher")!;
+    assertEquals(p.status?.phase, "Running");
+    assertEquals(findCondition(p.status?.conditions, "Ready")?.status, "False");
+  });
+});
+
+Deno.test("kubelet: an image that never passes readiness runs but stays unready", async () => {
+  await withCluster(
+    { nodes: 1, imageFaults: { "example.org/probe-fails:1": "NeverReady" } },
+    async (store) => {
+      store.create("pods", pod("unready", "example.org/probe-fails:1"));
+      store.create("pods", pod("fine", "nginx:1.27"));
+      await waitFor(
+        "fine Ready",
+        () => findCondition(getPod(store, "fine")?.status?.conditions, "Ready")?.status === "True",
+      );
+      // Both images pull from scratch; once the fine one is Ready the other has run as long.
+      const p = await waitFor("unready running", () => {
+        const p = getPod(store, "unready");
+        return p?.status?.containerStatuses?.[0].state.running && p;
+      });
+      assertEquals(p.status?.containerStatuses?.[0].ready, false);
+      assertEquals(findCondition(p.status?.conditions, "ContainersReady")?.status, "False");
+    },
+  );
+});
+
+Deno.test("pod GC: pods of a deleted node are removed after the quarantine", async () => {
+  await withCluster({ nodes: 2 }, async (store) => {
+    store.create("pods", pod("stranded", "nginx:1.27", { nodeName: "edge-2" }));
+    await waitFor("running", () => getPod(store, "stranded")?.status?.phase === "Running");
+    store.delete("nodes", undefined, "edge-2");
+    await waitFor("stranded pod collected", () => getPod(store, "stranded") === undefined);
   });
 });

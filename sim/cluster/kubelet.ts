@@ -25,12 +25,14 @@ import type {
 import { findCondition, keyOf } from "./types.ts";
 import { createWorkQueue } from "./work-queue.ts";
 
-type ContainerPhase = "creating" | "pull-failed" | "back-off" | "running";
+type ContainerPhase = "creating" | "pull-failed" | "back-off" | "running" | "crash-back-off";
 
 interface ContainerRuntime {
   image: string;
   phase: ContainerPhase;
   pullFailures: number;
+  /** The current restart back-off (for the CrashLoopBackOff message). */
+  backOffSeconds?: number;
   containerID?: string;
   startedAt?: number;
   /** Readiness probe verdict; true at start when there is no probe. */
@@ -56,6 +58,8 @@ interface PodRuntime {
   startTime: number;
   podIP: string;
   containers: Map<string, ContainerRuntime>;
+  /** A container has run: the pod is Running from then on (restartPolicy Always). */
+  started: boolean;
   /** Set once a delete was seen: "stopping" while containers stop, "stopped" after. */
   termination?: "stopping" | "stopped";
 }
@@ -158,6 +162,7 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
       startTime: timeline.now(),
       podIP,
       containers: new Map(),
+      started: false,
     };
     runtimes.set(runtime.uid, runtime);
     return runtime;
@@ -174,7 +179,7 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
       image: container.image,
       phase: "creating",
       pullFailures: 0,
-      probeReady: !container.readinessProbe,
+      probeReady: !container.readinessProbe && ctx.imageFault(container.image) !== "NeverReady",
       restartCount: previous?.restartCount ?? 0,
       lastState: previous?.lastState ?? {},
     };
@@ -192,7 +197,8 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
     if (!cached) event(pod, "Normal", "Pulling", `Pulling image "${container.image}"`);
     state.cancel = timeline.after(seconds, () => {
       state.cancel = undefined;
-      if (ctx.pullFails(container.image)) {
+      const fault = ctx.imageFault(container.image);
+      if (fault === "ErrImagePull") {
         pullFailed(job);
         return;
       }
@@ -210,9 +216,12 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
       event(pod, "Normal", "Created", `Created container: ${container.name}`);
       event(pod, "Normal", "Started", `Started container ${container.name}`);
       state.phase = "running";
+      runtime.started = true;
       state.containerID = `containerd://${randomHex(ctx.random, 64)}`;
       state.startedAt = timeline.now();
-      if (!state.probeReady) {
+      if (fault === "CrashLoopBackOff") {
+        state.cancel = timeline.after(durations.crashAfterSeconds, () => crashed(job));
+      } else if (!state.probeReady && fault !== "NeverReady") {
         state.cancel = timeline.after(container.readinessProbe?.initialDelaySeconds ?? 0, () => {
           state.cancel = undefined;
           state.probeReady = true;
@@ -221,6 +230,36 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
       }
       writeStatus(runtime.key);
     });
+  }
+
+  /** The container exited with an error: count the restart, back off, start it again. */
+  function crashed(job: ContainerJob): void {
+    const { pod, runtime, container, state } = job;
+    state.restartCount += 1;
+    state.lastState = {
+      terminated: {
+        exitCode: 1,
+        reason: "Error",
+        startedAt: isoSeconds(state.startedAt!),
+        finishedAt: isoSeconds(timeline.now()),
+        containerID: state.containerID,
+      },
+    };
+    state.phase = "crash-back-off";
+    state.backOffSeconds = backOff(state.restartCount);
+    event(
+      pod,
+      "Warning",
+      "BackOff",
+      `Back-off restarting failed container ${container.name} in pod ${pod.metadata.name}_${pod.metadata.namespace}(${pod.metadata.uid})`,
+    );
+    writeStatus(runtime.key);
+    state.cancel = timeline.after(state.backOffSeconds, () => pull(job));
+  }
+
+  /** Upstream's container back-off: 10 s doubling up to 5 min. */
+  function backOff(failures: number): number {
+    return Math.min(durations.backOffSeconds * 2 ** (failures - 1), durations.maxBackOffSeconds);
   }
 
   function pullFailed(job: ContainerJob): void {
@@ -235,16 +274,12 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
     );
     event(pod, "Warning", "Failed", "Error: ErrImagePull");
     writeStatus(runtime.key);
-    const backOff = Math.min(
-      durations.pullBackOffSeconds * 2 ** (state.pullFailures - 1),
-      durations.maxPullBackOffSeconds,
-    );
     // The next pod sync (about a second later) reports the back-off; the retry comes after it.
     state.cancel = timeline.after(1, () => {
       state.phase = "back-off";
       event(pod, "Normal", "BackOff", `Back-off pulling image "${container.image}"`);
       writeStatus(runtime.key);
-      state.cancel = timeline.after(backOff, () => pull(job));
+      state.cancel = timeline.after(backOff(state.pullFailures), () => pull(job));
     });
   }
 
@@ -343,6 +378,7 @@ function qosClass(pod: Pod): string {
 }
 
 function containerStatus(
+  pod: Pod,
   container: Container,
   state: ContainerRuntime,
   healthy: boolean,
@@ -362,6 +398,24 @@ function containerStatus(
       ready: state.probeReady && healthy,
       started: true,
       state: { running: { startedAt: isoSeconds(state.startedAt!) } },
+    };
+  }
+  if (state.phase === "crash-back-off") {
+    const { name, namespace, uid } = pod.metadata;
+    return {
+      ...common,
+      image: normalizeImage(state.image),
+      imageID: imageID(state.image),
+      containerID: state.containerID,
+      ready: false,
+      started: false,
+      state: {
+        waiting: {
+          reason: "CrashLoopBackOff",
+          message:
+            `back-off ${state.backOffSeconds}s restarting failed container=${container.name} pod=${name}_${namespace}(${uid})`,
+        },
+      },
     };
   }
   const waiting = state.phase === "creating"
@@ -386,7 +440,7 @@ function containerStatus(
 function podStatus(pod: Pod, runtime: PodRuntime, agent: NodeAgentState, now: string): PodStatus {
   const containers = pod.spec.containers ?? [];
   const statuses = containers.map((container) =>
-    containerStatus(container, runtime.containers.get(container.name)!, agent.healthy)
+    containerStatus(pod, container, runtime.containers.get(container.name)!, agent.healthy)
   );
   const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
   const before = pod.status?.conditions;
@@ -431,7 +485,7 @@ function podStatus(pod: Pod, runtime: PodRuntime, agent: NodeAgentState, now: st
   }));
   const status: PodStatus = {
     ...pod.status,
-    phase: statuses.some((s) => s.state.running) ? "Running" : "Pending",
+    phase: runtime.started ? "Running" : "Pending",
     conditions,
     hostIP: agent.internalIP,
     hostIPs: [{ ip: agent.internalIP }],

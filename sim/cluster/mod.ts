@@ -22,6 +22,8 @@ import {
   createEventRecorder,
   DEFAULT_DURATIONS,
   type Durations,
+  FAULT_TAGS,
+  type ImageFault,
   type Log,
   type NodeAgentState,
 } from "./context.ts";
@@ -33,7 +35,7 @@ import { startNodeFleet } from "./node-agent.ts";
 import { startScheduler } from "./scheduler.ts";
 import { type Clock, createTimeline, seededRandom } from "./timeline.ts";
 
-export type { Durations, Log } from "./context.ts";
+export type { Durations, ImageFault, Log } from "./context.ts";
 export { KUBELET_VERSION, nodeName } from "./node-agent.ts";
 
 export interface ClusterBehaviourOptions {
@@ -50,10 +52,11 @@ export interface ClusterBehaviourOptions {
   /** Seed of the generator behind pull jitter, pod names, container IDs (default: random). */
   seed?: number;
   /**
-   * Images whose pull fails with ErrImagePull: exact references (`nginx:1.27` matches
-   * `docker.io/library/nginx:1.27`). Images tagged `:bad` always fail.
+   * Faults by image reference (`nginx:1.27` also matches `docker.io/library/nginx:1.27`).
+   * Tags alone also carry faults: `:bad` fails to pull, `:crash` crash-loops, `:unready`
+   * never passes readiness.
    */
-  failingImages?: string[];
+  imageFaults?: Record<string, ImageFault>;
   /** Override simulated durations (seconds, before the speed factor). */
   durations?: Partial<Durations>;
   /** Write core/v1 Events (Scheduled, Pulled, SuccessfulCreate, NodeNotReady, …). Default true. */
@@ -106,7 +109,11 @@ export function startClusterBehaviour(
     onError: (error) => log("warn", "scheduled action failed", { error: String(error) }),
   });
   const random = seededRandom(options.seed ?? Math.floor(Math.random() * 2 ** 32));
-  const failing = new Set((options.failingImages ?? []).map(normalizeImage));
+  const faults = new Map(
+    Object.entries(options.imageFaults ?? {}).map((
+      [image, fault],
+    ) => [normalizeImage(image), fault]),
+  );
   const agents = new Map<string, NodeAgentState>();
   const cache = new ClusterCache(store, timeline.now);
   const ctx: ClusterContext = {
@@ -116,8 +123,11 @@ export function startClusterBehaviour(
     random,
     durations,
     agents,
-    pullFails: (image) =>
-      normalizeImage(image).endsWith(":bad") || failing.has(normalizeImage(image)),
+    imageFault(image) {
+      const ref = normalizeImage(image);
+      const tag = ref.includes("@") ? "" : ref.slice(ref.lastIndexOf(":") + 1);
+      return faults.get(ref) ?? FAULT_TAGS[tag];
+    },
     log,
     recordEvent: createEventRecorder(
       store,

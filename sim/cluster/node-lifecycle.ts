@@ -8,6 +8,7 @@
  * - it keeps the condition taints in step with the Ready condition: `node.kubernetes.io/
  *   not-ready` for False, `node.kubernetes.io/unreachable` for Unknown, each NoSchedule and
  *   NoExecute, plus `node.kubernetes.io/unschedulable:NoSchedule` for cordoned nodes.
+ * - it deletes pods bound to nodes that no longer exist (the pod GC controller's job).
  * Eviction of pods that do not tolerate NoExecute is not simulated (see the ADR).
  */
 import { isoSeconds, StoreError } from "../store.ts";
@@ -46,6 +47,7 @@ export function startNodeLifecycle(ctx: ClusterContext): NodeLifecycle {
       ctx.log("warn", "node taint sync failed", { node, error: String(error) });
     }
   });
+  const orphanedSince = new Map<string, number>();
   let stopped = false;
 
   cache.onChange((event, previous) => {
@@ -90,7 +92,29 @@ export function startNodeLifecycle(ctx: ClusterContext): NodeLifecycle {
       }
       observedReady.set(name, ready);
     }
+    collectOrphans(now);
     timeline.after(durations.nodeMonitorPeriodSeconds, monitor);
+  }
+
+  /**
+   * As the pod GC controller does: pods bound to a node that has been gone for the
+   * quarantine period are deleted at once (nobody is left to confirm a graceful delete).
+   */
+  function collectOrphans(now: number): void {
+    for (const nodeName of cache.podsByNode.keys()) {
+      if (cache.nodes.has(nodeName)) {
+        orphanedSince.delete(nodeName);
+        continue;
+      }
+      const since = orphanedSince.get(nodeName) ?? now;
+      orphanedSince.set(nodeName, since);
+      if (now - since < timeline.realMs(durations.orphanQuarantineSeconds)) continue;
+      for (const pod of cache.podsOn(nodeName)) {
+        const { namespace, name, uid } = pod.metadata;
+        store.delete(PODS, namespace, name, { gracePeriodSeconds: 0, preconditions: { uid } });
+      }
+      orphanedSince.delete(nodeName);
+    }
   }
   timeline.after(durations.nodeMonitorPeriodSeconds, monitor);
 
