@@ -155,6 +155,28 @@ export function builtInTypes(): ResourceType[] {
       statusSubresource: true,
     }),
     builtIn("coordination.k8s.io", "v1", "Lease", "leases", { namespaced: true }),
+    // Stored and validated generically, so manifests (tests/manifests.test.ts) can be dry-run.
+    builtIn("", "v1", "Service", "services", { namespaced: true, shortNames: ["svc"] }),
+    builtIn("apps", "v1", "Deployment", "deployments", {
+      namespaced: true,
+      shortNames: ["deploy"],
+      categories: ["all"],
+      statusSubresource: true,
+    }),
+    builtIn("batch", "v1", "CronJob", "cronjobs", {
+      namespaced: true,
+      shortNames: ["cj"],
+      statusSubresource: true,
+    }),
+    builtIn("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", {
+      namespaced: false,
+    }),
+    builtIn("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", {
+      namespaced: false,
+    }),
+    builtIn("rbac.authorization.k8s.io", "v1", "Role", "roles", { namespaced: true }),
+    builtIn("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", { namespaced: true }),
+
     builtIn("events.k8s.io", "v1", "Event", "events", {
       namespaced: true,
       shortNames: ["ev"],
