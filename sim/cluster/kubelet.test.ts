@@ -180,3 +180,30 @@ Deno.test("pod GC: pods of a deleted node are removed after the quarantine", asy
     await waitFor("stranded pod collected", () => getPod(store, "stranded") === undefined);
   });
 });
+
+Deno.test("kubelet: conditions it does not own are kept; readiness gates hold Ready back", async () => {
+  await withCluster({ nodes: 1 }, async (store) => {
+    store.create(
+      "pods",
+      pod("gated", "nginx:1.27", { readinessGates: [{ conditionType: "example.com/gate" }] }),
+    );
+    const running = await waitFor("containers ready", () => {
+      const p = getPod(store, "gated");
+      return findCondition(p?.status?.conditions, "ContainersReady")?.status === "True" && p;
+    });
+    assertEquals(findCondition(running.status?.conditions, "Ready")?.status, "False");
+    running.status!.conditions!.push(
+      { type: "example.com/gate", status: "True" },
+      { type: "PodNeedUpgrade", status: "True", message: "controllerrevision: abc" },
+    );
+    store.update("pods", running);
+    const ready = await waitFor("Ready through the gate", () => {
+      const p = getPod(store, "gated");
+      return findCondition(p?.status?.conditions, "Ready")?.status === "True" && p;
+    });
+    assertEquals(
+      findCondition(ready.status?.conditions, "PodNeedUpgrade")?.message,
+      "controllerrevision: abc",
+    );
+  });
+});

@@ -73,6 +73,14 @@ export interface Kubelets {
 }
 
 const COMPONENT = "kubelet";
+/** Pod conditions the kubelet writes; any other condition belongs to someone else. */
+const KUBELET_CONDITIONS = new Set([
+  "PodReadyToStartContainers",
+  "Initialized",
+  "Ready",
+  "ContainersReady",
+  "PodScheduled",
+]);
 
 export function startKubelets(ctx: ClusterContext): Kubelets {
   const { store, cache, timeline, durations, agents } = ctx;
@@ -457,12 +465,24 @@ function podStatus(pod: Pod, runtime: PodRuntime, agent: NodeAgentState, now: st
     return result;
   };
   const notReadyMessage = `containers with unready status: [${unready.join(" ")}]`;
+  // Readiness gates: the pod is Ready only when every gate's condition (set by others) is True.
+  const gates = ((pod.spec.readinessGates ?? []) as { conditionType: string }[])
+    .map((gate) => gate.conditionType)
+    .filter((type) => findCondition(before, type)?.status !== "True");
+  const [readyReason, readyMessage] = unready.length > 0
+    ? ["ContainersNotReady", notReadyMessage]
+    : [
+      "ReadinessGatesNotReady",
+      `corresponding condition of pod readiness gate "${gates[0]}" does not exist.`,
+    ];
   const conditions = [
     condition("PodReadyToStartContainers", true),
     condition("Initialized", true),
-    condition("Ready", unready.length === 0, "ContainersNotReady", notReadyMessage),
+    condition("Ready", unready.length === 0 && gates.length === 0, readyReason, readyMessage),
     condition("ContainersReady", unready.length === 0, "ContainersNotReady", notReadyMessage),
     findCondition(before, "PodScheduled") ?? condition("PodScheduled", true),
+    // Conditions the kubelet does not own (e.g. edgeroll's PodNeedUpgrade) are kept as written.
+    ...(before ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type)),
   ];
   const initContainerStatuses = (pod.spec.initContainers ?? []).map((
     container,

@@ -129,7 +129,8 @@ function desiredStatus(
   current: NodeStatus | undefined,
   now: string,
 ): NodeStatus {
-  const conditions = kubeletConditions(agent.healthy).map((condition) => {
+  const own = kubeletConditions(agent.healthy);
+  const conditions = own.map((condition) => {
     const before = findCondition(current?.conditions, condition.type);
     return {
       ...condition,
@@ -141,7 +142,9 @@ function desiredStatus(
     names: imageNames(image),
     sizeBytes: size,
   }));
-  return { ...current, conditions, images };
+  // Conditions other agents post (node-problem-detector and the like) are kept.
+  const others = (current?.conditions ?? []).filter((c) => !own.some((o) => o.type === c.type));
+  return { ...current, conditions: [...conditions, ...others], images };
 }
 
 /** Status equality that ignores heartbeat times, as the kubelet's nodeStatusHasChanged does. */
