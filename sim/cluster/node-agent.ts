@@ -239,6 +239,7 @@ export function startNodeFleet(ctx: ClusterContext, options: NodeFleetOptions): 
         return;
       } catch (error) {
         leases.delete(name);
+        if (error instanceof StoreError && error.code === 404) return; // node deleted, Lease collected
         if (!(error instanceof StoreError && error.code === 409)) throw error;
       }
     }
