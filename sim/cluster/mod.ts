@@ -33,6 +33,7 @@ import { startKubelets } from "./kubelet.ts";
 import { startNodeLifecycle } from "./node-lifecycle.ts";
 import { startNodeFleet } from "./node-agent.ts";
 import { startScheduler } from "./scheduler.ts";
+import { startTaintEviction } from "./taint-eviction.ts";
 import { type Clock, createTimeline, seededRandom } from "./timeline.ts";
 
 export type { Durations, ImageFault, Log } from "./context.ts";
@@ -47,7 +48,7 @@ export interface ClusterBehaviourOptions {
   architectures?: string[];
   /** Every simulated duration is divided by this (1 = realistic seconds; tests use 20–100). */
   speed?: number;
-  /** Wall clock for timestamps and timers (default: the store's clock). */
+  /** Clock for timestamps and timers (default: the store's); it may be offset from wall time but must advance with it. */
   clock?: Clock;
   /** Seed of the generator behind pull jitter, pod names, container IDs (default: random). */
   seed?: number;
@@ -142,6 +143,7 @@ export function startClusterBehaviour(
   const kubelets = startKubelets(ctx);
   const scheduler = startScheduler(ctx);
   const lifecycle = startNodeLifecycle(ctx);
+  const eviction = startTaintEviction(ctx);
   const daemonSets = startDaemonSetController(ctx);
 
   function agentOf(node: string): NodeAgentState {
@@ -193,6 +195,7 @@ export function startClusterBehaviour(
     },
     stop() {
       daemonSets.stop();
+      eviction.stop();
       lifecycle.stop();
       scheduler.stop();
       kubelets.stop();

@@ -9,7 +9,7 @@
  *   not-ready` for False, `node.kubernetes.io/unreachable` for Unknown, each NoSchedule and
  *   NoExecute, plus `node.kubernetes.io/unschedulable:NoSchedule` for cordoned nodes.
  * - it deletes pods bound to nodes that no longer exist (the pod GC controller's job).
- * Eviction of pods that do not tolerate NoExecute is not simulated (see the ADR).
+ * Evicting pods that do not tolerate the NoExecute taints is `taint-eviction.ts`'s job.
  */
 import { isoSeconds, StoreError } from "../store.ts";
 import { NODES, PODS } from "./cache.ts";
