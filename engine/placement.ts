@@ -102,12 +102,16 @@ function fitsNodeSelectorAndAffinity(spec: PodSpec, node: Node): boolean {
   return terms === undefined || terms.some((term) => termMatches(term, node));
 }
 
-export function nodeShouldRunDaemonPod(node: Node, spec: PodSpec): Placement {
+/** `tolerations`: `daemonPodTolerations(spec)`, computed once per plan rather than per node. */
+export function nodeShouldRunDaemonPod(
+  node: Node,
+  spec: PodSpec,
+  tolerations: Toleration[] = daemonPodTolerations(spec),
+): Placement {
   const no = { shouldRun: false, shouldContinueRunning: false };
   if (spec.nodeName && spec.nodeName !== node.metadata.name) return no;
   if (!fitsNodeSelectorAndAffinity(spec, node)) return no;
   const taints = node.spec?.taints ?? [];
-  const tolerations = daemonPodTolerations(spec);
   if (untolerated(taints, tolerations, ["NoSchedule", "NoExecute"])) {
     return {
       shouldRun: false,

@@ -270,9 +270,9 @@ class PlanBuilder {
  * leaving, marked pods PreparingDelete, created pods expected. Phase 2 plans on this, so its
  * budget already counts phase 1's work and a repeated call plans the same.
  */
-function afterActions(view: NodeView, expectations: Expectation[]): NodeView {
-  const mine = expectations.filter((e) => e.node === view.name);
-  if (mine.length === 0) return view;
+function afterActions(view: NodeView, byNode: Map<string, Expectation[]>): NodeView {
+  const mine = byNode.get(view.name);
+  if (!mine) return view;
   const removed = new Set(mine.filter((e) => e.action === "delete").map((e) => e.uid));
   const marked = new Set(mine.filter((e) => e.action === "patch").map((e) => e.uid));
   const live = view.live.filter((p) => !removed.has(p.metadata.uid)).map((p) =>
@@ -466,6 +466,7 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
     pending.filter((e) => e.action === "create" && e.node).map((e) => [e.node!, e]),
   );
   const templateSpec = config.template.spec;
+  const tolerations = daemonPodTolerations(templateSpec);
   const views: NodeView[] = [...snapshot.nodes]
     .sort((a, b) => ((a.metadata.name ?? "") < (b.metadata.name ?? "") ? -1 : 1))
     .map((node) => {
@@ -476,7 +477,7 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
         name,
         node,
         ready: isNodeReady(node),
-        placement: nodeShouldRunDaemonPod(node, templateSpec),
+        placement: nodeShouldRunDaemonPod(node, templateSpec, tolerations),
         live: pods.filter((p) => !leaving.includes(p)),
         leaving,
         pendingCreate: pendingCreateByNode.get(name),
@@ -496,7 +497,12 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   const b = new PlanBuilder(config, hash, now, burst, pending);
   b.actions.push(...revisionActions, ...adoptions);
   const minReady = config.minReadySeconds;
-  const available = (p: Pod) => isPodAvailable(p, minReady, now);
+  const availability = new Map<Pod, boolean>();
+  const available = (p: Pod) => {
+    let known = availability.get(p);
+    if (known === undefined) availability.set(p, known = isPodAvailable(p, minReady, now));
+    return known;
+  };
   const surge = config.mode === "Surge";
 
   // Phase 1, placement (what upstream's `manage` does): only when edgeroll owns placement.
@@ -584,7 +590,11 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   }
 
   // Phase 2, updates, on the nodes as phase 1 leaves them.
-  const settled = desired.map((v) => afterActions(v, b.expectations));
+  const byNode = new Map<string, Expectation[]>();
+  for (const e of b.expectations) {
+    if (e.node !== undefined) byNode.set(e.node, [...(byNode.get(e.node) ?? []), e]);
+  }
+  const settled = desired.map((v) => afterActions(v, byNode));
   const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
   if (config.mode === "OTA") planOta(b, views, pending);
   else if (config.mode !== "OnDelete" && !config.paused) {

@@ -1,0 +1,133 @@
+/**
+ * What `plan` costs and how fast it rolls: median time and heap allocated by one `plan` on a
+ * fleet mid-rollout, and the number of waves a simulated rollout needs against the theoretical
+ * minimum ceil(nodes / budget). Prints tables; never fails a build.
+ *
+ *   deno run --v8-flags=--expose-gc bench/engine.ts
+ */
+import { plan } from "../engine/plan.ts";
+import * as f from "../engine/testdata/fleet.ts";
+import type { Snapshot } from "../engine/types.ts";
+
+type RollingUpdate = { maxUnavailable?: number | string; maxSurge?: number | string };
+
+function fleet(nodes: number, rollingUpdate: RollingUpdate): Snapshot {
+  return {
+    kind: "AdvancedDaemonSet",
+    set: f.advancedDaemonSet({
+      updateStrategy: { type: "RollingUpdate", rollingUpdate },
+    }) as Snapshot["set"],
+    pods: [],
+    nodes: f.nodes(nodes),
+    revisions: [],
+  };
+}
+
+/** Runs plan → apply → kubelet until nothing is planned; returns the cluster and the clock. */
+function settle(
+  c: f.Cluster,
+  now: number,
+  onPlan?: (actions: string[]) => void,
+): [f.Cluster, number] {
+  for (let i = 0; i < 10_000; i++) {
+    const p = plan(c.snapshot, now);
+    if (p.actions.length === 0) return [c, now];
+    onPlan?.(p.actions.map((a) => a.type));
+    c = f.kubelet(f.apply(c, p, now), now);
+    now += 1000;
+  }
+  throw new Error("no convergence in 10,000 calls");
+}
+
+/** A fleet on agent:v1 switched to v2 and rolled part of the way. */
+function midRollout(nodes: number): [Snapshot, number] {
+  let [c, now] = settle(f.cluster(fleet(nodes, { maxUnavailable: "10%" })), f.t0);
+  c = f.withTemplate(c, "agent:v2", 2);
+  for (let i = 0; i < 6; i++) {
+    const p = plan(c.snapshot, now);
+    c = f.kubelet(f.apply(c, p, now), now);
+    now += 1000;
+  }
+  return [c.snapshot, now];
+}
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function measurePlan(nodes: number): string[] {
+  const [snapshot, now] = midRollout(nodes);
+  const times: number[] = [];
+  for (let i = 0; i < 21; i++) {
+    const started = performance.now();
+    plan(snapshot, now);
+    times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  let allocated = "n/a (run with --v8-flags=--expose-gc)";
+  if (gc) {
+    gc();
+    const before = Deno.memoryUsage().heapUsed;
+    plan(snapshot, now);
+    allocated = `${((Deno.memoryUsage().heapUsed - before) / 1e6).toFixed(1)} MB`;
+  }
+  const sample = plan(snapshot, now);
+  return [
+    String(nodes),
+    `${times[10].toFixed(1)} ms`,
+    allocated,
+    `${sample.status.updatedNumberScheduled}/${nodes} updated, ${sample.actions.length} actions`,
+  ];
+}
+
+/** Calls that started replacements (deletions for Standard, creations for Surging). */
+function measureWaves(nodes: number, mode: "Standard" | "Surging", budget: number): string[] {
+  const rollingUpdate = mode === "Standard"
+    ? { maxUnavailable: budget }
+    : { maxSurge: budget, maxUnavailable: 0 };
+  let [c, now] = settle(f.cluster(fleet(nodes, rollingUpdate)), f.t0);
+  c = f.withTemplate(c, "agent:v2", 2);
+  let waves = 0;
+  let calls = 0;
+  const starts = mode === "Standard" ? "deletePod" : "createPod";
+  [c, now] = settle(c, now, (actions) => {
+    calls++;
+    if (actions.includes(starts)) waves++;
+  });
+  const done = plan(c.snapshot, now).status.updatedNumberScheduled === nodes;
+  return [
+    mode,
+    String(nodes),
+    String(budget),
+    String(waves),
+    String(Math.ceil(nodes / budget)),
+    `${calls}${done ? "" : " (not finished)"}`,
+  ];
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(" | ")} |`;
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)]
+    .join("\n");
+}
+
+export function benchEngine(): string {
+  const timing = table(
+    ["nodes", "plan median (21 runs)", "heap allocated by one plan", "snapshot"],
+    [1000, 5000].map(measurePlan),
+  );
+  const waves = table(
+    ["strategy", "nodes", "budget", "waves", "ceil(nodes/budget)", "plan calls"],
+    [
+      measureWaves(1000, "Standard", 100),
+      measureWaves(1000, "Surging", 100),
+      measureWaves(5000, "Standard", 500),
+      measureWaves(5000, "Surging", 250),
+    ],
+  );
+  return `engine: plan on a fleet mid-rollout (Standard, maxUnavailable 10%)\n\n${timing}\n\n` +
+    `engine: waves to finish a rollout (simulated clock, 1 s a call, healthy nodes)\n\n${waves}\n` +
+    "A wave is a call that starts replacements. burstReplicas (250) caps creations per call, so a\n" +
+    "Standard budget of 500 takes 500 nodes in the first wave, then 250 a call: 1 + 4500/250 = 19.";
+}
+
+if (import.meta.main) console.log(benchEngine());
