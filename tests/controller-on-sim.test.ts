@@ -1,0 +1,208 @@
+// deno-lint-ignore-file no-explicit-any -- answers and statuses are untyped JSON
+/**
+ * The controller as it runs: real HTTP app, real client-node, against the simulator with
+ * kubelets. A rollout converges with the right status; a converged set is left alone.
+ */
+import * as k8s from "@kubernetes/client-node";
+import { assertEquals } from "@std/assert";
+import { controllerToken, eventually, withControllerOnSim } from "./controller-on-sim.ts";
+import { startRelay } from "../relay/relay.ts";
+import { memoryLogger } from "../cli/log.ts";
+import { tokenReviewAuthenticator } from "../routes/auth.ts";
+
+const group = { group: "apps.edgeroll.dev", version: "v1alpha1", plural: "advanceddaemonsets" };
+
+function agentSet(image: string) {
+  return {
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: { name: "agent", namespace: "default" },
+    spec: {
+      selector: { matchLabels: { app: "agent" } },
+      template: {
+        metadata: { labels: { app: "agent" } },
+        spec: { containers: [{ name: "agent", image }] },
+      },
+      updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1 } },
+    },
+  };
+}
+
+async function readStatus(custom: k8s.CustomObjectsApi): Promise<any> {
+  const set = await custom.getNamespacedCustomObject({
+    ...group,
+    namespace: "default",
+    name: "agent",
+  });
+  return set;
+}
+
+/** Reconciles until the set says Complete for its current generation. */
+async function reconcileUntilComplete(post: (p: string) => Promise<{ status: number; body: any }>) {
+  return await eventually("the rollout to complete", async () => {
+    const { status, body } = await post("/reconcile/advanceddaemonsets/default/agent");
+    assertEquals(status, 200, JSON.stringify(body));
+    const complete = body.conditions.find((c: any) => c.type === "Complete")?.status === "True";
+    return complete && body.actions.length === 0 && body.status.observedGeneration !== undefined
+      ? body
+      : undefined;
+  }, 30_000);
+}
+
+Deno.test("a rollout on the simulator converges with the right status, then writes nothing", async () => {
+  await withControllerOnSim({ nodes: 4 }, async ({ sim, kc, post }) => {
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await custom.createNamespacedCustomObject({
+      ...group,
+      namespace: "default",
+      body: agentSet("agent:1"),
+    });
+
+    const created = await reconcileUntilComplete(post);
+    assertEquals(created.status.desiredNumberScheduled, 4);
+    assertEquals(created.status.numberAvailable, 4);
+
+    const set = await readStatus(custom);
+    await custom.patchNamespacedCustomObject(
+      {
+        ...group,
+        namespace: "default",
+        name: "agent",
+        body: { spec: { template: agentSet("agent:2").spec.template } },
+      },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+    const rolled = await reconcileUntilComplete(post);
+    const status = (await readStatus(custom)).status;
+    assertEquals(status.observedGeneration, set.metadata.generation + 1);
+    assertEquals([status.desiredNumberScheduled, status.updatedNumberScheduled], [4, 4]);
+    assertEquals([status.numberAvailable, status.numberReady, status.numberUnavailable ?? 0], [
+      4,
+      4,
+      0,
+    ]);
+    assertEquals(rolled.requeueAfter, null);
+    const pods =
+      (await core.listNamespacedPod({ namespace: "default", labelSelector: "app=agent" })).items
+        .filter((p) => !p.metadata?.deletionTimestamp);
+    assertEquals(pods.length, 4);
+    assertEquals(new Set(pods.map((p) => p.spec?.nodeName)).size, 4, "one pod per node");
+    assertEquals(pods.every((p) => p.spec?.containers[0].image === "agent:2"), true);
+
+    // Converged: 100 more reconciles write nothing (the simulator counts every request).
+    const before = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
+    for (let i = 0; i < 100; i++) {
+      const { status, body } = await post("/reconcile/advanceddaemonsets/default/agent");
+      assertEquals([status, body.claimed, body.actions.length], [200, false, 0]);
+    }
+    const after = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
+    for (const verb of ["create", "update", "patch", "delete"]) {
+      assertEquals(
+        after.requests.byVerb[verb] ?? 0,
+        before.requests.byVerb[verb] ?? 0,
+        `${verb} requests`,
+      );
+    }
+    assertEquals(
+      after.requests.byVerb.list - before.requests.byVerb.list,
+      300,
+      "three lists a reconcile",
+    );
+    assertEquals(
+      after.requests.byVerb.get - before.requests.byVerb.get,
+      100,
+      "one get a reconcile",
+    );
+  });
+});
+
+Deno.test("on the simulator: 404 for a missing set, 400 for bad input, 401 without a token", async () => {
+  await withControllerOnSim({ nodes: 1 }, async ({ controller, post }) => {
+    assertEquals((await post("/reconcile/advanceddaemonsets/default/nope")).status, 404);
+    const bad = await post("/reconcile/statefulsets/default/x");
+    assertEquals([bad.status, bad.body.error.issues.length > 0], [400, true]);
+    const anonymous = await fetch(`${controller.url}/tick`, { method: "POST" });
+    assertEquals(anonymous.status, 401);
+    await anonymous.body?.cancel();
+    const ready = await fetch(`${controller.url}/readyz`);
+    assertEquals([ready.status, (await ready.json()).kubernetes.startsWith("v1.")], [200, true]);
+  });
+});
+
+Deno.test("driven by the relay's events alone, a rollout on the simulator converges", async () => {
+  await withControllerOnSim({ nodes: 3 }, async ({ kc, controller }) => {
+    const relay = startRelay({
+      kubeConfig: kc,
+      target: controller.url,
+      token: controllerToken,
+      logger: memoryLogger(),
+      flushMs: 20,
+    });
+    try {
+      const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+      await custom.createNamespacedCustomObject({
+        ...group,
+        namespace: "default",
+        body: agentSet("agent:1"),
+      });
+      const complete = (generation: number) => async () => {
+        const status = (await readStatus(custom)).status;
+        return status?.observedGeneration === generation && status.updatedNumberScheduled === 3 &&
+          status.numberAvailable === 3 &&
+          status.conditions?.some((c: any) => c.type === "Complete" && c.status === "True");
+      };
+      await eventually("the first rollout", complete(1), 30_000);
+      await custom.patchNamespacedCustomObject(
+        {
+          ...group,
+          namespace: "default",
+          name: "agent",
+          body: { spec: { template: agentSet("agent:2").spec.template } },
+        },
+        k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+      );
+      await eventually("the update", complete(2), 30_000);
+      assertEquals(relay.sender.stats.failedPosts, 0);
+      assertEquals(
+        relay.sender.stats.posts < relay.sender.stats.queued,
+        true,
+        "events were coalesced",
+      );
+    } finally {
+      await relay.stop();
+    }
+  });
+});
+
+Deno.test("on the simulator: TokenReview lets the allowed ServiceAccount in, 403 for another, 401 for junk", async () => {
+  const tokens = {
+    "admin-token": { username: "sim-admin", groups: ["system:masters", "system:authenticated"] },
+    "relay-token": {
+      username: "system:serviceaccount:edgeroll:relay",
+      groups: ["system:serviceaccounts"],
+    },
+    "other-token": {
+      username: "system:serviceaccount:default:other",
+      groups: ["system:serviceaccounts"],
+    },
+  };
+  await withControllerOnSim({
+    nodes: 1,
+    tokens,
+    auth: (kube) =>
+      tokenReviewAuthenticator(kube, { allowed: ["system:serviceaccount:edgeroll:relay"] }),
+  }, async ({ controller }) => {
+    const tick = async (token: string) => {
+      const res = await fetch(`${controller.url}/tick`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+      });
+      await res.body?.cancel();
+      return res.status;
+    };
+    assertEquals(await tick("relay-token"), 200);
+    assertEquals(await tick("other-token"), 403);
+    assertEquals(await tick("junk"), 401);
+  });
+});
