@@ -1,7 +1,8 @@
 import { assert, assertEquals } from "@std/assert";
 import type { KubeObject, Store } from "../store.ts";
 import { waitFor, withCluster } from "./testing.ts";
-import { GENERATION_LABEL, HASH_LABEL, scaledValue, templateHash } from "./daemonset.ts";
+import { GENERATION_LABEL, scaledValue } from "./daemonset.ts";
+import { HASH_LABEL, templateHash } from "./revisions.ts";
 import { type DaemonSet, isPodReady, type Pod } from "./types.ts";
 
 function daemonSet(
@@ -230,5 +231,36 @@ Deno.test("daemonset: a bad image stalls the rollout at maxUnavailable", async (
       ).length,
       3,
     );
+  });
+});
+
+Deno.test("daemonset: history is pruned to the limit; an old template gets the next number", async () => {
+  await withCluster({ nodes: 2 }, async (store) => {
+    const ds = daemonSet("undo", "nginx:1.26", { type: "RollingUpdate" });
+    (ds.spec as DaemonSet["spec"]).revisionHistoryLimit = 1;
+    store.create("daemonsets.apps", ds);
+    const revisions = () =>
+      new Map(
+        store.list("controllerrevisions.apps").items.map((
+          r,
+        ) => [r.metadata.labels?.[HASH_LABEL], r.revision]),
+      );
+    const rollTo = async (image: string, generation: number) => {
+      setImage(store, "undo", image);
+      await waitFor(`rolled to ${image}`, () => {
+        const d = getDs(store, "undo");
+        return rolledOut(d) && d.status?.observedGeneration === generation;
+      });
+    };
+    await waitFor("rev 1", () => revisions().size === 1);
+    const [hash126] = revisions().keys();
+    await rollTo("nginx:1.27", 2);
+    const hash127 = [...revisions().keys()].find((h) => h !== hash126)!;
+    await rollTo("nginx:1.28", 3);
+    // Limit 1: besides the current revision one old one stays; the oldest unused one goes.
+    await waitFor("1.26 pruned", () => !revisions().has(hash126) && revisions().size === 2);
+    assertEquals(revisions().get(hash127), 2);
+    await rollTo("nginx:1.27", 4);
+    await waitFor("1.27 renumbered", () => revisions().get(hash127) === 4);
   });
 });

@@ -16,13 +16,20 @@
  * - status as upstream counts it, so `kubectl rollout status daemonset/x` works.
  * Nodes are visited in name order where upstream ranges over a map, for reproducible tests.
  */
-import { type OwnerReference, StoreError } from "../store.ts";
+import { StoreError } from "../store.ts";
 import { DAEMONSETS, NODES, PODS, REVISIONS, targetNodeName } from "./cache.ts";
+import {
+  canonical,
+  cleanupHistory,
+  controllerRef,
+  currentRevision,
+  HASH_LABEL,
+  SAFE_ALPHABET,
+} from "./revisions.ts";
 import type { ClusterContext } from "./context.ts";
 import { matchesNodeAffinity, untoleratedTaint } from "./placement.ts";
 import {
   type Affinity,
-  type ControllerRevision,
   controllerUid,
   type DaemonSet,
   type DaemonSetStatus,
@@ -37,13 +44,11 @@ import {
 } from "./types.ts";
 import { createWorkQueue } from "./work-queue.ts";
 
-export const HASH_LABEL = "controller-revision-hash";
 export const GENERATION_LABEL = "pod-template-generation";
 const TEMPLATE_GENERATION_ANNOTATION = "deprecated.daemonset.template.generation";
 const COMPONENT = "daemonset-controller";
 /** Upstream's burstReplicas: at most this many creates per sync. */
 const BURST = 250;
-const NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
 
 /** Tolerations the controller adds to every daemon pod (upstream AddOrUpdateDaemonPodTolerations). */
 function daemonTolerations(spec: PodSpec): Toleration[] {
@@ -81,29 +86,6 @@ function pinToNode(affinity: Affinity | undefined, nodeName: string): Affinity {
       },
     },
   };
-}
-
-/** JSON with sorted keys: equal objects give equal text. */
-function canonical(value: unknown): string {
-  return JSON.stringify(
-    value,
-    (_key, v) =>
-      v && typeof v === "object" && !Array.isArray(v)
-        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))
-        : v,
-  );
-}
-
-/** The revision hash: FNV-1a 32 of the template, its decimal digits in a vowel-free alphabet. */
-export function templateHash(template: unknown, collisionCount = 0): string {
-  const text = canonical(template) + (collisionCount ? String(collisionCount) : "");
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return [...String(hash)].map((digit) => NAME_ALPHABET[digit.charCodeAt(0) % NAME_ALPHABET.length])
-    .join("");
 }
 
 /** An int-or-percent against a total, rounded up as the DaemonSet controller does. */
@@ -180,7 +162,7 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
   function sync(key: string): void {
     const ds = cache.daemonSets.get(key);
     if (!ds || ds.metadata.deletionTimestamp) return;
-    const current = constructHistory(ds);
+    const current = currentRevision(ctx, ds);
     if (!current) return; // a hash collision was recorded; the status write requeues us
     const hash = current.metadata.labels![HASH_LABEL];
     const nodes = [...cache.nodes.values()].sort((a, b) =>
@@ -189,7 +171,7 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
     const plan = new NodePlacement(ds);
     const more = manage(ds, nodes, plan, hash);
     if (ds.spec.updateStrategy?.type !== "OnDelete") rollingUpdate(ds, nodes, plan, hash);
-    cleanupHistory(ds);
+    cleanupHistory(ctx, ds);
     updateStatus(ds, nodes, plan, hash);
     if (more) queue.add(key);
   }
@@ -415,93 +397,13 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
   function suffix(): string {
     let out = "";
     for (let i = 0; i < 5; i++) {
-      out += NAME_ALPHABET[Math.floor(ctx.random() * NAME_ALPHABET.length)];
+      out += SAFE_ALPHABET[Math.floor(ctx.random() * SAFE_ALPHABET.length)];
     }
     return out;
   }
 
   function event(ds: DaemonSet, reason: string, message: string): void {
     ctx.recordEvent({ involved: ds, type: "Normal", reason, message, component: COMPONENT });
-  }
-
-  function revisionsOf(ds: DaemonSet): ControllerRevision[] {
-    return [...cache.revisionsByController.get(ds.metadata.uid!) ?? []]
-      .map((key) => cache.revisions.get(key) as ControllerRevision);
-  }
-
-  /** The revision of the current template, created or renumbered as needed. */
-  function constructHistory(ds: DaemonSet): ControllerRevision | undefined {
-    const data = { spec: { template: { ...ds.spec.template, $patch: "replace" } } };
-    const wanted = canonical(data);
-    const revisions = revisionsOf(ds);
-    const matching = revisions.filter((r) => canonical(r.data) === wanted);
-    const others = revisions.filter((r) => canonical(r.data) !== wanted);
-    const nextRevision = Math.max(0, ...others.map((r) => r.revision)) + 1;
-    if (matching.length === 0) {
-      const collisionCount = ds.status?.collisionCount ?? 0;
-      const hash = templateHash(ds.spec.template, collisionCount);
-      const name = `${ds.metadata.name}-${hash}`;
-      const clash = cache.revisions.get(`${ds.metadata.namespace}/${name}`) as
-        | ControllerRevision
-        | undefined;
-      if (clash) {
-        if (canonical(clash.data) === wanted && controllerUid(clash) === ds.metadata.uid) {
-          return clash;
-        }
-        const bumped = structuredClone(ds);
-        bumped.status = { ...emptyStatus(), ...bumped.status, collisionCount: collisionCount + 1 };
-        store.update(DAEMONSETS, bumped);
-        return undefined;
-      }
-      return store.create(REVISIONS, {
-        apiVersion: "apps/v1",
-        kind: "ControllerRevision",
-        metadata: {
-          name,
-          namespace: ds.metadata.namespace,
-          labels: { ...ds.spec.template.metadata?.labels, [HASH_LABEL]: hash },
-          ...(ds.metadata.annotations ? { annotations: ds.metadata.annotations } : {}),
-          ownerReferences: [controllerRef(ds)],
-        },
-        data,
-        revision: nextRevision,
-      }) as ControllerRevision;
-    }
-    matching.sort((a, b) => b.revision - a.revision);
-    const [keep, ...duplicates] = matching;
-    for (const duplicate of duplicates) {
-      store.delete(REVISIONS, duplicate.metadata.namespace, duplicate.metadata.name);
-    }
-    if (keep.revision < nextRevision) {
-      return store.update(REVISIONS, {
-        ...structuredClone(keep),
-        revision: nextRevision,
-      }) as ControllerRevision;
-    }
-    return keep;
-  }
-
-  /** Deletes the oldest revisions beyond revisionHistoryLimit that no pod still runs. */
-  function cleanupHistory(ds: DaemonSet): void {
-    const limit = ds.spec.revisionHistoryLimit ?? 10;
-    const currentHash = templateHashOfCurrent(ds);
-    const old = revisionsOf(ds).filter((r) => r.metadata.labels?.[HASH_LABEL] !== currentHash);
-    let excess = old.length - limit;
-    if (excess <= 0) return;
-    const live = new Set(
-      cache.podsControlledBy(ds.metadata.uid!).map((p) => p.metadata.labels?.[HASH_LABEL]),
-    );
-    for (const revision of old.sort((a, b) => a.revision - b.revision)) {
-      if (excess <= 0) break;
-      if (live.has(revision.metadata.labels?.[HASH_LABEL])) continue;
-      store.delete(REVISIONS, revision.metadata.namespace, revision.metadata.name);
-      excess--;
-    }
-  }
-
-  function templateHashOfCurrent(ds: DaemonSet): string | undefined {
-    const wanted = canonical({ spec: { template: { ...ds.spec.template, $patch: "replace" } } });
-    return revisionsOf(ds).find((r) => canonical(r.data) === wanted)?.metadata.labels?.[HASH_LABEL];
   }
 
   function updateStatus(ds: DaemonSet, nodes: Node[], plan: NodePlacement, hash: string): void {
@@ -552,26 +454,6 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
   }
 
   return { stop: () => queue.stop() };
-}
-
-function emptyStatus(): DaemonSetStatus {
-  return {
-    currentNumberScheduled: 0,
-    numberMisscheduled: 0,
-    desiredNumberScheduled: 0,
-    numberReady: 0,
-  };
-}
-
-function controllerRef(ds: DaemonSet): OwnerReference {
-  return {
-    apiVersion: "apps/v1",
-    kind: "DaemonSet",
-    name: ds.metadata.name,
-    uid: ds.metadata.uid!,
-    controller: true,
-    blockOwnerDeletion: true,
-  };
 }
 
 function allowsSurge(ds: DaemonSet): boolean {

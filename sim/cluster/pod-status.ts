@@ -1,0 +1,212 @@
+/**
+ * What the simulated kubelet reports: pod status (phase, conditions, container statuses)
+ * built from its local runtime record of the pod, as the kubelet's status manager does.
+ */
+import { isoSeconds } from "../store.ts";
+import type { NodeAgentState } from "./context.ts";
+import { imageID, normalizeImage } from "./images.ts";
+import type {
+  Condition,
+  Container,
+  ContainerState,
+  ContainerStatus,
+  Pod,
+  PodStatus,
+} from "./types.ts";
+import { findCondition } from "./types.ts";
+
+export type ContainerPhase = "creating" | "pull-failed" | "back-off" | "running" | "crash-back-off";
+
+export interface ContainerRuntime {
+  image: string;
+  phase: ContainerPhase;
+  pullFailures: number;
+  /** The current restart back-off (for the CrashLoopBackOff message). */
+  backOffSeconds?: number;
+  containerID?: string;
+  startedAt?: number;
+  /** Readiness probe verdict; true at start when there is no probe. */
+  probeReady: boolean;
+  restartCount: number;
+  lastState: ContainerState;
+  cancel?: () => void;
+}
+
+export interface PodRuntime {
+  uid: string;
+  key: string;
+  nodeName: string;
+  startTime: number;
+  podIP: string;
+  containers: Map<string, ContainerRuntime>;
+  /** A container has run: the pod is Running from then on (restartPolicy Always). */
+  started: boolean;
+  /** Set once a delete was seen: "stopping" while containers stop, "stopped" after. */
+  termination?: "stopping" | "stopped";
+}
+
+/** Pod conditions the kubelet writes; any other condition belongs to someone else. */
+const KUBELET_CONDITIONS = new Set([
+  "PodReadyToStartContainers",
+  "Initialized",
+  "Ready",
+  "ContainersReady",
+  "PodScheduled",
+]);
+
+export function pullError(image: string): string {
+  const ref = normalizeImage(image);
+  return `rpc error: code = NotFound desc = failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": ${ref}: not found`;
+}
+
+function qosClass(pod: Pod): string {
+  const resources = (pod.spec.containers ?? []).map((c) =>
+    (c.resources ?? {}) as { requests?: Record<string, string>; limits?: Record<string, string> }
+  );
+  if (resources.every((r) => !r.requests && !r.limits)) return "BestEffort";
+  const guaranteed = resources.every((r) =>
+    ["cpu", "memory"].every((k) =>
+      r.limits?.[k] && (r.requests?.[k] ?? r.limits[k]) === r.limits[k]
+    )
+  );
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+function containerStatus(
+  pod: Pod,
+  container: Container,
+  state: ContainerRuntime,
+  healthy: boolean,
+): ContainerStatus {
+  const running = state.phase === "running";
+  const common = {
+    name: container.name,
+    restartCount: state.restartCount,
+    lastState: state.lastState,
+  };
+  if (running) {
+    return {
+      ...common,
+      image: normalizeImage(state.image),
+      imageID: imageID(state.image),
+      containerID: state.containerID,
+      ready: state.probeReady && healthy,
+      started: true,
+      state: { running: { startedAt: isoSeconds(state.startedAt!) } },
+    };
+  }
+  if (state.phase === "crash-back-off") {
+    const { name, namespace, uid } = pod.metadata;
+    return {
+      ...common,
+      image: normalizeImage(state.image),
+      imageID: imageID(state.image),
+      containerID: state.containerID,
+      ready: false,
+      started: false,
+      state: {
+        waiting: {
+          reason: "CrashLoopBackOff",
+          message:
+            `back-off ${state.backOffSeconds}s restarting failed container=${container.name} pod=${name}_${namespace}(${uid})`,
+        },
+      },
+    };
+  }
+  const waiting = state.phase === "creating"
+    ? { reason: "ContainerCreating" }
+    : state.phase === "pull-failed"
+    ? { reason: "ErrImagePull", message: pullError(state.image) }
+    : {
+      reason: "ImagePullBackOff",
+      message: `Back-off pulling image "${state.image}": ErrImagePull: ${pullError(state.image)}`,
+    };
+  return {
+    ...common,
+    image: state.image,
+    imageID: "",
+    ready: false,
+    started: false,
+    state: { waiting },
+  };
+}
+
+/** The pod status the kubelet reports for its local runtime record. */
+export function podStatus(
+  pod: Pod,
+  runtime: PodRuntime,
+  agent: NodeAgentState,
+  now: string,
+): PodStatus {
+  const containers = pod.spec.containers ?? [];
+  const statuses = containers.map((container) =>
+    containerStatus(pod, container, runtime.containers.get(container.name)!, agent.healthy)
+  );
+  const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
+  const before = pod.status?.conditions;
+  const condition = (type: string, ok: boolean, reason?: string, message?: string): Condition => {
+    const status = ok ? "True" : "False";
+    const previous = findCondition(before, type);
+    const result: Condition = {
+      type,
+      status,
+      lastProbeTime: null,
+      lastTransitionTime: previous?.status === status ? previous.lastTransitionTime : now,
+    };
+    if (!ok && reason) Object.assign(result, { reason, message });
+    return result;
+  };
+  const notReadyMessage = `containers with unready status: [${unready.join(" ")}]`;
+  // Readiness gates: the pod is Ready only when every gate's condition (set by others) is True.
+  const gates = ((pod.spec.readinessGates ?? []) as { conditionType: string }[])
+    .map((gate) => gate.conditionType)
+    .filter((type) => findCondition(before, type)?.status !== "True");
+  const [readyReason, readyMessage] = unready.length > 0
+    ? ["ContainersNotReady", notReadyMessage]
+    : [
+      "ReadinessGatesNotReady",
+      `corresponding condition of pod readiness gate "${gates[0]}" does not exist.`,
+    ];
+  const conditions = [
+    condition("PodReadyToStartContainers", true),
+    condition("Initialized", true),
+    condition("Ready", unready.length === 0 && gates.length === 0, readyReason, readyMessage),
+    condition("ContainersReady", unready.length === 0, "ContainersNotReady", notReadyMessage),
+    findCondition(before, "PodScheduled") ?? condition("PodScheduled", true),
+    // Conditions the kubelet does not own (e.g. edgeroll's PodNeedUpgrade) are kept as written.
+    ...(before ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type)),
+  ];
+  const initContainerStatuses = (pod.spec.initContainers ?? []).map((
+    container,
+  ): ContainerStatus => ({
+    name: container.name,
+    image: normalizeImage(container.image),
+    imageID: imageID(container.image),
+    ready: true,
+    started: false,
+    restartCount: 0,
+    state: {
+      terminated: {
+        exitCode: 0,
+        reason: "Completed",
+        startedAt: isoSeconds(runtime.startTime),
+        finishedAt: isoSeconds(runtime.startTime),
+      },
+    },
+    lastState: {},
+  }));
+  const status: PodStatus = {
+    ...pod.status,
+    phase: runtime.started ? "Running" : "Pending",
+    conditions,
+    hostIP: agent.internalIP,
+    hostIPs: [{ ip: agent.internalIP }],
+    podIP: runtime.podIP,
+    podIPs: [{ ip: runtime.podIP }],
+    startTime: isoSeconds(runtime.startTime),
+    qosClass: qosClass(pod),
+    containerStatuses: statuses,
+  };
+  if (initContainerStatuses.length > 0) status.initContainerStatuses = initContainerStatuses;
+  return status;
+}
