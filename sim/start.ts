@@ -8,7 +8,7 @@ import { ResourceRegistry } from "./resources.ts";
 import { GarbageCollector } from "./gc.ts";
 import { serveCrds } from "./crds.ts";
 import { FaultInjector, type Faults, FaultsSchema, RequestStats } from "./faults.ts";
-import { type ClusterBehaviour, plainNodes, type StartBehaviour } from "./behaviour.ts";
+import { type ClusterBehaviour, clusterBehaviour, type StartBehaviour } from "./behaviour.ts";
 import { SimServer, type UserInfo } from "./server.ts";
 
 export interface SimOptions {
@@ -25,7 +25,7 @@ export interface SimOptions {
   faults?: Partial<Faults>;
   /** Bearer tokens accepted, with who they authenticate as. Default: one admin token. */
   tokens?: Record<string, UserInfo>;
-  /** The cluster's behaviour (nodes, kubelets, controllers). Default: plain Ready nodes. */
+  /** The cluster's behaviour (nodes, kubelets, controllers). Default: `sim/cluster/`. */
   behaviour?: StartBehaviour;
   /** How often watches that allow bookmarks get one. Default 10 s. */
   bookmarkIntervalMs?: number;
@@ -87,7 +87,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   faults.set(FaultsSchema.parse(options.faults ?? {}));
   const gc = new GarbageCollector(store);
   const stopCrds = serveCrds(store, registry);
-  const start = options.behaviour ?? plainNodes;
+  const start = options.behaviour ?? clusterBehaviour;
   const behaviour = start(store, {
     nodes: options.nodes ?? 3,
     zones: options.zones ?? 1,

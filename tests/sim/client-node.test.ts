@@ -6,13 +6,18 @@
 import * as k8s from "@kubernetes/client-node";
 import { assertEquals, assertRejects } from "@std/assert";
 import type { Sim } from "../../sim/start.ts";
-import { apiCode, eventually, request, withSim } from "./helpers.ts";
+import { apiCode, eventually, request, stillCluster, withSim } from "./helpers.ts";
 
+/** A pod no simulated scheduler picks up, so it holds still unless a test moves it. */
 function pod(name: string, labels: Record<string, string> = {}): k8s.V1Pod {
   return {
     metadata: { name, labels },
-    spec: { containers: [{ name: "c", image: "registry.local/app:1" }] },
+    spec: { schedulerName: "manual", containers: [{ name: "c", image: "registry.local/app:1" }] },
   };
+}
+
+function configMap(name: string, labels: Record<string, string> = {}): k8s.V1ConfigMap {
+  return { metadata: { name, labels }, data: { key: name } };
 }
 
 async function statusOf(promise: Promise<unknown>): Promise<{ code?: number; body: any }> {
@@ -267,13 +272,14 @@ async function collectWatch(
 Deno.test("client-node: watch resumes from a resourceVersion, sends bookmarks, 410 after compaction", async () => {
   await withSim({ bookmarkIntervalMs: 20 }, async (sim, kc) => {
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    await core.createNamespacedPod({ namespace: "default", body: pod("a") });
-    const from = (await core.listNamespacedPod({ namespace: "default" })).metadata?.resourceVersion;
-    await core.createNamespacedPod({ namespace: "default", body: pod("b") });
-    await core.deleteNamespacedPod({ namespace: "default", name: "a" });
+    await core.createNamespacedConfigMap({ namespace: "default", body: configMap("a") });
+    const from = (await core.listNamespacedConfigMap({ namespace: "default" })).metadata
+      ?.resourceVersion;
+    await core.createNamespacedConfigMap({ namespace: "default", body: configMap("b") });
+    await core.deleteNamespacedConfigMap({ namespace: "default", name: "a" });
     const resumed = await collectWatch(
       kc,
-      "/api/v1/namespaces/default/pods",
+      "/api/v1/namespaces/default/configmaps",
       { resourceVersion: from!, allowWatchBookmarks: true },
       (events) => events.some(([type]) => type === "BOOKMARK"),
     );
@@ -290,7 +296,7 @@ Deno.test("client-node: watch resumes from a resourceVersion, sends bookmarks, 4
     assertEquals(put.status, 200);
     const gone = await collectWatch(
       kc,
-      "/api/v1/namespaces/default/pods",
+      "/api/v1/namespaces/default/configmaps",
       { resourceVersion: from! },
       (events) => events.length > 0,
     );
@@ -302,14 +308,17 @@ Deno.test("client-node: watch resumes from a resourceVersion, sends bookmarks, 4
 Deno.test("client-node: a watch with a label selector sees an object leave it as DELETED", async () => {
   await withSim({}, async (_sim, kc) => {
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    await core.createNamespacedPod({ namespace: "default", body: pod("a", { app: "web" }) });
+    await core.createNamespacedConfigMap({
+      namespace: "default",
+      body: configMap("a", { app: "web" }),
+    });
     const events = await collectWatch(
       kc,
-      "/api/v1/namespaces/default/pods",
+      "/api/v1/namespaces/default/configmaps",
       { labelSelector: "app=web" },
       (events) => events.length >= 2,
       async () => {
-        await core.patchNamespacedPod({
+        await core.patchNamespacedConfigMap({
           namespace: "default",
           name: "a",
           body: [{ op: "replace", path: "/metadata/labels/app", value: "db" }],
@@ -320,53 +329,34 @@ Deno.test("client-node: a watch with a label selector sees an object leave it as
   });
 });
 
-async function ownedPod(sim: Sim, owner: k8s.V1DaemonSet, name: string): Promise<void> {
-  sim.store.create("pods", {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: {
-      name,
-      namespace: "default",
-      ownerReferences: [{
-        apiVersion: "apps/v1",
-        kind: "DaemonSet",
-        name: owner.metadata!.name!,
-        uid: owner.metadata!.uid!,
-        controller: true,
-        blockOwnerDeletion: true,
-      }],
-    },
-    spec: { containers: [{ name: "c", image: "x" }] },
-  });
-  await Promise.resolve();
-}
-
-function daemonSet(name: string): k8s.V1DaemonSet {
-  return {
-    metadata: { name },
-    spec: {
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: { containers: [{ name: "c", image: "x:1" }] },
-      },
-    },
-  };
-}
-
 Deno.test("client-node: ownerReferences are garbage-collected (background, foreground, orphan)", async () => {
+  // ConfigMaps own Secrets here: no simulated controller touches either kind.
   await withSim({}, async (sim, kc) => {
-    const apps = kc.makeApiClient(k8s.AppsV1Api);
-    const has = (name: string) => sim.store.tryGet("pods", "default", name) !== undefined;
-
-    /** A DaemonSet `name` owning pod `<name>-pod`, then deleted with `policy`. */
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const dependent = (name: string) => sim.store.tryGet("secrets", "default", `${name}-secret`);
+    const owner = (name: string) => sim.store.tryGet("configmaps", "default", name);
+    /** ConfigMap `name` owning Secret `<name>-secret`, then deleted with `policy`. */
     const ownAndDelete = async (name: string, policy: "Background" | "Foreground" | "Orphan") => {
-      const owner = await apps.createNamespacedDaemonSet({
+      const created = await core.createNamespacedConfigMap({
         namespace: "default",
-        body: daemonSet(name),
+        body: configMap(name),
       });
-      await ownedPod(sim, owner, `${name}-pod`);
-      await apps.deleteNamespacedDaemonSet({
+      await core.createNamespacedSecret({
+        namespace: "default",
+        body: {
+          metadata: {
+            name: `${name}-secret`,
+            ownerReferences: [{
+              apiVersion: "v1",
+              kind: "ConfigMap",
+              name,
+              uid: created.metadata!.uid!,
+              blockOwnerDeletion: true,
+            }],
+          },
+        },
+      });
+      await core.deleteNamespacedConfigMap({
         namespace: "default",
         name,
         body: { propagationPolicy: policy },
@@ -374,25 +364,22 @@ Deno.test("client-node: ownerReferences are garbage-collected (background, foreg
     };
 
     await ownAndDelete("bg", "Background");
-    await eventually(() => !has("bg-pod"), "background GC");
+    assertEquals(owner("bg"), undefined, "a background delete removes the owner at once");
+    await eventually(() => !dependent("bg"), "background GC");
 
     await ownAndDelete("fg", "Foreground");
-    const terminating = sim.store.tryGet("daemonsets.apps", "default", "fg");
-    assertEquals(terminating?.metadata.finalizers, ["foregroundDeletion"]);
-    await eventually(() => !has("fg-pod"), "foreground GC of the dependent");
-    await eventually(() => !sim.store.tryGet("daemonsets.apps", "default", "fg"), "owner removal");
+    assertEquals(owner("fg")?.metadata.finalizers, ["foregroundDeletion"]);
+    await eventually(() => !dependent("fg"), "foreground GC of the dependent");
+    await eventually(() => !owner("fg"), "owner removal after its dependents");
 
     await ownAndDelete("or", "Orphan");
-    await eventually(
-      () => !sim.store.tryGet("daemonsets.apps", "default", "or"),
-      "orphaning owner removal",
-    );
-    assertEquals(sim.store.get("pods", "default", "or-pod").metadata.ownerReferences, undefined);
+    await eventually(() => !owner("or"), "orphaning owner removal");
+    assertEquals(dependent("or")?.metadata.ownerReferences, undefined);
   });
 });
 
 Deno.test("client-node: finalizers hold a delete; bound pods wait for the kubelet", async () => {
-  await withSim({}, async (sim, kc) => {
+  await withSim({ behaviour: stillCluster }, async (sim, kc) => {
     const core = kc.makeApiClient(k8s.CoreV1Api);
     await core.createNamespacedConfigMap({
       namespace: "default",
@@ -409,7 +396,7 @@ Deno.test("client-node: finalizers hold a delete; bound pods wait for the kubele
     await assertRejects(() => core.readNamespacedConfigMap({ namespace: "default", name: "held" }));
 
     const bound = pod("bound");
-    bound.spec!.nodeName = "edge-1";
+    bound.spec!.nodeName = "edge-1"; // no kubelet here confirms the delete
     await core.createNamespacedPod({ namespace: "default", body: bound });
     const terminating = await core.deleteNamespacedPod({ namespace: "default", name: "bound" });
     assertEquals(terminating.metadata?.deletionGracePeriodSeconds, 30);

@@ -1,0 +1,27 @@
+/**
+ * The README's first command, `deno task demo`, works from a fresh clone of the repository
+ * (what is committed, nothing from this work tree).
+ */
+import { assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
+
+async function run(cmd: string, args: string[], cwd: string) {
+  const out = await new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" }).output();
+  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+}
+
+Deno.test("fresh clone: `deno task demo` starts the simulated fleet and exits cleanly", async () => {
+  const here = new URL(".", import.meta.url).pathname;
+  const root = (await run("git", ["rev-parse", "--show-toplevel"], here)).stdout.trim();
+  const dir = await Deno.makeTempDir({ prefix: "edgeroll-clone-" });
+  try {
+    const clone = await run("git", ["clone", "--quiet", root, `${dir}/repo`], dir);
+    assertEquals(clone.code, 0, clone.stderr);
+    const demo = await run(Deno.execPath(), ["task", "demo"], `${dir}/repo`);
+    assertEquals(demo.code, 0, demo.stderr);
+    assertMatch(demo.stdout, /sim ready on http:\/\/127\.0\.0\.1:\d+/);
+    assertStringIncludes(demo.stdout, "edge-1");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
