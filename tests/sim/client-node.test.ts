@@ -5,7 +5,6 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { assertEquals, assertRejects } from "@std/assert";
-import type { Sim } from "../../sim/start.ts";
 import { apiCode, eventually, request, stillCluster, withSim } from "./helpers.ts";
 
 /** A pod no simulated scheduler picks up, so it holds still unless a test moves it. */
