@@ -76,6 +76,12 @@ export const AdvancedDaemonSetSpec = z.object({
   ),
   revisionHistoryLimit: z.number().int().default(10),
   lifecycle: Lifecycle.optional(),
+  scaleStrategy: z.object({
+    partitionedScaling: z.boolean().optional().describe(
+      "Partition also holds back creation on nodes without a pod (Kruise v1beta1; the same as " +
+        "the daemonset.kruise.io/progressive-create-pod annotation).",
+    ),
+  }).optional(),
 });
 export type AdvancedDaemonSetSpec = z.infer<typeof AdvancedDaemonSetSpec>;
 

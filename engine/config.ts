@@ -110,7 +110,8 @@ export function readSet(snapshot: Snapshot): SetReading {
         updateSelector: rolling ? rollingUpdate.selector : undefined,
         paused: rolling && rollingUpdate.paused,
         preDelete: set.spec.lifecycle?.preDelete,
-        progressiveCreatePod: annotations.progressiveCreatePod,
+        progressiveCreatePod: annotations.progressiveCreatePod ||
+          set.spec.scaleStrategy?.partitionedScaling === true,
         ownsPlacement: true,
       },
     };

@@ -653,3 +653,83 @@ Deno.test("a DaemonSet without the OpenYurt annotation is left alone", () => {
   assertEquals(p.actions, []);
   assertEquals(p.awaited[0].why, "this DaemonSet is not managed by edgeroll");
 });
+
+Deno.test("preDelete by finalizer: a pod with a hook finalizer is marked, not deleted", () => {
+  const spec = { lifecycle: { preDelete: { finalizersHandler: ["example.io/unready-blocker"] } } };
+  const c = rolledTo(adsSnapshot(spec, f.nodes(2)));
+  // node-1 is first in the update order.
+  const hooked = c.snapshot.pods.find((x) => x.spec.nodeName === "node-1")!;
+  hooked.metadata.finalizers = ["example.io/unready-blocker"];
+  assertEquals(podActions(plan(c.snapshot, f.t0)), [`patch ${hooked.metadata.name}`]);
+  hooked.metadata.finalizers = [];
+  assertEquals(podActions(plan(c.snapshot, f.t0)), ["delete node-1"]);
+});
+
+Deno.test("an orphaned pod matching the selector is adopted; a stray unbound pod is deleted", () => {
+  const hash = hashOf(f.cluster(adsSnapshot({}, [f.node("a")])), f.t0);
+  const orphan = f.pod("orphan", "a", hash);
+  orphan.metadata.ownerReferences = [];
+  const stray = f.pod("stray", "gone", hash);
+  delete stray.spec.nodeName;
+  stray.spec.affinity = {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [{
+          matchFields: [{ key: "metadata.name", operator: "In", values: ["gone"] }],
+        }],
+      },
+    },
+  };
+  const p = plan(adsSnapshot({}, [f.node("a")], [orphan, stray]), f.t0);
+  const adopt = p.actions.find((a) => a.type === "patchPod");
+  assertEquals(
+    adopt?.type === "patchPod" && adopt.patch.metadata.ownerReferences?.[0].uid,
+    f.setUid,
+  );
+  assertEquals(
+    p.actions.filter((a) => a.type === "deletePod").map((a) => a.type === "deletePod" && a.name),
+    ["stray"],
+  );
+});
+
+Deno.test("scaleStrategy.partitionedScaling holds back creation like the Kruise annotation", () => {
+  const spec = {
+    updateStrategy: { type: "RollingUpdate" as const, rollingUpdate: { partition: 3 } },
+    scaleStrategy: { partitionedScaling: true },
+  };
+  assertEquals(podActions(plan(adsSnapshot(spec, f.nodes(5)), f.t0)), [
+    "create node-0",
+    "create node-1",
+  ]);
+});
+
+Deno.test("burstReplicas as a percent of desired", () => {
+  const p = plan(adsSnapshot({ burstReplicas: "30%" }, f.nodes(10)), f.t0);
+  assertEquals(podActions(p).length, 3);
+  assertEquals(p.requeueAfterSeconds, 1);
+});
+
+Deno.test("an invalid spec records the generation it looked at", () => {
+  const p = plan(adsSnapshot({ minReadySeconds: -1 }, f.nodes(1), [], { generation: 7 }), f.t0);
+  assertEquals(p.status.observedGeneration, 7);
+  assertEquals(
+    p.conditions.find((c) => c.type === "InvalidSpec")?.message,
+    "spec.minReadySeconds: must be non-negative",
+  );
+});
+
+Deno.test("OpenYurt: a bad annotation is InvalidSpec; no revision yet means waiting for one", () => {
+  const bad = yurtCluster("fast", f.nodes(1)).snapshot;
+  const p = plan(bad, f.t0);
+  assertEquals(p.actions, []);
+  assertEquals(
+    p.conditions.find((c) => c.type === "InvalidSpec")?.message?.startsWith(
+      "metadata.annotations[apps.openyurt.io/update-strategy]",
+    ),
+    true,
+  );
+  const early = { ...yurtCluster("auto", f.nodes(1)).snapshot, revisions: [] };
+  const waiting = plan(early, f.t0);
+  assertEquals(waiting.actions, []);
+  assertEquals(condition(waiting, "Progressing"), "False WaitingForRevision");
+});

@@ -320,6 +320,7 @@ function observed(exp: Expectation, byName: Map<string, Pod>, byUid: Map<string,
 function invalidOrUnmanagedPlan(
   reading: Extract<ReturnType<typeof readSet>, { ok: false }>,
   now: EpochMillis,
+  generation: number | undefined,
 ): Plan {
   const previous = reading.previous;
   if (!reading.managed) {
@@ -348,7 +349,11 @@ function invalidOrUnmanagedPlan(
     previous.conditions,
     now,
   );
-  const status: AdvancedDaemonSetStatus = { ...previous, conditions };
+  const status: AdvancedDaemonSetStatus = {
+    ...previous,
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    conditions,
+  };
   delete status.nextCheckAt;
   return {
     actions: [],
@@ -392,7 +397,7 @@ function updateOrder(
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   const reading = readSet(snapshot);
-  if (!reading.ok) return invalidOrUnmanagedPlan(reading, now);
+  if (!reading.ok) return invalidOrUnmanagedPlan(reading, now, snapshot.set.metadata.generation);
   const { config, previous } = reading;
   const setUid = config.identity.uid;
 

@@ -70,3 +70,20 @@ Deno.test("a field the CRD does not know would be pruned (the checker can fail)"
   (bad.spec as Schema).replicas = 3;
   assertEquals(prunedFields(bad, openApiSchema(), ""), [".spec.replicas"]);
 });
+
+Deno.test("`edgeroll crd --out DIR` writes the same YAML under the crd task's permissions", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const main = new URL("../../main.ts", import.meta.url).pathname;
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: ["run", `--allow-write=${dir}`, "--allow-env", main, "crd", "--out", dir],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assertEquals(new TextDecoder().decode(output.stderr), "");
+    assertEquals(output.code, 0);
+    assertEquals(await Deno.readTextFile(`${dir}/${crdFileName}`), renderCrdYaml());
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
