@@ -127,6 +127,16 @@ function wantsTable(req: Request): boolean {
   return (req.headers.get("accept") ?? "").includes("as=Table");
 }
 
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
 /** One open watch stream. */
 interface OpenWatch {
   close(): void;
@@ -475,6 +485,7 @@ export class SimServer {
         let closed = false;
         const close = () => {
           if (closed) return;
+          flush();
           closed = true;
           unsubscribe();
           timers.forEach((t) => clearTimeout(t));
@@ -485,13 +496,23 @@ export class SimServer {
         };
         handle = { close };
         watches.add(handle);
-        const send = (line: Uint8Array) => {
-          if (closed) return;
+        // Lines written in one burst of store writes leave as one chunk: far fewer stream
+        // writes when a controller changes hundreds of objects in one go.
+        let pending: Uint8Array[] = [];
+        const flush = () => {
+          const lines = pending;
+          pending = [];
+          if (closed || lines.length === 0) return;
           try {
-            controller.enqueue(line);
+            controller.enqueue(lines.length === 1 ? lines[0] : concat(lines));
           } catch {
             close();
           }
+        };
+        const send = (line: Uint8Array) => {
+          if (closed) return;
+          if (pending.length === 0) queueMicrotask(flush);
+          pending.push(line);
         };
         // Objects that matched the selectors when last seen: leaving the selection is a DELETED.
         const matching = new Set<string>();
