@@ -10,7 +10,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts";
 import { type Authenticator, requireBearer } from "./auth.ts";
 import { Coalescer } from "./coalescer.ts";
-import { badRequest, errorHandler, HttpError } from "./errors.ts";
+import { badRequest, errorBody, errorHandler, HttpError } from "./errors.ts";
 import { everySetKey, NodeChanges, parseCloudEvents, routeEvent } from "./events.ts";
 import { Metrics } from "./metrics.ts";
 import { createReconciler, type Planner } from "./reconciler.ts";
@@ -78,8 +78,14 @@ export function createApp(deps: AppDeps) {
       }
       return;
     }
-    await reconcile(parseSetKey(key));
-  }, { concurrency: deps.concurrency, delayMs: deps.eventDelayMs ?? 0, logger });
+    return (await reconcile(parseSetKey(key))).requeueAfter;
+  }, {
+    concurrency: deps.concurrency,
+    delayMs: deps.eventDelayMs ?? 0,
+    // A missing set or a refused request will not pass with time; an unreachable API may.
+    retryable: (err) => errorBody(err).retryable === true || errorBody(err).status >= 500,
+    logger,
+  });
 
   const app = new Hono();
   app.onError(errorHandler(logger));

@@ -2,7 +2,9 @@
  * Folds bursts of requests for the same set into few reconciles: a key already waiting is
  * not queued twice, and a key asked for while it runs runs once more afterwards (the run in
  * progress may have read before the change). A few keys run at once, never one key twice
- * at once. Only this queue is in memory; losing it loses nothing the tick does not resync.
+ * at once. A run that answers "look again in N seconds" is asked for again then, and a run
+ * that fails is retried with backoff (controller-runtime's requeue). Only this queue is in
+ * memory; losing it loses nothing the tick does not resync.
  */
 import type { Logger } from "../cli/log.ts";
 
@@ -11,11 +13,22 @@ export interface CoalescerOptions {
   concurrency?: number;
   /** Wait after a key is first asked for, so a burst of events becomes one run. */
   delayMs?: number;
+  /** First retry after a failed run; doubled for each failure in a row, up to `maxRetryMs`. */
+  retryMs?: number;
+  maxRetryMs?: number;
+  /** Whether a failure may pass with time (default: every failure is retried). */
+  retryable?: (err: unknown) => boolean;
   logger: Logger;
 }
 
+/** What a run answers: seconds until the key wants another run, or nothing. */
+export type RunKey = (key: string) => Promise<number | null | undefined | void>;
+
 export class Coalescer {
-  readonly #run: (key: string) => Promise<unknown>;
+  readonly #run: RunKey;
+  readonly #retryMs: number;
+  readonly #maxRetryMs: number;
+  readonly #retryable: (err: unknown) => boolean;
   readonly #concurrency: number;
   readonly #delayMs: number;
   readonly #logger: Logger;
@@ -25,14 +38,21 @@ export class Coalescer {
   /** Asked for again while running. */
   readonly #again = new Set<string>();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  /** One pending requeue per key: the latest answer wins. */
+  readonly #requeues = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Failed runs in a row, per key. */
+  readonly #failures = new Map<string, number>();
   #idle: { promise: Promise<void>; resolve: () => void } | undefined;
   #closed = false;
   /** Keys asked for, and runs started: the difference is what coalescing saved. */
   requested = 0;
   started = 0;
 
-  constructor(run: (key: string) => Promise<unknown>, options: CoalescerOptions) {
+  constructor(run: RunKey, options: CoalescerOptions) {
     this.#run = run;
+    this.#retryMs = options.retryMs ?? 500;
+    this.#maxRetryMs = options.maxRetryMs ?? 30_000;
+    this.#retryable = options.retryable ?? (() => true);
     this.#concurrency = Math.max(1, options.concurrency ?? 4);
     this.#delayMs = Math.max(0, options.delayMs ?? 0);
     this.#logger = options.logger;
@@ -73,9 +93,23 @@ export class Coalescer {
     this.#closed = true;
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
+    for (const timer of this.#requeues.values()) clearTimeout(timer);
+    this.#requeues.clear();
     this.#waiting.clear();
     this.#again.clear();
     await this.idle();
+  }
+
+  #requeue(key: string, ms: number): void {
+    if (this.#closed) return;
+    clearTimeout(this.#requeues.get(key));
+    this.#requeues.set(
+      key,
+      setTimeout(() => {
+        this.#requeues.delete(key);
+        this.add(key);
+      }, ms),
+    );
   }
 
   #busy(): boolean {
@@ -90,9 +124,30 @@ export class Coalescer {
       this.#running.add(key);
       this.started++;
       this.#run(key)
-        .catch((err) =>
-          this.#logger.warn("queued reconcile failed", { key, error: (err as Error).message })
-        )
+        .then((requeueAfter) => {
+          this.#failures.delete(key);
+          if (typeof requeueAfter === "number" && requeueAfter > 0) {
+            this.#requeue(key, requeueAfter * 1000);
+          }
+        }, (err) => {
+          if (!this.#retryable(err)) {
+            this.#failures.delete(key);
+            this.#logger.info("queued reconcile failed for good", {
+              key,
+              error: (err as Error).message,
+            });
+            return;
+          }
+          const failures = (this.#failures.get(key) ?? 0) + 1;
+          this.#failures.set(key, failures);
+          const retryMs = Math.min(this.#maxRetryMs, this.#retryMs * 2 ** (failures - 1));
+          this.#logger.warn("queued reconcile failed", {
+            key,
+            error: (err as Error).message,
+            retryMs,
+          });
+          this.#requeue(key, retryMs);
+        })
         .finally(() => {
           this.#running.delete(key);
           if (this.#again.delete(key) && !this.#closed) this.#waiting.add(key);

@@ -88,15 +88,19 @@ export function startController(options: ControllerOptions): RunningController {
     );
   }, options.tickEveryMs);
 
+  let stopped: Promise<void> | undefined;
   return {
     url,
     controller,
     kube,
-    async stop() {
-      if (timer !== undefined) clearInterval(timer);
-      await ticking;
-      await controller.close();
-      await server.shutdown();
+    stop() {
+      stopped ??= (async () => {
+        if (timer !== undefined) clearInterval(timer);
+        await ticking;
+        await controller.close();
+        await server.shutdown();
+      })();
+      return stopped;
     },
   };
 }

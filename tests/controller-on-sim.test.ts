@@ -5,28 +5,17 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { assertEquals } from "@std/assert";
-import { controllerToken, eventually, withControllerOnSim } from "./controller-on-sim.ts";
+import {
+  adsResource as group,
+  controllerToken,
+  createAgentSet,
+  eventually,
+  setAgentImage,
+  withControllerOnSim,
+} from "./controller-on-sim.ts";
 import { startRelay } from "../relay/relay.ts";
 import { memoryLogger } from "../cli/log.ts";
 import { tokenReviewAuthenticator } from "../routes/auth.ts";
-
-const group = { group: "apps.edgeroll.dev", version: "v1alpha1", plural: "advanceddaemonsets" };
-
-function agentSet(image: string) {
-  return {
-    apiVersion: "apps.edgeroll.dev/v1alpha1",
-    kind: "AdvancedDaemonSet",
-    metadata: { name: "agent", namespace: "default" },
-    spec: {
-      selector: { matchLabels: { app: "agent" } },
-      template: {
-        metadata: { labels: { app: "agent" } },
-        spec: { containers: [{ name: "agent", image }] },
-      },
-      updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1 } },
-    },
-  };
-}
 
 async function readStatus(custom: k8s.CustomObjectsApi): Promise<any> {
   const set = await custom.getNamespacedCustomObject({
@@ -53,26 +42,14 @@ Deno.test("a rollout on the simulator converges with the right status, then writ
   await withControllerOnSim({ nodes: 4 }, async ({ sim, kc, post }) => {
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    await custom.createNamespacedCustomObject({
-      ...group,
-      namespace: "default",
-      body: agentSet("agent:1"),
-    });
+    await createAgentSet(kc, "agent:1");
 
     const created = await reconcileUntilComplete(post);
     assertEquals(created.status.desiredNumberScheduled, 4);
     assertEquals(created.status.numberAvailable, 4);
 
     const set = await readStatus(custom);
-    await custom.patchNamespacedCustomObject(
-      {
-        ...group,
-        namespace: "default",
-        name: "agent",
-        body: { spec: { template: agentSet("agent:2").spec.template } },
-      },
-      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
-    );
+    await setAgentImage(kc, "agent:2");
     const rolled = await reconcileUntilComplete(post);
     const status = (await readStatus(custom)).status;
     assertEquals(status.observedGeneration, set.metadata.generation + 1);
@@ -141,11 +118,7 @@ Deno.test("driven by the relay's events alone, a rollout on the simulator conver
     });
     try {
       const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-      await custom.createNamespacedCustomObject({
-        ...group,
-        namespace: "default",
-        body: agentSet("agent:1"),
-      });
+      await createAgentSet(kc, "agent:1");
       const complete = (generation: number) => async () => {
         const status = (await readStatus(custom)).status;
         return status?.observedGeneration === generation && status.updatedNumberScheduled === 3 &&
@@ -153,15 +126,7 @@ Deno.test("driven by the relay's events alone, a rollout on the simulator conver
           status.conditions?.some((c: any) => c.type === "Complete" && c.status === "True");
       };
       await eventually("the first rollout", complete(1), 30_000);
-      await custom.patchNamespacedCustomObject(
-        {
-          ...group,
-          namespace: "default",
-          name: "agent",
-          body: { spec: { template: agentSet("agent:2").spec.template } },
-        },
-        k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
-      );
+      await setAgentImage(kc, "agent:2");
       await eventually("the update", complete(2), 30_000);
       assertEquals(relay.sender.stats.failedPosts, 0);
       assertEquals(

@@ -84,6 +84,22 @@ export async function withControllerOnSim(
   }
 }
 
+/** One more controller replica on the same cluster, with the test token. */
+export function startReplica(
+  kc: k8s.KubeConfig,
+  options: { tickEveryMs?: number } = {},
+): RunningController {
+  return startController({
+    kubeConfig: kc,
+    port: 0,
+    hostname: "127.0.0.1",
+    auth: () => staticTokenAuthenticator(controllerToken),
+    tickEveryMs: options.tickEveryMs,
+    eventDelayMs: 10,
+    logger: memoryLogger(),
+  });
+}
+
 /** Polls `probe` until it returns something truthy; fails after `timeoutMs`. */
 export async function eventually<T>(
   what: string,
@@ -97,4 +113,122 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/**
+ * Records every pod transition of a set as the simulator commits it, and keeps the worst
+ * moments seen: nodes without an available pod (what maxUnavailable bounds), and live pods
+ * on one node (more than one means a pod was created twice, when maxSurge is 0).
+ */
+export function watchBudget(sim: Sim, app: string) {
+  interface Seen {
+    node: string;
+    ready: boolean;
+    terminating: boolean;
+  }
+  const pods = new Map<string, Seen>();
+  const worst = { unavailableNodes: 0, podsOnOneNode: 0, transitions: 0 };
+  let armed = false;
+  const nodes = () => sim.store.scan("nodes").map((n) => n.metadata.name);
+  const measure = () => {
+    const live = [...pods.values()].filter((p) => !p.terminating);
+    const perNode = new Map<string, number>();
+    for (const p of live) perNode.set(p.node, (perNode.get(p.node) ?? 0) + 1);
+    worst.podsOnOneNode = Math.max(worst.podsOnOneNode, ...perNode.values());
+    if (!armed) return;
+    const available = new Set(live.filter((p) => p.ready).map((p) => p.node));
+    const unavailable = nodes().filter((n) => !available.has(n)).length;
+    worst.unavailableNodes = Math.max(worst.unavailableNodes, unavailable);
+  };
+  const unsubscribe = sim.store.subscribe((event) => {
+    if (event.resource !== "pods" || event.object.metadata.labels?.app !== app) return;
+    const pod = event.object as any;
+    worst.transitions++;
+    if (event.type === "DELETED") {
+      pods.delete(pod.metadata.uid);
+    } else {
+      pods.set(pod.metadata.uid, {
+        node: pod.spec?.nodeName ?? "",
+        ready: pod.status?.conditions?.some((c: any) =>
+          c.type === "Ready" && c.status === "True"
+        ) ?? false,
+        terminating: pod.metadata.deletionTimestamp !== undefined,
+      });
+    }
+    measure();
+  });
+  return {
+    worst,
+    /** From now on, count unavailable nodes (after the first rollout has placed every pod). */
+    arm() {
+      armed = true;
+      measure();
+    },
+    stop: unsubscribe,
+  };
+}
+
+export const adsResource = {
+  group: "apps.edgeroll.dev",
+  version: "v1alpha1",
+  plural: "advanceddaemonsets",
+};
+
+/** The AdvancedDaemonSet `default/agent` the tests roll out. */
+export function agentSet(image: string, maxUnavailable: number | string = 1) {
+  return {
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: { name: "agent", namespace: "default" },
+    spec: {
+      selector: { matchLabels: { app: "agent" } },
+      template: {
+        metadata: { labels: { app: "agent" } },
+        spec: { containers: [{ name: "agent", image }] },
+      },
+      updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable } },
+    },
+  };
+}
+
+export async function createAgentSet(
+  kc: k8s.KubeConfig,
+  image: string,
+  maxUnavailable: number | string = 1,
+) {
+  await kc.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({
+    ...adsResource,
+    namespace: "default",
+    body: agentSet(image, maxUnavailable),
+  });
+}
+
+/** Changes the agent's image: a new template, a new generation, a rollout. */
+export async function setAgentImage(kc: k8s.KubeConfig, image: string) {
+  await kc.makeApiClient(k8s.CustomObjectsApi).patchNamespacedCustomObject(
+    {
+      ...adsResource,
+      namespace: "default",
+      name: "agent",
+      body: { spec: { template: agentSet(image).spec.template } },
+    },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+  );
+}
+
+/** The set's status as the simulator stores it (read past any injected fault). */
+export function agentStatus(sim: Sim): any {
+  return sim.store.get(`${adsResource.plural}.${adsResource.group}`, "default", "agent").status;
+}
+
+/** True once the set reports Complete for `generation` with every node on `image`. */
+export function rolledOut(sim: Sim, generation: number, image: string): boolean {
+  const status = agentStatus(sim);
+  const nodes = sim.store.count("nodes");
+  const pods = sim.store.scan("pods", { namespace: "default" })
+    .filter((p) => p.metadata.labels?.app === "agent" && !p.metadata.deletionTimestamp) as any[];
+  return status?.observedGeneration === generation && status.updatedNumberScheduled === nodes &&
+    status.numberAvailable === nodes &&
+    status.conditions?.some((c: any) => c.type === "Complete" && c.status === "True") &&
+    pods.length === nodes && pods.every((p) => p.spec.containers[0].image === image);
 }
