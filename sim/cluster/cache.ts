@@ -52,6 +52,8 @@ export class ClusterCache {
   /** Pod and ControllerRevision keys by the uid of their controller. */
   readonly podsByController = new Map<string, Set<string>>();
   readonly revisionsByController = new Map<string, Set<string>>();
+  /** Pods with no controller reference (candidates for adoption by a matching set). */
+  readonly orphanPods = new Set<string>();
   /** Pods with no `spec.nodeName`, not being deleted: the scheduler's queue. */
   readonly unscheduled = new Set<string>();
   /** Wall time at which each node's Lease was last seen renewed (node lifecycle probe). */
@@ -107,6 +109,7 @@ export class ClusterCache {
           removeFrom(this.podsByNode, previous.spec.nodeName, key);
           removeFrom(this.podsByController, controllerUid(previous), key);
           this.unscheduled.delete(key);
+          this.orphanPods.delete(key);
         }
         if (!gone) {
           const pod = object as Pod;
@@ -114,6 +117,7 @@ export class ClusterCache {
           addTo(this.podsByNode, pod.spec.nodeName, key);
           addTo(this.podsByController, controllerUid(pod), key);
           if (!pod.spec.nodeName && !pod.metadata.deletionTimestamp) this.unscheduled.add(key);
+          if (!controllerUid(pod)) this.orphanPods.add(key);
         } else {
           this.pods.delete(key);
         }

@@ -264,3 +264,30 @@ Deno.test("daemonset: history is pruned to the limit; an old template gets the n
     await waitFor("1.27 renumbered", () => revisions().get(hash127) === 4);
   });
 });
+
+Deno.test("daemonset: orphans matching the selector are adopted; pods that stop matching are released", async () => {
+  await withCluster({ nodes: 2 }, async (store) => {
+    store.create("pods", {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "left-behind", namespace: "default", labels: { app: "adopt" } },
+      spec: { nodeName: "edge-1", containers: [{ name: "app", image: "nginx:1.26" }] },
+    });
+    store.create("daemonsets.apps", daemonSet("adopt", "nginx:1.26", { type: "OnDelete" }));
+    const ds = await waitFor("both nodes covered", () => {
+      const d = getDs(store, "adopt");
+      return d.status?.currentNumberScheduled === 2 && d;
+    });
+    const adopted = store.get("pods", "default", "left-behind") as Pod;
+    assertEquals(adopted.metadata.ownerReferences?.[0].uid, ds.metadata.uid);
+    assertEquals(podsOf(store, "adopt").filter((p) => p.spec.nodeName === "edge-1").length, 1);
+
+    adopted.metadata.labels = { app: "elsewhere" };
+    store.update("pods", adopted);
+    await waitFor("released and replaced", () => {
+      const released = store.get("pods", "default", "left-behind");
+      return released.metadata.ownerReferences?.length === 0 &&
+        podsOf(store, "adopt").some((p) => p.spec.nodeName === "edge-1");
+    });
+  });
+});

@@ -28,6 +28,7 @@ import {
 } from "./revisions.ts";
 import type { ClusterContext } from "./context.ts";
 import { matchesNodeAffinity, untoleratedTaint } from "./placement.ts";
+import { labelSelectorMatcher } from "../selectors.ts";
 import {
   type Affinity,
   controllerUid,
@@ -139,6 +140,16 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
         if (event.type !== "DELETED") queue.add(keyOf(event.object));
         break;
       case PODS:
+        if (!controllerUid(event.object)) {
+          // An orphan may be adopted by any set of its namespace whose selector it matches.
+          for (const ds of cache.daemonSets.values()) {
+            if (ds.metadata.namespace !== event.object.metadata.namespace) continue;
+            if (labelSelectorMatcher(ds.spec.selector)(event.object.metadata.labels)) {
+              queue.add(keyOf(ds));
+            }
+          }
+        }
+      /* falls through */
       case REVISIONS: {
         const key = keyForUid(controllerUid(event.object)) ??
           keyForUid(previous && controllerUid(previous));
@@ -168,12 +179,42 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
     const nodes = [...cache.nodes.values()].sort((a, b) =>
       a.metadata.name.localeCompare(b.metadata.name)
     );
+    claimPods(ds);
     const plan = new NodePlacement(ds);
     const more = manage(ds, nodes, plan, hash);
     if (ds.spec.updateStrategy?.type !== "OnDelete") rollingUpdate(ds, nodes, plan, hash);
     cleanupHistory(ctx, ds);
     updateStatus(ds, nodes, plan, hash);
     if (more) queue.add(key);
+  }
+
+  /**
+   * As upstream's ControllerRefManager: adopt pods of the namespace that match the selector
+   * and have no controller (e.g. left by `delete --cascade=orphan`), release owned pods that
+   * no longer match it.
+   */
+  function claimPods(ds: DaemonSet): void {
+    const matches = labelSelectorMatcher(ds.spec.selector);
+    for (const key of [...cache.orphanPods]) {
+      const pod = cache.pods.get(key)!;
+      if (pod.metadata.namespace !== ds.metadata.namespace || pod.metadata.deletionTimestamp) {
+        continue;
+      }
+      if (!matches(pod.metadata.labels)) continue;
+      const adopted = structuredClone(pod);
+      adopted.metadata.ownerReferences = [
+        ...adopted.metadata.ownerReferences ?? [],
+        controllerRef(ds),
+      ];
+      store.update(PODS, adopted);
+    }
+    for (const pod of cache.podsControlledBy(ds.metadata.uid!)) {
+      if (matches(pod.metadata.labels) || pod.metadata.deletionTimestamp) continue;
+      const released = structuredClone(pod);
+      released.metadata.ownerReferences = released.metadata.ownerReferences
+        ?.filter((ref) => ref.uid !== ds.metadata.uid);
+      store.update(PODS, released);
+    }
   }
 
   function podsByNode(ds: DaemonSet): Map<string, Pod[]> {
