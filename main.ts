@@ -6,7 +6,7 @@
 import { type Command, commandHelp, parseCommandArgs, UsageError } from "./cli/command.ts";
 import { crdCommand } from "./manifests/crd/generate.ts";
 import { simCommand } from "./sim/command.ts";
-import { demoCommand } from "./sim/demo-command.ts";
+import { demoCommand } from "./cli/demo.ts";
 import { serveCommand } from "./routes/serve.ts";
 import { reconcileCommand } from "./routes/reconcile-command.ts";
 import { statusCommand } from "./routes/status-command.ts";

@@ -1,0 +1,399 @@
+/**
+ * `edgeroll demo`: the whole product in one process on the simulated cluster. A fleet of
+ * edge nodes in a few zones, the controller (with its in-process tick), the relay, an
+ * AdvancedDaemonSet rolled to a new image while a few nodes lose their link and come back;
+ * then a summary table.
+ *
+ * It drives the rooms exactly as a user deploys them: the relay watches through the API
+ * server and posts CloudEvents to the controller over HTTP; nothing here plans or acts.
+ */
+import * as k8s from "@kubernetes/client-node";
+import { parse as parseYaml } from "yaml";
+import { type Command, intOption } from "./command.ts";
+import { createLogger } from "./log.ts";
+import { startSim } from "../sim/start.ts";
+import type { StoreEvent } from "../sim/store.ts";
+import { startController } from "../routes/serve.ts";
+import { staticTokenAuthenticator } from "../routes/auth.ts";
+import { startRelay } from "../relay/relay.ts";
+
+const NAMESPACE = "default";
+const SET = "edge-agent";
+const REVISION_LABEL = "controller-revision-hash";
+const CRD_PATH = new URL(
+  "../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml",
+  import.meta.url,
+);
+
+export interface DemoOptions {
+  nodes: number;
+  zones: number;
+  speed: number;
+  maxUnavailable: number;
+  disconnect: number;
+  out: ProgressOutput;
+}
+
+export interface DemoSummary {
+  nodes: number;
+  maxUnavailable: number;
+  rolloutSeconds: number;
+  waves: number;
+  minimumWaves: number;
+  medianPodStartSeconds: number;
+  idealSeconds: number;
+  apiRequests: number;
+  apiWrites: number;
+  disconnected: string[];
+  updatedAtEnd: number;
+}
+
+/** A progress line that is redrawn, and notes that stay. */
+export interface ProgressOutput {
+  progress(line: string): void;
+  note(line: string): void;
+}
+
+/**
+ * On a terminal the progress line is redrawn in place; elsewhere (CI logs, pipes) each
+ * distinct progress line is printed once.
+ */
+export function consoleOutput(interactive: boolean): ProgressOutput {
+  let previous = "";
+  let open = false;
+  return {
+    progress(line) {
+      if (line === previous) return;
+      previous = line;
+      if (!interactive) return console.log(line);
+      Deno.stdout.writeSync(new TextEncoder().encode(`\r\x1b[2K${line}`));
+      open = true;
+    },
+    note(line) {
+      console.log(open ? `\n${line}` : line);
+      open = false;
+    },
+  };
+}
+
+interface Progress {
+  desired: number;
+  updated: number;
+  available: number;
+  unavailable: number;
+  conditions: string;
+}
+
+function adsManifest(
+  image: string,
+  maxUnavailable: number,
+): k8s.KubernetesObject & { spec: unknown } {
+  return {
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: { name: SET, namespace: NAMESPACE },
+    spec: {
+      selector: { matchLabels: { app: SET } },
+      template: {
+        metadata: { labels: { app: SET } },
+        spec: { containers: [{ name: "agent", image }] },
+      },
+      updateStrategy: {
+        type: "RollingUpdate",
+        rollingUpdate: { rollingUpdateType: "Standard", maxUnavailable },
+      },
+    },
+  };
+}
+
+function median(values: number[]): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/**
+ * Deletions of old pods grouped into waves: a new wave starts when the controller deletes
+ * after a pause longer than half a pod start (the time it waits for replacements).
+ */
+export function countWaves(deletionTimes: number[], podStartMs: number): number {
+  const sorted = [...deletionTimes].sort((a, b) => a - b);
+  let waves = 0;
+  let last = -Infinity;
+  for (const at of sorted) {
+    if (at - last > podStartMs / 2) waves++;
+    last = at;
+  }
+  return waves;
+}
+
+async function until<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => T | undefined | Promise<T | undefined>,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
+}
+
+export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
+  const sim = await startSim({
+    nodes: options.nodes,
+    zones: options.zones,
+    speed: options.speed,
+  });
+  const kubeConfig = new k8s.KubeConfig();
+  kubeConfig.loadFromFile(sim.kubeconfigPath);
+  const objects = k8s.KubernetesObjectApi.makeApiClient(kubeConfig);
+  // The CRD first, as a user installs it, so the relay's first watch finds the resource.
+  await objects.create(parseYaml(await Deno.readTextFile(CRD_PATH))).catch(async (err) => {
+    await sim.stop();
+    throw err;
+  });
+  const token = crypto.randomUUID();
+  const logger = createLogger({ level: "warn" });
+  const controller = startController({
+    kubeConfig,
+    port: 0,
+    hostname: "127.0.0.1",
+    auth: () => staticTokenAuthenticator(token),
+    tickEveryMs: 1000,
+    logger,
+  });
+  const relay = startRelay({ kubeConfig, target: controller.url, token, logger });
+  const store = sim.store;
+  const stopWatching: (() => void)[] = [];
+  try {
+    options.out.note(
+      `sim ${sim.url} with ${options.nodes} nodes in ${options.zones} zones, ` +
+        `controller ${controller.url}, relay watching`,
+    );
+    await until("the AdvancedDaemonSet API to be served", 10_000, async () => {
+      try {
+        await objects.create(adsManifest("registry.local/edge-agent:1.0", options.maxUnavailable));
+        return true;
+      } catch (err) {
+        if ((err as { code?: number }).code === 404) return undefined;
+        throw err;
+      }
+    });
+
+    const progress = (): Progress | undefined => {
+      const set = store.tryGet("advanceddaemonsets.apps.edgeroll.dev", NAMESPACE, SET);
+      const status = (set?.status ?? {}) as Record<string, unknown>;
+      const conditions = ((status.conditions ?? []) as { type: string; status: string }[])
+        .filter((c) => c.status === "True").map((c) => c.type).join(",");
+      if (!set) return undefined;
+      return {
+        desired: Number(status.desiredNumberScheduled ?? 0),
+        updated: Number(status.updatedNumberScheduled ?? 0),
+        available: Number(status.numberAvailable ?? 0),
+        unavailable: Number(status.numberUnavailable ?? 0),
+        conditions,
+      };
+    };
+    const show = (phase: string) => {
+      const p = progress();
+      if (!p) return;
+      const width = 30;
+      const filled = p.desired ? Math.round((p.updated / p.desired) * width) : 0;
+      options.out.progress(
+        `${phase.padEnd(10)} [${"#".repeat(filled)}${"-".repeat(width - filled)}] ` +
+          `${p.updated}/${p.desired} updated, ${p.available} available, ` +
+          `${p.unavailable} unavailable  ${p.conditions}`,
+      );
+    };
+    const settled = (image: string) => {
+      const p = progress();
+      const pods = store.list("pods", { namespace: NAMESPACE }).items;
+      const onImage = pods.filter((pod) =>
+        !pod.metadata.deletionTimestamp &&
+        ((pod.spec as { containers: { image: string }[] }).containers[0].image === image)
+      );
+      show(image.split(":")[1] === "1.0" ? "create" : "rollout");
+      return p && p.desired === options.nodes && p.updated === p.desired &&
+          p.available === p.desired && onImage.length === p.desired
+        ? true
+        : undefined;
+    };
+    await until(
+      "the first version on every node",
+      30_000,
+      () => settled("registry.local/edge-agent:1.0"),
+    );
+
+    // Record the rollout as the API server sees it: old pods deleted, new pods available.
+    const oldHash = store.get("advanceddaemonsets.apps.edgeroll.dev", NAMESPACE, SET)
+      .status as { daemonSetHash?: string };
+    const deletions = new Map<string, number>();
+    const created = new Map<string, number>();
+    const startDurations: number[] = [];
+    stopWatching.push(store.subscribe((event: StoreEvent) => {
+      if (event.resource !== "pods") return;
+      const pod = event.object;
+      const name = pod.metadata.name;
+      const hash = pod.metadata.labels?.[REVISION_LABEL];
+      const now = Date.now();
+      if (hash === oldHash.daemonSetHash) {
+        if ((event.type === "DELETED" || pod.metadata.deletionTimestamp) && !deletions.has(name)) {
+          deletions.set(name, now);
+        }
+        return;
+      }
+      if (event.type === "ADDED") created.set(name, now);
+      const ready = ((pod.status as { conditions?: { type: string; status: string }[] })
+        ?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+      if (ready && created.has(name)) {
+        startDurations.push(now - created.get(name)!);
+        created.delete(name);
+      }
+    }));
+
+    const before = await requestTotals(sim.url);
+    const started = Date.now();
+    await objects.patch(
+      {
+        apiVersion: "apps.edgeroll.dev/v1alpha1",
+        kind: "AdvancedDaemonSet",
+        metadata: { name: SET, namespace: NAMESPACE },
+        spec: {
+          template: {
+            metadata: { labels: { app: SET } },
+            spec: { containers: [{ name: "agent", image: "registry.local/edge-agent:1.1" }] },
+          },
+        },
+      },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      k8s.PatchStrategy.MergePatch,
+    );
+
+    // Mid-rollout, cut a few nodes that still run the old version off the cloud.
+    await until("a third of the fleet to be updated", 30_000, () => {
+      show("rollout");
+      const p = progress();
+      return p && p.updated >= Math.ceil(p.desired / 3) ? true : undefined;
+    });
+    const stillOld = store.list("pods", { namespace: NAMESPACE }).items
+      .filter((pod) =>
+        pod.metadata.labels?.[REVISION_LABEL] === oldHash.daemonSetHash &&
+        !pod.metadata.deletionTimestamp
+      )
+      .map((pod) => (pod.spec as { nodeName: string }).nodeName)
+      .sort();
+    const cut = stillOld.slice(0, options.disconnect);
+    for (const node of cut) await admin(sim.url, node, "disconnect");
+    options.out.note(`disconnected ${cut.join(", ")}: the rollout goes on without them`);
+
+    await until("every connected node to be updated", 45_000, () => {
+      show("rollout");
+      const p = progress();
+      return p && p.updated >= p.desired - cut.length ? true : undefined;
+    });
+    for (const node of cut) await admin(sim.url, node, "reconnect");
+    options.out.note(`reconnected ${cut.join(", ")}: they are updated as they come back`);
+    await until("the rollout to complete", 45_000, () => settled("registry.local/edge-agent:1.1"));
+    const rolloutMs = Date.now() - started;
+
+    const after = await requestTotals(sim.url);
+    const podStartMs = median(startDurations);
+    const minimumWaves = Math.ceil((options.nodes - cut.length) / options.maxUnavailable) +
+      (cut.length > 0 ? 1 : 0);
+    return {
+      nodes: options.nodes,
+      maxUnavailable: options.maxUnavailable,
+      rolloutSeconds: rolloutMs / 1000,
+      waves: countWaves([...deletions.values()], podStartMs),
+      minimumWaves,
+      medianPodStartSeconds: podStartMs / 1000,
+      idealSeconds: (minimumWaves * podStartMs) / 1000,
+      apiRequests: after.requests - before.requests,
+      apiWrites: after.writes - before.writes,
+      disconnected: cut,
+      updatedAtEnd: progress()?.updated ?? 0,
+    };
+  } finally {
+    for (const stop of stopWatching) stop();
+    await relay.stop();
+    await controller.stop();
+    await sim.stop();
+  }
+}
+
+async function admin(simUrl: string, node: string, verb: string): Promise<void> {
+  const response = await fetch(`${simUrl}/sim/v1/nodes/${node}/${verb}`, { method: "POST" });
+  await response.body?.cancel();
+  if (!response.ok) throw new Error(`sim ${verb} ${node}: HTTP ${response.status}`);
+}
+
+const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);
+
+/** Requests that reached the API server over HTTP: edgeroll's, not the simulated kubelets'. */
+async function requestTotals(simUrl: string): Promise<{ requests: number; writes: number }> {
+  const stats = await (await fetch(`${simUrl}/sim/v1/stats`)).json() as {
+    requests: { byVerb: Record<string, number> };
+  };
+  let requests = 0;
+  let writes = 0;
+  for (const [verb, count] of Object.entries(stats.requests.byVerb)) {
+    requests += count;
+    if (WRITE_VERBS.has(verb)) writes += count;
+  }
+  return { requests, writes };
+}
+
+export function summaryTable(s: DemoSummary): string {
+  const rows: [string, string][] = [
+    ["nodes", String(s.nodes)],
+    ["maxUnavailable", String(s.maxUnavailable)],
+    ["disconnected mid-rollout", s.disconnected.join(", ") || "none"],
+    ["updated at the end", `${s.updatedAtEnd}/${s.nodes}`],
+    ["rollout time", `${s.rolloutSeconds.toFixed(1)} s`],
+    ["waves (deletion bursts)", `${s.waves} (minimum ${s.minimumWaves})`],
+    ["median pod start", `${s.medianPodStartSeconds.toFixed(2)} s`],
+    ["ideal time (waves x pod start)", `${s.idealSeconds.toFixed(1)} s`],
+    ["edgeroll's API requests during rollout", `${s.apiRequests} (${s.apiWrites} writes)`],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `| ${k.padEnd(width)} | ${v}`).join("\n");
+}
+
+export const demoCommand: Command = {
+  name: "demo",
+  summary: "Roll an AdvancedDaemonSet across a simulated edge fleet, with nodes cut off mid-way.",
+  usage: "[--nodes 60] [--zones 3] [--speed 20] [--max-unavailable 6] [--disconnect 3]",
+  options: {
+    nodes: { type: "string" },
+    zones: { type: "string" },
+    speed: { type: "string" },
+    "max-unavailable": { type: "string" },
+    disconnect: { type: "string" },
+  },
+  help: {
+    nodes: "simulated edge nodes (default 60)",
+    zones: "zones they are spread over (default 3)",
+    speed: "simulated time runs this many times faster than real time (default 20)",
+    "max-unavailable": "the rollout's budget of unavailable pods (default 6)",
+    disconnect: "nodes cut off mid-rollout and reconnected later (default 3)",
+  },
+  async run(args) {
+    const out = consoleOutput(Deno.stdout.isTerminal());
+    const summary = await runDemo({
+      nodes: intOption(args, "nodes", 60, { min: 1, max: 5000 }),
+      zones: intOption(args, "zones", 3, { min: 1, max: 100 }),
+      speed: intOption(args, "speed", 20, { min: 1, max: 1000 }),
+      maxUnavailable: intOption(args, "max-unavailable", 6, { min: 1 }),
+      disconnect: intOption(args, "disconnect", 3, { min: 0 }),
+      out,
+    });
+    out.note(summaryTable(summary));
+    return summary.updatedAtEnd === summary.nodes ? 0 : 1;
+  },
+};
