@@ -197,6 +197,43 @@ const namespacePrinter: Printer = {
   cells: (ns: Any, now) => [ns.metadata.name, ns.status?.phase ?? "Active", age(ns, now)],
 };
 
+/** Core v1 and events.k8s.io/v1 Events share a printer: both shapes are read. */
+const eventPrinter: Printer = {
+  columns: [
+    column("Last Seen"),
+    column("Type"),
+    column("Reason"),
+    column("Object"),
+    column("Subobject", "string", 1),
+    column("Source", "string", 1),
+    column("Message"),
+    column("First Seen", "string", 1),
+    column("Count", "integer", 1),
+    column("Name", "string", 1, "name"),
+  ],
+  cells(e: Any, now) {
+    const regarding = e.involvedObject ?? e.regarding ?? {};
+    const last = e.lastTimestamp ?? e.deprecatedLastTimestamp ?? e.eventTime ??
+      e.metadata.creationTimestamp;
+    const first = e.firstTimestamp ?? e.deprecatedFirstTimestamp ?? e.eventTime ??
+      e.metadata.creationTimestamp;
+    const since = (t: string | undefined) => (t ? humanAge(now - Date.parse(t)) : "<unknown>");
+    const source = e.source?.component ?? e.reportingComponent ?? e.reportingController ?? "";
+    return [
+      since(last),
+      e.type ?? "",
+      e.reason ?? "",
+      `${String(regarding.kind ?? "").toLowerCase()}/${regarding.name ?? ""}`,
+      regarding.fieldPath ?? "",
+      source,
+      e.message ?? e.note ?? "",
+      since(first),
+      e.count ?? e.deprecatedCount ?? 1,
+      e.metadata.name,
+    ];
+  },
+};
+
 const fallbackPrinter: Printer = {
   columns: [NAME, AGE],
   cells: (object, now) => [object.metadata.name, age(object, now)],
@@ -207,6 +244,7 @@ const BUILT_IN_PRINTERS: Record<string, Printer> = {
   nodes: nodePrinter,
   "daemonsets.apps": daemonSetPrinter,
   namespaces: namespacePrinter,
+  events: eventPrinter,
 };
 
 /**

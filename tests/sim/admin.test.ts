@@ -4,7 +4,7 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { assertEquals } from "@std/assert";
-import { apiCode, request, stillCluster, withSim } from "./helpers.ts";
+import { apiCode, eventually, request, stillCluster, withSim } from "./helpers.ts";
 
 const TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 
@@ -133,5 +133,100 @@ Deno.test("http: aggregated discovery, a wrong token is 401, anonymous is served
     assertEquals(right.status, 200);
     assertEquals((await request(sim, "/api/v1/nodes")).status, 200);
     assertEquals((await request(sim, "/apis/nothing.example/v1/things")).status, 404);
+  });
+});
+
+Deno.test("admin: a disconnected node goes NotReady, its pod's delete waits for reconnect", async () => {
+  await withSim({ nodes: 2, speed: 100 }, async (sim, kc) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await core.createNamespacedPod({
+      namespace: "default",
+      body: {
+        metadata: { name: "p" },
+        spec: { nodeName: "edge-1", containers: [{ name: "c", image: "registry.local/app:1" }] },
+      },
+    });
+    const phase = () =>
+      (sim.store.tryGet("pods", "default", "p")?.status as { phase?: string })?.phase;
+    await eventually(() => phase() === "Running", "the pod to run");
+    const ready = () =>
+      (sim.store.get("nodes", undefined, "edge-1").status as {
+        conditions: { type: string; status: string }[];
+      }).conditions.find((c) => c.type === "Ready")?.status;
+    assertEquals(
+      (await request(sim, "/sim/v1/nodes/edge-1/disconnect", { method: "POST" })).status,
+      200,
+    );
+    await eventually(() => ready() === "Unknown", "the node to go Unknown after the grace period");
+    await core.deleteNamespacedPod({ namespace: "default", name: "p" });
+    const waiting = sim.store.tryGet("pods", "default", "p");
+    assertEquals(typeof waiting?.metadata.deletionTimestamp, "string", "the delete waits");
+    await request(sim, "/sim/v1/nodes/edge-1/reconnect", { method: "POST" });
+    await eventually(
+      () => sim.store.tryGet("pods", "default", "p") === undefined,
+      "the kubelet to confirm",
+    );
+    await eventually(() => ready() === "True", "the node to be Ready again");
+  });
+});
+
+Deno.test("http: deletecollection by label, namespace deletion empties it, watch timeoutSeconds ends the stream", async () => {
+  await withSim({ behaviour: stillCluster }, async (sim, kc) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: "scratch" } } });
+    for (const [name, tier] of [["a", "x"], ["b", "x"], ["c", "y"]]) {
+      await core.createNamespacedConfigMap({
+        namespace: "scratch",
+        body: { metadata: { name, labels: { tier } } },
+      });
+    }
+    await core.deleteCollectionNamespacedConfigMap({
+      namespace: "scratch",
+      labelSelector: "tier=x",
+    });
+    assertEquals(
+      sim.store.scan("configmaps", { namespace: "scratch" }).map((c) => c.metadata.name),
+      ["c"],
+    );
+    const started = await fetch(
+      `${sim.url}/api/v1/namespaces/scratch/configmaps?watch=1&timeoutSeconds=1`,
+    );
+    const lines = (await started.text()).trim().split("\n").map((l) => JSON.parse(l));
+    assertEquals(lines.map((e) => `${e.type} ${e.object.metadata.name}`), ["ADDED c"]);
+    await core.deleteNamespace({ name: "scratch" });
+    await eventually(() => sim.store.count("configmaps") === 0, "the namespace's contents to go");
+    const refused = await request(sim, "/api/v1/namespaces/scratch/configmaps", {
+      method: "POST",
+      body: JSON.stringify({ metadata: { name: "late" } }),
+    });
+    assertEquals(refused.status, 404);
+  });
+});
+
+Deno.test("http: events print as kubectl get events does", async () => {
+  await withSim({ behaviour: stillCluster }, async (sim) => {
+    sim.store.create("events", {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name: "e", namespace: "default" },
+      involvedObject: { kind: "Pod", name: "p", namespace: "default" },
+      type: "Warning",
+      reason: "BackOff",
+      message: "Back-off pulling image",
+      source: { component: "kubelet" },
+      count: 3,
+    });
+    const { body } = await request(sim, "/api/v1/namespaces/default/events", {
+      headers: { accept: TABLE },
+    });
+    const names = body.columnDefinitions.map((c: { name: string }) => c.name);
+    assertEquals(names.slice(0, 4), ["Last Seen", "Type", "Reason", "Object"]);
+    const cells = body.rows[0].cells;
+    assertEquals([cells[1], cells[2], cells[3], cells[6]], [
+      "Warning",
+      "BackOff",
+      "pod/p",
+      "Back-off pulling image",
+    ]);
   });
 });
