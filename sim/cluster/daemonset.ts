@@ -488,7 +488,7 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
       else delete status[field];
     }
     if (canonical(status) !== canonical(fresh.status)) {
-      store.update(DAEMONSETS, { ...structuredClone(fresh), status });
+      store.update(DAEMONSETS, { ...fresh, status }); // the store copies its input
     }
     const minReady = ds.spec.minReadySeconds ?? 0;
     if (minReady > 0 && ready !== available) timeline.after(minReady, () => queue.add(keyOf(ds)));

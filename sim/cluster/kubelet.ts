@@ -286,7 +286,7 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
     if (!agent || !runtime) return;
     const status = podStatus(pod, runtime, agent, isoSeconds(timeline.now()));
     if (JSON.stringify(status) === JSON.stringify(pod.status)) return;
-    store.update(PODS, { ...structuredClone(pod), status });
+    store.update(PODS, { ...pod, status }); // the store copies its input; the cache stays as is
   }
 
   function syncNode(name: string): void {

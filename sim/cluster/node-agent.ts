@@ -256,7 +256,7 @@ export function startNodeFleet(ctx: ClusterContext, options: NodeFleetOptions): 
     if (!force && !due && sameStatus(node.status, status)) return;
     const wasReady = findCondition(node.status?.conditions, "Ready")?.status;
     try {
-      store.update(NODES, { ...structuredClone(node), status });
+      store.update(NODES, { ...node, status }); // the store copies its input
     } catch (error) {
       if (error instanceof StoreError && error.code === 404) return; // node deleted by a user
       throw error;

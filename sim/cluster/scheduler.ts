@@ -91,20 +91,22 @@ export function startScheduler(ctx: ClusterContext): Scheduler {
     ) {
       return false;
     }
-    const updated = structuredClone(pod);
-    if (nodeName) updated.spec.nodeName = nodeName;
     const lastTransitionTime = previous?.status === condition.status
       ? previous.lastTransitionTime
       : isoSeconds(timeline.now());
-    updated.status = {
-      ...updated.status,
-      phase: updated.status?.phase ?? "Pending",
-      conditions: [
-        ...(updated.status?.conditions ?? []).filter((c) => c.type !== "PodScheduled"),
-        { ...condition, lastProbeTime: null, lastTransitionTime },
-      ],
-    };
-    store.update(PODS, updated);
+    // Shallow copies: the store copies what it is given, and the cached pod stays untouched.
+    store.update(PODS, {
+      ...pod,
+      spec: nodeName ? { ...pod.spec, nodeName } : pod.spec,
+      status: {
+        ...pod.status,
+        phase: pod.status?.phase ?? "Pending",
+        conditions: [
+          ...(pod.status?.conditions ?? []).filter((c) => c.type !== "PodScheduled"),
+          { ...condition, lastProbeTime: null, lastTransitionTime },
+        ],
+      },
+    });
     return true;
   }
 
