@@ -58,3 +58,7 @@ export function buildConditions(
   });
   return { conditions, events };
 }
+
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}

@@ -1,0 +1,112 @@
+/**
+ * Phase 1, placement (upstream's `manage`): a pod on every node that should run one, none on
+ * the others; failed pods replaced after a backoff; duplicates removed (with surge, one old and
+ * one new pod may share a node until the new one is available); released preDelete pods deleted.
+ */
+import type { Pod } from "../api/kube-objects.ts";
+import { resolve } from "./config.ts";
+import {
+  availableAt,
+  compareOldestFirst,
+  isFailed,
+  isPodReady,
+  parseTime,
+  podRevision,
+} from "./objects.ts";
+import { isHooked, isPreDeleting, type NodeView, type PlanBuilder } from "./plan-builder.ts";
+
+/** A failed pod is deleted (and so recreated) at most this often per node: a pure backoff. */
+export const failedPodMinAgeSeconds = 10;
+
+export function planPlacement(
+  b: PlanBuilder,
+  views: NodeView[],
+  desiredCount: number,
+  strays: Pod[],
+  available: (p: Pod) => boolean,
+) {
+  const { config, hash, now } = b;
+  const minReady = config.minReadySeconds;
+  const surge = config.mode === "Surge";
+  const desired = views.filter((v) => v.placement.shouldRun);
+  for (const pod of strays) b.remove(pod, "its node no longer exists", false);
+  const needing: NodeView[] = [];
+  for (const view of views) {
+    if (!view.placement.shouldContinueRunning) {
+      for (const pod of view.live) {
+        b.remove(pod, `node ${view.name} no longer matches the set's placement`, false);
+      }
+      continue;
+    }
+    const running: Pod[] = [];
+    for (const pod of view.live) {
+      if (isFailed(pod)) {
+        const oldEnough = (parseTime(pod.metadata.creationTimestamp) ?? 0) +
+          failedPodMinAgeSeconds * 1000;
+        if (oldEnough <= now) b.remove(pod, "the pod failed", false);
+        else {b.wait(
+            `pod/${pod.metadata.name} deleted`,
+            "a failed pod is replaced after a backoff",
+            oldEnough,
+          );}
+      } else if (isPreDeleting(pod)) {
+        if (!isHooked(config, pod)) b.remove(pod, "its preDelete hook was released", false);
+        else {b.wait(
+            `pod/${pod.metadata.name} preDelete hook released`,
+            "the pod is PreparingDelete",
+          );}
+      } else running.push(pod);
+    }
+    if (running.length === 0) {
+      // Without surge, the node's last pod must be gone first (upstream: one pod per node).
+      const empty = view.live.length === 0 && view.leaving.length === 0;
+      if (view.placement.shouldRun && !view.pendingCreate && (surge || empty)) needing.push(view);
+      continue;
+    }
+    if (!surge) {
+      // Duplicates: keep the oldest available pod (oldest when none is available).
+      const keep = running.find(available) ?? running[0];
+      for (const pod of running) {
+        if (pod !== keep) b.remove(pod, "duplicate daemon pod on the node", false);
+      }
+      continue;
+    }
+    // Of each kind the best pod stays: available, then ready, then oldest.
+    const rank = (p: Pod) => (available(p) ? 0 : isPodReady(p) ? 1 : 2);
+    const best = (pods: Pod[]) =>
+      pods.sort((x, y) => rank(x) - rank(y) || compareOldestFirst(x, y));
+    const newest = best(running.filter((p) => podRevision(p) === hash));
+    const olds = best(running.filter((p) => podRevision(p) !== hash));
+    const [oldestNew, oldestOld] = [newest[0], olds[0]];
+    for (const pod of [...newest.slice(1), ...olds.slice(1)]) {
+      b.remove(pod, "duplicate daemon pod on the node", false);
+    }
+    if (oldestNew && oldestOld) {
+      if (!isPodReady(oldestOld)) {
+        b.remove(oldestOld, "replaced by a new pod: the old one is not ready", false);
+      } else if (available(oldestNew)) b.remove(oldestOld, "its replacement is available", false);
+      else {
+        const at = availableAt(oldestNew, minReady);
+        b.wait(
+          `pod/${oldestNew.metadata.name} available`,
+          "surge: the old pod goes once the new one is available",
+          at,
+        );
+      }
+    }
+  }
+  // Kruise's progressive creation: with the annotation, partition also holds back new nodes.
+  let toCreate = needing;
+  const partition = resolve(config.partition, desiredCount, false);
+  if (config.progressiveCreatePod && partition > 0 && config.mode !== "OnDelete") {
+    const newPods = desired.filter((v) => v.live.some((p) => podRevision(p) === hash)).length;
+    toCreate = needing.slice(0, Math.max(0, desiredCount - newPods - partition));
+    if (toCreate.length < needing.length) {
+      b.wait(
+        `${needing.length - toCreate.length} nodes`,
+        "progressive creation: held back by partition",
+      );
+    }
+  }
+  for (const view of toCreate) b.create(view, "the node should run the daemon pod and has none");
+}

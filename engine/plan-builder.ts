@@ -1,0 +1,287 @@
+/**
+ * The plan under construction: actions with their expectations, events and awaited items, and
+ * the budgets of one call (burstReplicas). Also the node view every phase plans on, and the
+ * expectation bookkeeping that makes a repeated call a no-op.
+ */
+import type { Expectation } from "../api/advanced-daemonset.ts";
+import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
+import type { SetConfig } from "./config.ts";
+import { nodeNameHash } from "./hash.ts";
+import { formatTime, isTerminating, podNodeName } from "./objects.ts";
+import { daemonPodTolerations, type Placement } from "./placement.ts";
+import { controllerRef } from "./revisions.ts";
+import type { Action, Awaited, EpochMillis, PlanEvent } from "./types.ts";
+
+/** An action not observed within this time is forgotten and planned again. */
+export const expectationTimeoutSeconds = 60;
+
+const preparingDelete = "PreparingDelete";
+
+export interface NodeView {
+  name: string;
+  node: Node;
+  ready: boolean;
+  placement: Placement;
+  /** Owned, visible, not terminating and not being deleted by us; oldest first. */
+  live: Pod[];
+  /** Terminating, or deleted by us and not yet observed so. */
+  leaving: Pod[];
+  pendingCreate?: Expectation;
+}
+
+export function isPreDeleting(pod: Pod): boolean {
+  return pod.metadata.labels?.[Keys.lifecycleState] === preparingDelete;
+}
+
+/** Kruise's `IsPodHooked`: the pod carries every hook label or one of the hook finalizers. */
+export function isHooked(config: SetConfig, pod: Pod): boolean {
+  const hook = config.preDelete;
+  if (!hook) return false;
+  const labels = pod.metadata.labels ?? {};
+  const byLabel = Object.keys(hook.labelsHandler ?? {}).length > 0 &&
+    Object.entries(hook.labelsHandler ?? {}).every(([k, v]) => labels[k] === v);
+  const byFinalizer = (hook.finalizersHandler ?? []).some((f) =>
+    (pod.metadata.finalizers ?? []).includes(f)
+  );
+  return byLabel || byFinalizer;
+}
+
+/** Collects the plan as the phases run, with the bookkeeping every action needs. */
+export class PlanBuilder {
+  actions: Action[] = [];
+  expectations: Expectation[] = [];
+  events: PlanEvent[] = [];
+  awaited: Awaited[] = [];
+  /** Pods holding the update budget when a candidate had to wait. */
+  budgetHolders: string[] = [];
+  budgetBlocked = 0;
+  budgetMessage = "";
+  wakeUps: EpochMillis[] = [];
+  creationsLeft: number;
+  deletionsLeft: number;
+  moreWork = false;
+
+  constructor(
+    readonly config: SetConfig,
+    readonly hash: string,
+    readonly now: EpochMillis,
+    burst: number,
+    pending: Expectation[],
+  ) {
+    // Work still expected counts against this call's share, so a repeated call adds nothing.
+    const count = (action: Expectation["action"]) =>
+      pending.filter((e) => e.action === action).length;
+    this.creationsLeft = Math.max(0, burst - count("create"));
+    this.deletionsLeft = Math.max(0, burst - count("delete") - count("setCondition"));
+  }
+
+  deadline(): string {
+    return formatTime(this.now + expectationTimeoutSeconds * 1000);
+  }
+
+  wait(what: string, why: string, until?: EpochMillis) {
+    this.awaited.push({ what, why, ...(until !== undefined ? { until: formatTime(until) } : {}) });
+    if (until !== undefined && until > this.now) this.wakeUps.push(until);
+  }
+
+  podName(node: string): string {
+    return `${this.config.identity.name.slice(0, 36)}-${nodeNameHash(node)}-${this.hash}`;
+  }
+
+  create(view: NodeView, reason: string): boolean {
+    const name = this.podName(view.name);
+    if (this.creationsLeft <= 0) {
+      this.moreWork = true;
+      return false;
+    }
+    if ([...view.live, ...view.leaving].some((p) => p.metadata.name === name)) {
+      this.wait(`pod/${name} gone`, "a pod of the same name is still terminating");
+      return false;
+    }
+    this.creationsLeft--;
+    this.actions.push({
+      type: "createPod",
+      reason,
+      node: view.name,
+      revision: this.hash,
+      pod: this.podManifest(name, view.name),
+    });
+    this.expectations.push({
+      action: "create",
+      pod: name,
+      node: view.name,
+      revision: this.hash,
+      deadline: this.deadline(),
+    });
+    this.events.push({
+      type: "Normal",
+      reason: "SuccessfulCreate",
+      message: `Created pod ${name} on node ${view.name}: ${reason}`,
+      pod: name,
+    });
+    return true;
+  }
+
+  podManifest(name: string, node: string): Pod {
+    const { template, identity, generation } = this.config;
+    const spec = template.spec;
+    const nodeTerm = {
+      matchFields: [{ key: "metadata.name", operator: "In" as const, values: [node] }],
+    };
+    return {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        ...(template.metadata?.annotations ? { annotations: template.metadata.annotations } : {}),
+        name,
+        namespace: identity.namespace,
+        labels: {
+          ...(template.metadata?.labels ?? {}),
+          [Keys.revisionHash]: this.hash,
+          [Keys.templateGeneration]: String(generation),
+        },
+        ownerReferences: [controllerRef(identity)],
+      },
+      spec: {
+        ...spec,
+        nodeName: node,
+        affinity: {
+          ...(spec.affinity ?? {}),
+          nodeAffinity: {
+            ...(spec.affinity?.nodeAffinity ?? {}),
+            requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [nodeTerm] },
+          },
+        },
+        tolerations: daemonPodTolerations(spec),
+      },
+    };
+  }
+
+  /**
+   * Deletes a pod, through the preDelete hook when it applies: a hooked pod is first marked
+   * PreparingDelete and deleted once its owner releases it. Returns whether the pod is on its way
+   * out (deleted or marked), i.e. whether it now counts as unavailable.
+   */
+  remove(pod: Pod, reason: string, budgeted: boolean): boolean {
+    const name = pod.metadata.name ?? "";
+    const uid = pod.metadata.uid ?? "";
+    if (!budgeted) {
+      if (this.deletionsLeft <= 0) {
+        this.moreWork = true;
+        return false;
+      }
+      this.deletionsLeft--;
+    }
+    if (isHooked(this.config, pod)) {
+      if (isPreDeleting(pod)) {
+        this.wait(`pod/${name} preDelete hook released`, `${reason}; its preDelete hook holds it`);
+        return true;
+      }
+      this.actions.push({
+        type: "patchPod",
+        reason: `${reason}; preDelete hook: mark ${preparingDelete}`,
+        name,
+        uid,
+        patch: { metadata: { labels: { [Keys.lifecycleState]: preparingDelete } } },
+      });
+      if (this.config.preDelete?.markPodNotReady) {
+        this.actions.push({
+          type: "setPodCondition",
+          reason: "preDelete hook with markPodNotReady",
+          name,
+          uid,
+          condition: {
+            type: "KruisePodReady",
+            status: "False",
+            reason: preparingDelete,
+            lastTransitionTime: formatTime(this.now),
+          },
+        });
+      }
+      this.expectations.push({
+        action: "patch",
+        pod: name,
+        uid,
+        node: podNodeName(pod),
+        deadline: this.deadline(),
+      });
+      return true;
+    }
+    this.actions.push({ type: "deletePod", reason, name, uid, node: podNodeName(pod) });
+    this.expectations.push({
+      action: "delete",
+      pod: name,
+      uid,
+      node: podNodeName(pod),
+      deadline: this.deadline(),
+    });
+    this.events.push({
+      type: "Normal",
+      reason: "SuccessfulDelete",
+      message: `Deleted pod ${name}: ${reason}`,
+      pod: name,
+    });
+    return true;
+  }
+}
+
+/**
+ * A node as the next call will see it once this call's actions so far are done: removed pods
+ * leaving, marked pods PreparingDelete, created pods expected. Phase 2 plans on this, so its
+ * budget already counts phase 1's work and a repeated call plans the same.
+ */
+export function afterActions(view: NodeView, byNode: Map<string, Expectation[]>): NodeView {
+  const mine = byNode.get(view.name);
+  if (!mine) return view;
+  const removed = new Set(mine.filter((e) => e.action === "delete").map((e) => e.uid));
+  const marked = new Set(mine.filter((e) => e.action === "patch").map((e) => e.uid));
+  const live = view.live.filter((p) => !removed.has(p.metadata.uid)).map((p) =>
+    marked.has(p.metadata.uid)
+      ? {
+        ...p,
+        metadata: {
+          ...p.metadata,
+          labels: { ...p.metadata.labels, [Keys.lifecycleState]: preparingDelete },
+        },
+      }
+      : p
+  );
+  return {
+    ...view,
+    live,
+    leaving: [...view.leaving, ...view.live.filter((p) => removed.has(p.metadata.uid))],
+    pendingCreate: view.pendingCreate ?? mine.find((e) => e.action === "create"),
+  };
+}
+
+/** Whether an earlier action has now been observed (then its expectation is dropped). */
+export function isObserved(
+  exp: Expectation,
+  byName: Map<string, Pod>,
+  byUid: Map<string, Pod>,
+): boolean {
+  switch (exp.action) {
+    case "create":
+      return byName.has(exp.pod);
+    case "delete": {
+      const pod = exp.uid ? byUid.get(exp.uid) : undefined;
+      return pod === undefined || isTerminating(pod);
+    }
+    case "patch": {
+      const pod = exp.uid ? byUid.get(exp.uid) : undefined;
+      return pod === undefined || isPreDeleting(pod);
+    }
+    case "setCondition": {
+      const pod = exp.uid ? byUid.get(exp.uid) : undefined;
+      return pod === undefined ||
+        (pod.status?.conditions ?? []).some((c) =>
+          c.type === Keys.podNeedUpgrade && c.message === `controllerrevision: ${exp.revision}`
+        );
+    }
+  }
+}
+
+/** The pods that still count for a node: not leaving, not PreparingDelete. */
+export function activePods(view: NodeView): Pod[] {
+  return view.live.filter((p) => !isPreDeleting(p));
+}

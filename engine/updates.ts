@@ -1,0 +1,221 @@
+/**
+ * Phase 2, updates: which nodes an update may reach (Kruise's order, partition, selector) and how
+ * old pods are replaced within maxUnavailable or maxSurge; OpenYurt OTA marks pods instead.
+ */
+import type { Expectation } from "../api/advanced-daemonset.ts";
+import { Keys, type Pod } from "../api/kube-objects.ts";
+import { matchesLabelSelector } from "../api/label-selector.ts";
+import { plural } from "./conditions.ts";
+import { resolve, type SetConfig } from "./config.ts";
+import { formatTime, isPodAvailable, podRevision } from "./objects.ts";
+import { activePods, isPreDeleting, type NodeView, type PlanBuilder } from "./plan-builder.ts";
+
+/**
+ * Kruise's update order (`filterDaemonPodsNodeToUpdate`): node names descending, nodes already
+ * updated first, then nodes with no old pod, then the rest (only those matching the update
+ * selector when one is set); `partition` drops the tail.
+ */
+export function updateOrder(
+  desired: NodeView[],
+  hash: string,
+  partition: number,
+  config: SetConfig,
+): NodeView[] {
+  const byNameDesc = [...desired].sort((a, b) => (a.name < b.name ? 1 : a.name > b.name ? -1 : 0));
+  const updated: NodeView[] = [];
+  const updating: NodeView[] = [];
+  const rest: NodeView[] = [];
+  for (const view of byNameDesc) {
+    const active = view.live.filter((p) => !isPreDeleting(p));
+    const hasNew = view.pendingCreate !== undefined ||
+      active.some((p) => podRevision(p) === hash);
+    if (hasNew || active.length > 1) updated.push(view);
+    else if (active.length === 0) updating.push(view);
+    else if (
+      !config.updateSelector ||
+      matchesLabelSelector(config.updateSelector, view.node.metadata.labels)
+    ) rest.push(view);
+  }
+  const maxUpdate = Math.max(0, byNameDesc.length - partition);
+  return [...updated, ...updating, ...rest].slice(0, maxUpdate);
+}
+
+function resolvedBudget(
+  b: PlanBuilder,
+  desiredCount: number,
+): { maxUnavailable: number; maxSurge: number } {
+  let maxUnavailable = resolve(b.config.maxUnavailable, desiredCount, true);
+  const maxSurge = resolve(b.config.maxSurge, desiredCount, true);
+  if (desiredCount > 0 && maxUnavailable === 0 && maxSurge === 0) maxUnavailable = 1;
+  return { maxUnavailable, maxSurge };
+}
+
+/**
+ * The pod that holds a node's share of the budget: its new pod (or the one expected), else the
+ * pod on its way out, else its pod. The same node gets the same name before and after our own
+ * actions are observed, so a repeated plan writes the same condition.
+ */
+function budgetHolderNames(
+  views: NodeView[],
+  holds: (v: NodeView) => boolean,
+  hash: string,
+): string[] {
+  return views.filter(holds).map((v) => {
+    const active = activePods(v);
+    const pod = active.find((p) => podRevision(p) === hash)?.metadata.name ??
+      v.pendingCreate?.pod ??
+      v.leaving[0]?.metadata.name ?? active[0]?.metadata.name ?? v.live[0]?.metadata.name;
+    return pod ?? `node/${v.name} (no pod)`;
+  });
+}
+
+/** One update budget (maxUnavailable or maxSurge) and how a node is replaced under it. */
+interface UpdateBudget {
+  name: string;
+  limit: number;
+  /** A desired node that holds the budget now. */
+  holds(view: NodeView): boolean;
+  /** Replaces an old pod that is already down: it takes no budget. */
+  replaceDown(view: NodeView, old: Pod): void;
+  /** Starts replacing an available old pod; returns what now holds the budget, if it started. */
+  replace(view: NodeView, old: Pod): string | undefined;
+}
+
+/**
+ * Walks the update order and replaces old pods within the budget. Nodes that are NotReady are
+ * skipped (and hold no budget); old pods already down are replaced in their own slot.
+ */
+export function planBudgetedUpdate(
+  b: PlanBuilder,
+  desired: NodeView[],
+  order: NodeView[],
+  budget: UpdateBudget,
+) {
+  const holders = budgetHolderNames(desired, budget.holds, b.hash);
+  for (const view of order) {
+    const active = activePods(view);
+    const old = active.find((p) => podRevision(p) !== b.hash);
+    if (!old || active.some((p) => podRevision(p) === b.hash) || view.pendingCreate) continue;
+    if (!view.ready) {
+      b.wait(
+        `node/${view.name} Ready`,
+        "NotReady or unreachable: its pod is updated when it comes back",
+      );
+    } else if (!isPodAvailable(old, b.config.minReadySeconds, b.now)) {
+      budget.replaceDown(view, old);
+    } else if (holders.length < budget.limit) {
+      const holder = budget.replace(view, old);
+      if (holder !== undefined) holders.push(holder);
+    } else {
+      b.budgetBlocked++;
+    }
+  }
+  if (b.budgetBlocked > 0) {
+    b.budgetHolders = [...holders].sort();
+    b.budgetMessage = `${budget.name} ${budget.limit} is used by ${plural(holders.length, "pod")}`;
+  }
+}
+
+/**
+ * Standard rolling update without surge, and OpenYurt AdvancedRollingUpdate: every unavailable
+ * pod on a Ready desired node counts against maxUnavailable, old or new.
+ */
+export function recreateBudget(
+  b: PlanBuilder,
+  desiredCount: number,
+  available: (p: Pod) => boolean,
+): UpdateBudget {
+  const { maxUnavailable } = resolvedBudget(b, desiredCount);
+  return {
+    name: "maxUnavailable",
+    limit: maxUnavailable,
+    holds: (v) => v.ready && !activePods(v).some(available),
+    replaceDown(view, old) {
+      b.remove(old, "update: the old pod is already unavailable, replaced in its own slot", true);
+      b.events.push({
+        type: "Normal",
+        reason: "ReplacingUnavailablePod",
+        message:
+          `Pod ${old.metadata.name} on ${view.name} was already unavailable: replaced without using budget`,
+        pod: old.metadata.name,
+      });
+    },
+    replace(_view, old) {
+      b.remove(old, `update to revision ${b.hash} (maxUnavailable ${maxUnavailable})`, true);
+      return old.metadata.name ?? "";
+    },
+  };
+}
+
+/** Standard rolling update with maxSurge: a new pod next to the old one, at most maxSurge at once. */
+export function surgeBudget(
+  b: PlanBuilder,
+  desiredCount: number,
+  available: (p: Pod) => boolean,
+): UpdateBudget {
+  const { maxSurge } = resolvedBudget(b, desiredCount);
+  return {
+    name: "maxSurge",
+    limit: maxSurge,
+    holds(v) {
+      if (!v.ready) return false;
+      const active = activePods(v);
+      // A node whose old pod is down is replaced in its own slot: it holds no surge.
+      const newPod = active.find((p) => podRevision(p) === b.hash);
+      return active.some((p) => podRevision(p) !== b.hash && available(p)) &&
+        (v.pendingCreate !== undefined || (newPod !== undefined && !available(newPod)));
+    },
+    replaceDown(view) {
+      b.create(view, "update: the old pod is unavailable, its replacement starts at once");
+    },
+    replace(view) {
+      const started = b.create(view, `update to revision ${b.hash} (maxSurge ${maxSurge})`);
+      return started ? b.podName(view.name) : undefined;
+    },
+  };
+}
+
+/** OpenYurt OTA: mark each pod `PodNeedUpgrade` True (old revision) or False (current). */
+export function planOta(b: PlanBuilder, views: NodeView[], pending: Expectation[]) {
+  const expected = new Set(
+    pending.filter((e) => e.action === "setCondition" && e.revision === b.hash).map((e) => e.uid),
+  );
+  const message = `controllerrevision: ${b.hash}`;
+  for (const view of views) {
+    for (const pod of view.live) {
+      const uid = pod.metadata.uid ?? "";
+      const status = podRevision(pod) === b.hash ? "False" : "True";
+      const current = pod.status?.conditions?.find((c) => c.type === Keys.podNeedUpgrade);
+      if ((current?.status === status && current.message === message) || expected.has(uid)) {
+        continue;
+      }
+      if (b.deletionsLeft <= 0) {
+        b.moreWork = true;
+        return;
+      }
+      b.deletionsLeft--;
+      b.actions.push({
+        type: "setPodCondition",
+        reason: status === "True"
+          ? `a new revision ${b.hash} is available`
+          : "the pod runs the current revision",
+        name: pod.metadata.name ?? "",
+        uid,
+        condition: {
+          type: Keys.podNeedUpgrade,
+          status,
+          message,
+          lastTransitionTime: formatTime(b.now),
+        },
+      });
+      b.expectations.push({
+        action: "setCondition",
+        pod: pod.metadata.name ?? "",
+        uid,
+        node: view.name,
+        revision: b.hash,
+        deadline: b.deadline(),
+      });
+    }
+  }
+}
