@@ -291,3 +291,19 @@ Deno.test("daemonset: orphans matching the selector are adopted; pods that stop 
     });
   });
 });
+
+Deno.test("daemonset: a set whose selector misses its own template creates nothing", async () => {
+  const warnings: string[] = [];
+  await withCluster(
+    { nodes: 2, log: (_level, message) => warnings.push(message) },
+    async (store) => {
+      const broken = daemonSet("broken", "nginx:1.26", { type: "RollingUpdate" });
+      (broken.spec as DaemonSet["spec"]).selector = { matchLabels: { app: "other" } };
+      store.create("daemonsets.apps", broken);
+      store.create("daemonsets.apps", daemonSet("fine", "nginx:1.26", { type: "RollingUpdate" }));
+      await waitFor("the valid set runs", () => getDs(store, "fine").status?.numberAvailable === 2);
+      assert(warnings.some((w) => w.includes("selector does not match")));
+      assertEquals(podsOf(store, "broken").length, 0);
+    },
+  );
+});

@@ -173,6 +173,11 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
   function sync(key: string): void {
     const ds = cache.daemonSets.get(key);
     if (!ds || ds.metadata.deletionTimestamp) return;
+    // kube-apiserver refuses such a set; acting on it would create pods only to release them.
+    if (!labelSelectorMatcher(ds.spec.selector)(ds.spec.template.metadata?.labels)) {
+      ctx.log("warn", "daemonset selector does not match its template labels", { daemonset: key });
+      return;
+    }
     const current = currentRevision(ctx, ds);
     if (!current) return; // a hash collision was recorded; the status write requeues us
     const hash = current.metadata.labels![HASH_LABEL];
