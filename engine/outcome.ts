@@ -91,7 +91,8 @@ export function finish(o: Outcome): Plan {
   const minReady = config.minReadySeconds;
   const desired = o.views.filter((v) => v.placement.shouldRun);
   let current = 0, ready = 0, availableCount = 0, updated = 0, misscheduled = 0;
-  let outdated = 0, outdatedInScope = 0, outdatedInScopeReady = 0, settling = 0;
+  // outdated: nodes without a current pod; onOld: those of them running an old one.
+  let outdated = 0, onOld = 0, outdatedInScope = 0, outdatedInScopeReady = 0, settling = 0;
   for (const view of o.views) {
     // Counted as observed (our own deletions not yet seen still count), so a repeated plan on
     // the same cluster writes the same status.
@@ -108,6 +109,7 @@ export function finish(o: Outcome): Plan {
     if (isUpdated) updated++;
     else {
       outdated++;
+      if (observed.length > 0) onOld++;
       if (o.inScope.has(view.name)) {
         outdatedInScope++;
         if (view.ready) outdatedInScopeReady++;
@@ -161,7 +163,7 @@ export function finish(o: Outcome): Plan {
       return {
         status: false,
         reason: "OnDelete",
-        message: `${plural(outdated, "pod")} wait to be deleted by hand; ${counts}`,
+        message: `${plural(onOld, "pod")} wait to be deleted by hand; ${counts}`,
       };
     }
     if (config.mode === "OTA") {
@@ -169,7 +171,7 @@ export function finish(o: Outcome): Plan {
         status: false,
         reason: "WaitingForNodes",
         message: `${
-          plural(outdated, "pod")
+          plural(onOld, "pod")
         } marked PodNeedUpgrade, upgraded from their node; ${counts}`,
       };
     }
@@ -206,11 +208,11 @@ export function finish(o: Outcome): Plan {
         message: `all ${plural(desired.length, "node")} run revision ${hash} and are available`,
       }
       : { status: false, reason: "Incomplete", message: counts },
-    Paused: config.paused && outdated > 0
+    Paused: config.paused && onOld > 0
       ? {
         status: true,
         reason: "Paused",
-        message: `${plural(outdated, "node")} wait for the update`,
+        message: `${plural(onOld, "node")} wait for the update`,
       }
       : { status: false, reason: "NotPaused", message: "" },
     BudgetExhausted: b.budgetBlocked > 0
@@ -223,6 +225,20 @@ export function finish(o: Outcome): Plan {
     InvalidSpec: { status: false, reason: "Valid", message: "" },
   };
   const { conditions, events } = buildConditions(states, previous.conditions, now);
+  // The set-wide reasons to wait, first in the list: the per-pod items follow.
+  const why = [
+    ...(states.Paused.status
+      ? [{ what: "rollingUpdate.paused: false", why: states.Paused.message }]
+      : []),
+    ...(!progressing.status && !complete &&
+        ["OnDelete", "WaitingForNodes", "UpdateScopeReached"].includes(progressing.reason)
+      ? [{ what: progressing.reason, why: progressing.message }]
+      : []),
+    ...(states.BudgetExhausted.status
+      ? [{ what: "update budget", why: states.BudgetExhausted.message }]
+      : []),
+  ];
+  b.awaited.unshift(...why);
 
   const status: AdvancedDaemonSetStatus = {
     currentNumberScheduled: current,

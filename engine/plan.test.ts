@@ -408,6 +408,10 @@ Deno.test("paused (seed) stops updates but not creation on a new node", () => {
   const [p] = step(c, f.t0);
   assertEquals(podActions(p), ["create node-new"]);
   assertEquals(condition(p, "Paused"), "True Paused");
+  assertEquals(p.awaited[0], {
+    what: "rollingUpdate.paused: false",
+    why: "3 nodes wait for the update",
+  });
   assertEquals(p.events.some((e) => e.reason === "Paused"), true);
 });
 
@@ -417,6 +421,7 @@ Deno.test("OnDelete never deletes for an update; a pod deleted by hand comes bac
   [p, c] = step(c, f.t0);
   assertEquals(podActions(p), []);
   assertEquals(condition(p, "Progressing"), "False OnDelete");
+  assertEquals(p.awaited[0].what, "OnDelete");
   c.snapshot.pods = c.snapshot.pods.filter((x) => x.spec.nodeName !== "node-0");
   [p, c] = step(c, f.t0 + 1000);
   assertEquals(podActions(p), ["create node-0"]);
