@@ -207,3 +207,20 @@ Deno.test("kubelet: conditions it does not own are kept; readiness gates hold Re
     );
   });
 });
+
+Deno.test("kubelet: a pre-pulled image is listed by the node; a bad one is refused", async () => {
+  await withCluster({ nodes: 1 }, async (store, cluster) => {
+    await cluster.pullImage("edge-1", "registry.example/agent:2");
+    await waitFor("listed in node status", () => {
+      const n = store.get("nodes", undefined, "edge-1") as Node;
+      return n.status?.images?.some((i) => i.names.includes("registry.example/agent:2"));
+    });
+    let refused: unknown;
+    try {
+      await cluster.pullImage("edge-1", "registry.example/agent:bad");
+    } catch (error) {
+      refused = error;
+    }
+    assertMatch(String(refused), /failed to pull image "registry.example\/agent:bad"/);
+  });
+});

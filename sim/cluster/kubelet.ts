@@ -31,6 +31,11 @@ interface ContainerJob {
 export interface Kubelets {
   /** Re-reads every pod of the node from the API and reports (after reconnect or health change). */
   syncNode(name: string): void;
+  /**
+   * Pulls an image onto a node outside any pod (what an edge agent's pre-pull does);
+   * resolves once the node has it, rejects when the image's fault is ErrImagePull.
+   */
+  pullImage(node: string, image: string): Promise<void>;
   /** Pods the kubelets hold, by phase of their containers (for stats). */
   counts(): { pods: number; running: number };
   stop(): void;
@@ -150,13 +155,32 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
     pull({ pod, runtime, container, agent, state });
   }
 
+  /** A registry pull: the configured time, ±25 %. */
+  function pullSeconds(): number {
+    return durations.pullSeconds * (0.75 + 0.5 * ctx.random());
+  }
+
+  function pullImage(node: string, image: string): Promise<void> {
+    const agent = agents.get(node)!;
+    const ref = normalizeImage(image);
+    if (agent.images.has(ref)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      timeline.after(pullSeconds(), () => {
+        if (ctx.imageFault(image) === "ErrImagePull") {
+          reject(new Error(`failed to pull image "${image}": ${pullError(image)}`));
+          return;
+        }
+        agent.images.set(ref, imageSize(ref));
+        resolve();
+      });
+    });
+  }
+
   function pull(job: ContainerJob): void {
     const { pod, runtime, container, agent, state } = job;
     const ref = normalizeImage(container.image);
     const cached = agent.images.has(ref) && container.imagePullPolicy !== "Always";
-    const seconds = cached
-      ? durations.cachedStartSeconds
-      : durations.pullSeconds * (0.75 + 0.5 * ctx.random());
+    const seconds = cached ? durations.cachedStartSeconds : pullSeconds();
     if (!cached) event(pod, "Normal", "Pulling", `Pulling image "${container.image}"`);
     state.cancel = timeline.after(seconds, () => {
       state.cancel = undefined;
@@ -302,6 +326,7 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
 
   return {
     syncNode,
+    pullImage,
     counts() {
       let running = 0;
       for (const runtime of runtimes.values()) {

@@ -87,6 +87,11 @@ export interface ClusterBehaviour {
   setReady(node: string): void;
   setSpeed(speed: number): void;
   readonly speed: number;
+  /**
+   * Pulls an image onto a node as its edge agent would ahead of an upgrade; the node lists it
+   * in `status.images` at its next status post and later pods start from the cache.
+   */
+  pullImage(node: string, image: string): Promise<void>;
   stats(): ClusterStats;
   /** Stops every timer and listener; the store keeps what was written. */
   stop(): void;
@@ -178,6 +183,10 @@ export function startClusterBehaviour(
       kubelets.syncNode(node);
     },
     setSpeed: (speed) => timeline.setSpeed(speed),
+    pullImage(node, image) {
+      agentOf(node);
+      return kubelets.pullImage(node, image);
+    },
     get speed() {
       return timeline.speed;
     },
