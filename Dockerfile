@@ -7,7 +7,7 @@ FROM ${DENO_IMAGE}
 WORKDIR /app
 COPY . .
 # Fetch and type-check everything at build time, so the running container writes nothing.
-RUN deno cache --frozen main.ts && deno check main.ts
+RUN DENO_TLS_CA_STORE=system,mozilla deno cache --frozen main.ts && deno check main.ts
 
 USER 1993:1993
 EXPOSE 8080

@@ -6,6 +6,7 @@
  * Run by `deno task test:container` (needs podman and busybox-static; `.ci/run` installs them).
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
+import { startSim } from "../../sim/start.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const denoVersion = (await Deno.readTextFile(`${root}.ci/deno-version`)).trim();
@@ -21,6 +22,13 @@ async function run(cmd: string[], options: { cwd?: string } = {}): Promise<strin
   const text = new TextDecoder().decode(output.stdout) + new TextDecoder().decode(output.stderr);
   if (!output.success) throw new Error(`${cmd.join(" ")} failed (${output.code}):\n${text}`);
   return text;
+}
+
+/** The server's stderr if it has exited within a moment, for an assertion message. */
+async function stderrIfExited(exited: Promise<Deno.CommandOutput>): Promise<string> {
+  const timeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 200));
+  const output = await Promise.race([exited, timeout]);
+  return output ? new TextDecoder().decode(output.stderr) : "serve is still running";
 }
 
 async function entrypoint(): Promise<string[]> {
@@ -43,27 +51,84 @@ Deno.test("container: podman build on the Deno image layout, entrypoint runs off
   ]);
   const rootfs = await Deno.makeTempDir({ prefix: "edgeroll-rootfs-" });
   const container = (await run(["podman", "create", image])).trim().split("\n").pop()!;
+  let procMounted = false;
   try {
     await run(["bash", "-c", `podman export ${container} | tar -C ${rootfs} -x`]);
     await Deno.chmod(rootfs, 0o755); // the image's / is world-readable; makeTempDir's is not
+    // Deno reads /proc/self/exe; a container runtime would mount /proc.
+    await Deno.mkdir(`${rootfs}/proc`, { recursive: true });
+    await run(["mount", "-t", "proc", "proc", `${rootfs}/proc`]);
+    procMounted = true;
     const command = await entrypoint();
     assertEquals(command.includes("--cached-only"), true);
 
+    // The entrypoint as the image runs it, under chroot as the non-root user.
+    const inImage = (...args: string[]) => [
+      "chroot",
+      "--userspec=1993:1993",
+      rootfs,
+      "env",
+      "DENO_DIR=/deno-dir",
+      "HOME=/home/deno",
+      ...command.map((a) => a === "main.ts" ? "/app/main.ts" : a),
+      ...args,
+    ];
+
     await t.step("help lists the commands", async () => {
-      const out = await run([
-        "chroot",
-        "--userspec=1993:1993",
-        rootfs,
-        "env",
-        "DENO_DIR=/deno-dir",
-        "HOME=/home/deno",
-        ...command.map((a) => a === "main.ts" ? "/app/main.ts" : a),
-        "help",
-      ]);
-      assertStringIncludes(out, "usage: edgeroll <command>");
+      assertStringIncludes(await run(inImage("help")), "usage: edgeroll <command>");
     });
+
+    await t.step(
+      "serve answers /readyz against a cluster, with the image's permissions",
+      async () => {
+        const sim = await startSim({ nodes: 1 });
+        await run([
+          "kubectl",
+          `--kubeconfig=${sim.kubeconfigPath}`,
+          "apply",
+          "-f",
+          "manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml",
+        ]);
+        // Where a mounted kubeconfig and token would be: a path the entrypoint may read.
+        await Deno.mkdir(`${rootfs}/etc/edgeroll`, { recursive: true });
+        await Deno.copyFile(sim.kubeconfigPath, `${rootfs}/etc/edgeroll/kubeconfig`);
+        await Deno.chmod(`${rootfs}/etc/edgeroll/kubeconfig`, 0o644); // as a Secret volume mounts it
+        await Deno.writeTextFile(`${rootfs}/etc/edgeroll/token`, "container-test-token");
+        const port = 20_000 + Math.floor(Math.random() * 20_000);
+        const [cmd, ...args] = inImage(
+          "serve",
+          "--kubeconfig=/etc/edgeroll/kubeconfig",
+          "--token-file=/etc/edgeroll/token",
+          "--host=127.0.0.1",
+          `--port=${port}`,
+        );
+        const server = new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).spawn();
+        const exited = server.output();
+        try {
+          let ready: Response | undefined;
+          for (let i = 0; i < 100 && ready?.status !== 200; i++) {
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            ready = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined);
+            await ready?.body?.cancel();
+          }
+          assertEquals(ready?.status, 200, await stderrIfExited(exited));
+          const tick = await fetch(`http://127.0.0.1:${port}/tick`, {
+            method: "POST",
+            headers: { authorization: "Bearer container-test-token" },
+          });
+          assertEquals(tick.status, 200, await tick.text());
+        } finally {
+          try {
+            server.kill("SIGTERM");
+          } catch { /* it exited already; its stderr is in the assertion message */ }
+          await exited;
+          await sim.stop();
+        }
+      },
+    );
   } finally {
     await run(["podman", "rm", "-f", container]).catch(() => {});
-    await Deno.remove(rootfs, { recursive: true });
+    if (procMounted) await run(["umount", `${rootfs}/proc`]);
+    await Deno.remove(rootfs, { recursive: true }); // only once nothing is mounted below it
   }
 });
