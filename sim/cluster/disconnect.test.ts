@@ -154,3 +154,43 @@ Deno.test("admin: unknown nodes are a NotFound error; speed is validated", async
     return Promise.resolve();
   });
 });
+
+Deno.test("disconnect: a native RollingUpdate stalls on a cut-off node until it returns (upstream behaviour)", async () => {
+  await withCluster({ nodes: 3 }, async (store, cluster) => {
+    const set = structuredClone(agentSet);
+    (set.spec as DaemonSet["spec"]).updateStrategy = {
+      type: "RollingUpdate",
+      rollingUpdate: { maxUnavailable: 1 },
+    };
+    store.create("daemonsets.apps", set);
+    const status = () => (store.get("daemonsets.apps", "default", "agent") as DaemonSet).status;
+    await waitFor("set available", () => status()?.numberAvailable === 3);
+    cluster.disconnect("edge-3");
+    await waitFor("edge-3 out of the desired set", () => status()?.desiredNumberScheduled === 2);
+
+    const ds = store.get("daemonsets.apps", "default", "agent") as DaemonSet;
+    ds.spec.template.spec.containers[0].image = "nginx:1.27";
+    store.update("daemonsets.apps", ds);
+    // The unavailable old pod on edge-3 is deleted outside the budget and stays Terminating;
+    // one connected node is updated, and then the terminating pod holds the whole budget.
+    await waitFor(
+      "one connected node updated",
+      () => status()?.updatedNumberScheduled === 1 && status()?.numberAvailable === 2,
+    );
+    const onNode = (node: string) => agentPods(store).filter((p) => p.spec.nodeName === node);
+    assert(onNode("edge-3")[0]?.metadata.deletionTimestamp, "edge-3's pod is Terminating");
+    const stillOld = ["edge-1", "edge-2"].filter((n) =>
+      onNode(n).every((p) =>
+        p.spec.containers[0].image === "nginx:1.26" && !p.metadata.deletionTimestamp
+      )
+    );
+    assertEquals(stillOld.length, 1, "the other connected node waits");
+
+    cluster.reconnect("edge-3");
+    await waitFor("rollout completes", () => {
+      const s = status();
+      return s?.desiredNumberScheduled === 3 && s.updatedNumberScheduled === 3 &&
+        s.numberAvailable === 3;
+    });
+  });
+});
