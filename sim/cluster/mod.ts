@@ -1,7 +1,8 @@
 /**
- * Cluster behaviour for the simulator: what the kubelets, the scheduler, the node lifecycle
- * controller and the DaemonSet controller of a real cluster do, acting on the simulator's
- * object store. The HTTP API server serves the store; this module makes it move.
+ * Cluster behaviour for the simulator: what the kubelets (node status, Lease, pods), the
+ * scheduler, the node lifecycle controller (with taint eviction and pod GC) and the DaemonSet
+ * controller of a real cluster do, acting on the simulator's object store. The HTTP API
+ * server serves the store; this module makes it move. Decisions: ADR 0010.
  *
  * @example
  * ```ts
