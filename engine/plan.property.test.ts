@@ -6,7 +6,7 @@ import { assertEquals } from "@std/assert";
 import fc from "fast-check";
 import { scaleIntOrPercent } from "../api/int-or-percent.ts";
 import { Keys, type Pod } from "../api/kube-objects.ts";
-import { isNodeReady, isPodAvailable, podNodeName } from "./objects.ts";
+import { formatTime, isNodeReady, isPodAvailable, podNodeName } from "./objects.ts";
 import { plan } from "./plan.ts";
 import * as f from "./testdata/fleet.ts";
 import type { Plan, Snapshot } from "./types.ts";
@@ -116,6 +116,28 @@ function isPreDeleting(pod: Pod) {
   return pod.metadata.labels?.[Keys.lifecycleState] === "PreparingDelete";
 }
 
+/**
+ * Ready nodes carrying an extra pod: an available pod of another revision next to a current one
+ * that is not available yet (what maxSurge bounds).
+ */
+function surgingReadyNodes(
+  s: Snapshot,
+  hash: string,
+  now: number,
+  minReadySeconds: number,
+): number {
+  return s.nodes.filter((n) => {
+    if (!isNodeReady(n)) return false;
+    const pods = s.pods.filter((p) =>
+      podNodeName(p) === n.metadata.name && !p.metadata.deletionTimestamp
+    );
+    const current = (p: Pod) => p.metadata.labels?.[Keys.revisionHash] === hash;
+    const available = (p: Pod) => isPodAvailable(p, minReadySeconds, now);
+    return pods.some((p) => !current(p) && available(p)) &&
+      pods.some((p) => current(p) && !available(p));
+  }).length;
+}
+
 /** Ready nodes without an available, non-terminating pod of the set (every node is desired here). */
 function unavailableReadyNodes(s: Snapshot, now: number, minReadySeconds: number): number {
   const availableOn = new Set(
@@ -158,13 +180,25 @@ Deno.test("property: the update budget is never exceeded at any step of a distur
         if (after > Math.max(limit, before)) {
           throw new Error(`budget ${limit}: ${before} unavailable before, ${after} after`);
         }
+        if (spec.surge) {
+          const hash = p.status.daemonSetHash ?? "";
+          const surgeLimit = scaleIntOrPercent(spec.amount, spec.nodes, true);
+          const surgingBefore = surgingReadyNodes(c.snapshot, hash, now, spec.minReadySeconds);
+          const applied = f.apply(c, p, now).snapshot;
+          const surgingAfter = surgingReadyNodes(applied, hash, now, spec.minReadySeconds);
+          if (surgingAfter > Math.max(surgeLimit, surgingBefore)) {
+            throw new Error(
+              `maxSurge ${surgeLimit}: ${surgingBefore} surging before, ${surgingAfter} after`,
+            );
+          }
+        }
         c = f.kubelet(f.apply(c, p, now), now, failingNodes(c.snapshot, d.failMask));
         if (d.bump) generation++;
         c = disturb(c, d, generation);
         now += stepMillis;
       }
     }),
-    { numRuns: 60 },
+    { numRuns: 40 },
   );
 });
 
@@ -203,7 +237,7 @@ Deno.test("property: partition and the update selector are respected", () => {
         }
       },
     ),
-    { numRuns: 60 },
+    { numRuns: 40 },
   );
 });
 
@@ -230,7 +264,7 @@ Deno.test("property: a rollout on healthy nodes converges and says Complete", ()
       assertEquals(p.actions, []);
       assertEquals(p.requeueAfterSeconds, null);
     }),
-    { numRuns: 60 },
+    { numRuns: 40 },
   );
 });
 
@@ -273,7 +307,7 @@ Deno.test("property: plan is deterministic, whatever order the lists come in", (
       };
       assertEquals(plan(reordered, now), plan(s, now));
     }),
-    { numRuns: 60 },
+    { numRuns: 40 },
   );
 });
 
@@ -304,7 +338,7 @@ Deno.test("property: with the status it wrote and no change in the cluster, plan
         }
       },
     ),
-    { numRuns: 60 },
+    { numRuns: 40 },
   );
 });
 
@@ -326,6 +360,107 @@ Deno.test("property: plan∘apply reaches a fixed point at a given instant, then
       assertEquals(again.status, p.status);
       assertEquals(again.events, []);
     }),
-    { numRuns: 60 },
+    { numRuns: 40 },
+  );
+});
+
+Deno.test("property: OpenYurt AdvancedRollingUpdate deletes within max-unavailable, skips NotReady nodes, converges", () => {
+  const maxUnavailable = fc.oneof(
+    fc.integer({ min: 1, max: 4 }).map(String),
+    fc.integer({ min: 1, max: 100 }).map((p) => `${p}%`),
+  );
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 12 }),
+      maxUnavailable,
+      disturbances(20),
+      (n, max, steps) => {
+        let c = f.yurtCluster("AdvancedRollingUpdate", f.nodes(n));
+        c.snapshot.set.metadata.annotations!["apps.openyurt.io/max-unavailable"] = max;
+        const limit = scaleIntOrPercent(/^\d+$/.test(max) ? Number(max) : max, n, true);
+        let now = f.t0;
+        const check = (p: Plan) => {
+          if (p.actions.some((a) => a.type !== "deletePod")) {
+            throw new Error(
+              "planned more than deletions",
+            );
+          }
+          const before = unavailableReadyNodes(c.snapshot, now, 0);
+          const after = unavailableReadyNodes(f.apply(c, p, now).snapshot, now, 0);
+          if (after > Math.max(limit, before)) {
+            throw new Error(
+              `${before} → ${after} unavailable, limit ${limit}`,
+            );
+          }
+          const notReady = new Set(
+            c.snapshot.nodes.filter((x) => !isNodeReady(x)).map((x) => x.metadata.name),
+          );
+          const onNotReady = p.actions.filter((a) =>
+            a.type === "deletePod" && notReady.has(a.node)
+          );
+          if (onNotReady.length > 0) throw new Error("deleted a pod on a NotReady node");
+        };
+        const run = (d: Disturbance) => {
+          const p = plan(c.snapshot, now);
+          check(p);
+          c = f.kubelet(
+            f.nativeController(f.apply(c, p, now), "v2hash", now),
+            now,
+            failingNodes(c.snapshot, d.failMask),
+          );
+          c = disturb(c, { ...d, bump: false }, 2);
+          now += stepMillis;
+        };
+        steps.forEach(run);
+        // Then every node comes back and stays healthy: the rollout finishes.
+        for (const node of c.snapshot.nodes) {
+          node.status = {
+            conditions: [{ type: "Ready", status: "True" }],
+          };
+        }
+        c.snapshot.pods = c.snapshot.pods.filter((p) => p.status?.phase !== "Failed");
+        for (const p of c.snapshot.pods) { // crashed containers restart
+          if (p.status?.phase === "Running") {
+            p.status.conditions = [{
+              type: "Ready",
+              status: "True",
+              lastTransitionTime: formatTime(now),
+            }];
+          }
+        }
+        for (let i = 0; i < 3 * n + 6; i++) run({ failMask: 0, flip: -1, crash: -1, bump: false });
+        const hashes = c.snapshot.pods.map((p) => p.metadata.labels?.[Keys.revisionHash]);
+        assertEquals(hashes.filter((h) => h !== "v2hash"), []);
+      },
+    ),
+    { numRuns: 40 },
+  );
+});
+
+Deno.test("property: OpenYurt OTA only marks pods, and marks each one right", () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 12 }),
+      fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
+      (n, updated) => {
+        let c = f.yurtCluster("OTA", f.nodes(n));
+        c.snapshot.pods.forEach((p, i) => {
+          if (updated[i]) p.metadata.labels![Keys.revisionHash] = "v2hash";
+        });
+        const p = plan(c.snapshot, f.t0);
+        assertEquals(p.actions.filter((a) => a.type !== "setPodCondition"), []);
+        c = f.apply(c, p, f.t0);
+        for (const pod of c.snapshot.pods) {
+          const mark = pod.status?.conditions?.find((x) => x.type === "PodNeedUpgrade");
+          assertEquals(
+            mark?.status,
+            pod.metadata.labels?.[Keys.revisionHash] === "v2hash" ? "False" : "True",
+          );
+          assertEquals(mark?.message, "controllerrevision: v2hash");
+        }
+        assertEquals(plan(c.snapshot, f.t0 + 1000).actions, []);
+      },
+    ),
+    { numRuns: 40 },
   );
 });

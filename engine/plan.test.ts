@@ -563,58 +563,18 @@ Deno.test("progressive-create-pod: partition also holds back creation", () => {
   assertEquals(podActions(plain).length, 5);
 });
 
-/** What the native DaemonSet controller does for an OnDelete set: a pod on every node lacking one. */
-function nativeController(c: f.Cluster, hash: string, now: number): f.Cluster {
-  const s = structuredClone(c.snapshot);
-  for (const n of s.nodes) {
-    const name = n.metadata.name!;
-    if (s.pods.some((x) => x.spec.nodeName === name)) continue;
-    const created = f.pod(`nginx-${name}-${hash}-${now}`, name, hash, {
-      created: now,
-      readySince: null,
-    });
-    created.status = { phase: "Pending", conditions: [] };
-    s.pods.push(created);
-  }
-  return { snapshot: s, serial: c.serial };
-}
-
-function yurtCluster(strategy: string, nodes: Node[]): f.Cluster {
-  const revision = (hash: string, n: number) => ({
-    metadata: {
-      name: `nginx-${hash}`,
-      labels: { [Keys.revisionHash]: hash },
-      ownerReferences: [{
-        apiVersion: "apps/v1",
-        kind: "DaemonSet",
-        name: "nginx",
-        uid: f.setUid,
-        controller: true,
-      }],
-    },
-    revision: n,
-  });
-  return f.cluster({
-    kind: "DaemonSet",
-    set: f.openYurtDaemonSet({ "apps.openyurt.io/update-strategy": strategy }),
-    pods: nodes.map((n) => f.pod(`nginx-${n.metadata.name}`, n.metadata.name!, "v1hash")),
-    nodes,
-    revisions: [revision("v1hash", 1), revision("v2hash", 2)],
-  });
-}
-
 Deno.test("OpenYurt AdvancedRollingUpdate (seed 004): 2 of 3 nodes NotReady, the Ready one updates", () => {
   const nodes = [
     f.node("worker"),
     f.node("worker2", { ready: false }),
     f.node("worker3", { ready: false }),
   ];
-  let c = yurtCluster("auto", nodes);
+  let c = f.yurtCluster("auto", nodes);
   let p: Plan;
   [p, c] = step(c, f.t0);
   assertEquals(podActions(p), ["delete worker"]);
   assertEquals(p.actions.some((a) => a.type === "createPod" || a.type === "createRevision"), false);
-  c = f.kubelet(nativeController(c, "v2hash", f.t0 + 1000), f.t0 + 1000);
+  c = f.kubelet(f.nativeController(c, "v2hash", f.t0 + 1000), f.t0 + 1000);
   [p, c] = step(c, f.t0 + 2000);
   assertEquals(podActions(p), []);
   assertEquals(condition(p, "Progressing"), "False WaitingForNodes");
@@ -622,7 +582,7 @@ Deno.test("OpenYurt AdvancedRollingUpdate (seed 004): 2 of 3 nodes NotReady, the
   let now = f.t0 + 3000;
   for (let i = 0; i < 6; i++) {
     [p, c] = step(c, now);
-    c = f.kubelet(nativeController(c, "v2hash", now), now);
+    c = f.kubelet(f.nativeController(c, "v2hash", now), now);
     now += 1000;
   }
   assertEquals(c.snapshot.pods.map((x) => x.metadata.labels?.[Keys.revisionHash]), [
@@ -635,7 +595,7 @@ Deno.test("OpenYurt AdvancedRollingUpdate (seed 004): 2 of 3 nodes NotReady, the
 });
 
 Deno.test("OpenYurt OTA: pods marked PodNeedUpgrade, never deleted by edgeroll", () => {
-  let c = yurtCluster("OTA", f.nodes(2));
+  let c = f.yurtCluster("OTA", f.nodes(2));
   c.snapshot.pods[1].metadata.labels![Keys.revisionHash] = "v2hash";
   let p: Plan;
   [p, c] = step(c, f.t0);
@@ -651,7 +611,7 @@ Deno.test("OpenYurt OTA: pods marked PodNeedUpgrade, never deleted by edgeroll",
 });
 
 Deno.test("a DaemonSet without the OpenYurt annotation is left alone", () => {
-  const c = yurtCluster("auto", f.nodes(1));
+  const c = f.yurtCluster("auto", f.nodes(1));
   const s = structuredClone(c.snapshot);
   s.set.metadata.annotations = {};
   const p = plan(s, f.t0);
@@ -724,7 +684,7 @@ Deno.test("an invalid spec records the generation it looked at", () => {
 });
 
 Deno.test("OpenYurt: a bad annotation is InvalidSpec; no revision yet means waiting for one", () => {
-  const bad = yurtCluster("fast", f.nodes(1)).snapshot;
+  const bad = f.yurtCluster("fast", f.nodes(1)).snapshot;
   const p = plan(bad, f.t0);
   assertEquals(p.actions, []);
   assertEquals(
@@ -733,7 +693,7 @@ Deno.test("OpenYurt: a bad annotation is InvalidSpec; no revision yet means wait
     ),
     true,
   );
-  const early = { ...yurtCluster("auto", f.nodes(1)).snapshot, revisions: [] };
+  const early = { ...f.yurtCluster("auto", f.nodes(1)).snapshot, revisions: [] };
   const waiting = plan(early, f.t0);
   assertEquals(waiting.actions, []);
   assertEquals(condition(waiting, "Progressing"), "False WaitingForRevision");

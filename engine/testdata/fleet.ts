@@ -222,3 +222,43 @@ export function withTemplate(c: Cluster, image: string, generation: number): Clu
   s.set.metadata.generation = generation;
   return { snapshot: s, serial: c.serial };
 }
+
+/** What the native DaemonSet controller does for an OnDelete set: a pod on every node lacking one. */
+export function nativeController(c: Cluster, hash: string, now: number): Cluster {
+  const s = structuredClone(c.snapshot);
+  for (const n of s.nodes) {
+    const name = n.metadata.name!;
+    if (s.pods.some((x) => x.spec.nodeName === name)) continue;
+    const created = pod(`nginx-${name}-${hash}-${now}`, name, hash, {
+      created: now,
+      readySince: null,
+    });
+    created.status = { phase: "Pending", conditions: [] };
+    s.pods.push(created);
+  }
+  return { snapshot: s, serial: c.serial };
+}
+
+export function yurtCluster(strategy: string, nodes: Node[]): Cluster {
+  const revision = (hash: string, n: number) => ({
+    metadata: {
+      name: `nginx-${hash}`,
+      labels: { [Keys.revisionHash]: hash },
+      ownerReferences: [{
+        apiVersion: "apps/v1",
+        kind: "DaemonSet",
+        name: "nginx",
+        uid: setUid,
+        controller: true,
+      }],
+    },
+    revision: n,
+  });
+  return cluster({
+    kind: "DaemonSet",
+    set: openYurtDaemonSet({ "apps.openyurt.io/update-strategy": strategy }),
+    pods: nodes.map((n) => pod(`nginx-${n.metadata.name}`, n.metadata.name!, "v1hash")),
+    nodes,
+    revisions: [revision("v1hash", 1), revision("v2hash", 2)],
+  });
+}
