@@ -106,11 +106,26 @@ Deno.test("kubelet: a failing pull shows ErrImagePull then ImagePullBackOff", as
 Deno.test("kubelet: a graceful delete is confirmed after termination", async () => {
   await withCluster({ nodes: 1 }, async (store) => {
     store.create("pods", pod("gone", "nginx:1.27"));
-    await waitFor("running", () => getPod(store, "gone")?.status?.phase === "Running");
-    const { removed, object } = store.delete("pods", "default", "gone");
-    assertEquals(removed, false);
-    assert(object.metadata.deletionTimestamp);
-    await waitFor("deleted", () => getPod(store, "gone") === undefined);
+    await waitFor(
+      "ready",
+      () => findCondition(getPod(store, "gone")?.status?.conditions, "Ready")?.status === "True",
+    );
+    let reportedUnready = false;
+    const unsubscribe = store.subscribe((event) => {
+      const p = event.object as Pod;
+      if (event.type === "MODIFIED" && p.metadata.name === "gone" && p.metadata.deletionTimestamp) {
+        reportedUnready ||= findCondition(p.status?.conditions, "Ready")?.status === "False";
+      }
+    });
+    try {
+      const { removed, object } = store.delete("pods", "default", "gone");
+      assertEquals(removed, false);
+      assert(object.metadata.deletionTimestamp);
+      await waitFor("deleted", () => getPod(store, "gone") === undefined);
+      assert(reportedUnready, "the terminating pod was reported not ready before it went");
+    } finally {
+      unsubscribe();
+    }
   });
 });
 

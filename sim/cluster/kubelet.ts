@@ -280,6 +280,7 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
     for (const container of runtime.containers.values()) container.cancel?.();
     const running = [...runtime.containers.entries()].filter(([, c]) => c.phase === "running");
     for (const [name] of running) event(pod, "Normal", "Killing", `Stopping container ${name}`);
+    if (runtime.started) writeStatus(runtime.key); // a terminating pod is no longer ready
     const grace = pod.metadata.deletionGracePeriodSeconds ?? 30;
     const seconds = running.length > 0 ? Math.min(grace, durations.terminationSeconds) : 0;
     timeline.after(seconds, () => {
@@ -304,10 +305,12 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
 
   function writeStatus(key: string): void {
     const pod = cache.pods.get(key);
-    if (!pod || pod.metadata.deletionTimestamp) return;
+    const runtime = pod && runtimes.get(pod.metadata.uid!);
+    if (!pod || !runtime) return;
+    // Once deleted, only the "no longer ready" report of the stopping containers goes out.
+    if (pod.metadata.deletionTimestamp && runtime.termination !== "stopping") return;
     const agent = connectedAgent(pod);
-    const runtime = runtimes.get(pod.metadata.uid!);
-    if (!agent || !runtime) return;
+    if (!agent) return;
     const status = podStatus(pod, runtime, agent, isoSeconds(timeline.now()));
     if (JSON.stringify(status) === JSON.stringify(pod.status)) return;
     store.update(PODS, { ...pod, status }); // the store copies its input; the cache stays as is

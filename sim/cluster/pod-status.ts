@@ -76,7 +76,8 @@ function containerStatus(
   pod: Pod,
   container: Container,
   state: ContainerRuntime,
-  healthy: boolean,
+  /** False while the node's runtime is down or the pod is terminating. */
+  mayBeReady: boolean,
 ): ContainerStatus {
   const running = state.phase === "running";
   const common = {
@@ -90,7 +91,7 @@ function containerStatus(
       image: normalizeImage(state.image),
       imageID: imageID(state.image),
       containerID: state.containerID,
-      ready: state.probeReady && healthy,
+      ready: state.probeReady && mayBeReady,
       started: true,
       state: { running: { startedAt: isoSeconds(state.startedAt!) } },
     };
@@ -140,7 +141,12 @@ export function podStatus(
 ): PodStatus {
   const containers = pod.spec.containers ?? [];
   const statuses = containers.map((container) =>
-    containerStatus(pod, container, runtime.containers.get(container.name)!, agent.healthy)
+    containerStatus(
+      pod,
+      container,
+      runtime.containers.get(container.name)!,
+      agent.healthy && !runtime.termination,
+    )
   );
   const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
   const before = pod.status?.conditions;
