@@ -37,6 +37,8 @@ Deno.test("ssa: a manager's dropped fields go, other managers' stay, differing v
     image: "i:1",
   }]);
   assertEquals(dropped.metadata.labels, { b: "2" });
+  const unlabelled = serverSideApply(first, pod([{ name: "c", image: "i:1" }]), options("alice"));
+  assertEquals("labels" in unlabelled.metadata, false, "a map emptied by the apply goes");
   const err = assertThrows(
     () => serverSideApply(dropped, pod([{ name: "c", image: "i:2" }]), options("bob")),
     ApiError,

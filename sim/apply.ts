@@ -201,6 +201,14 @@ export function serverSideApply(
   );
   for (const path of removals.sort((a, b) => b.length - a.length)) {
     removeAt(merged, path);
+    // A map left empty by the removal goes too, unless the applier sets it (as `{}`).
+    for (let depth = path.length - 1; depth > 0; depth--) {
+      const parent = path.slice(0, depth);
+      const value = valueAt(merged, parent);
+      if (!isMap(value) || Object.keys(value).length > 0) break;
+      if (appliedKeys.has(parent.join("\u0000"))) break;
+      removeAt(merged, parent);
+    }
   }
   merged = merged as JsonMap;
   const entry: ManagedFieldsEntry = {

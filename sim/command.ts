@@ -21,7 +21,7 @@ function speedOption(args: ParsedArgs): number {
 }
 
 /** Resolves on the first SIGINT or SIGTERM. */
-export function untilSignal(): Promise<Deno.Signal> {
+function untilSignal(): Promise<Deno.Signal> {
   return new Promise((resolve) => {
     const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
     const handlers = signals.map((signal) => {

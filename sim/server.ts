@@ -340,10 +340,7 @@ export class SimServer {
   }
 
   #get(req: Request, url: URL, target: Target): Response {
-    const object = this.ctx.store.scan(target.type.storage, {
-      namespace: target.namespace,
-      filter: (o) => o.metadata.name === target.name,
-    })[0];
+    const object = this.ctx.store.peek(target.type.storage, target.namespace, target.name!);
     if (!object) {
       throw new StoreError(404, "NotFound", `${target.type.storage} "${target.name}" not found`);
     }

@@ -155,6 +155,11 @@ export class Store {
     return clone(found);
   }
 
+  /** The stored object itself, without a copy (read-only, as for `scan`). */
+  peek(resource: string, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.#objects.get(resource)?.get(objectKey(namespace, name));
+  }
+
   tryGet(resource: string, namespace: string | undefined, name: string): KubeObject | undefined {
     const found = this.#objects.get(resource)?.get(objectKey(namespace, name));
     return found ? clone(found) : undefined;

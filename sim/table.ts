@@ -197,6 +197,15 @@ const namespacePrinter: Printer = {
   cells: (ns: Any, now) => [ns.metadata.name, ns.status?.phase ?? "Active", age(ns, now)],
 };
 
+const leasePrinter: Printer = {
+  columns: [NAME, column("Holder"), AGE],
+  cells: (lease: Any, now) => [
+    lease.metadata.name,
+    lease.spec?.holderIdentity ?? "<none>",
+    age(lease, now),
+  ],
+};
+
 /** Core v1 and events.k8s.io/v1 Events share a printer: both shapes are read. */
 const eventPrinter: Printer = {
   columns: [
@@ -245,6 +254,7 @@ const BUILT_IN_PRINTERS: Record<string, Printer> = {
   "daemonsets.apps": daemonSetPrinter,
   namespaces: namespacePrinter,
   events: eventPrinter,
+  "leases.coordination.k8s.io": leasePrinter,
 };
 
 /**

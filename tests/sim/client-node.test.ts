@@ -468,3 +468,61 @@ Deno.test("client-node: events written as events.k8s.io/v1 read back as core v1"
     assertEquals(back.note, "rolled 3 of 10");
   });
 });
+
+Deno.test("client-node: custom resources get status subresource semantics and refuse strategic merge", async () => {
+  await withSim({ behaviour: stillCluster }, async (sim, kc) => {
+    const extensions = kc.makeApiClient(k8s.ApiextensionsV1Api);
+    await extensions.createCustomResourceDefinition({
+      body: {
+        metadata: { name: "gadgets.example.com" },
+        spec: {
+          group: "example.com",
+          scope: "Namespaced",
+          names: { plural: "gadgets", singular: "gadget", kind: "Gadget" },
+          versions: [{
+            name: "v1",
+            served: true,
+            storage: true,
+            subresources: { status: {} },
+            schema: {
+              openAPIV3Schema: {
+                type: "object",
+                properties: {
+                  spec: { type: "object", properties: { size: { type: "integer" } } },
+                  status: { type: "object", properties: { seen: { type: "integer" } } },
+                },
+              },
+            },
+          }],
+        },
+      },
+    });
+    const crd = await extensions.readCustomResourceDefinition({ name: "gadgets.example.com" });
+    assertEquals(crd.status?.conditions?.find((c) => c.type === "Established")?.status, "True");
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const target = { group: "example.com", version: "v1", namespace: "default", plural: "gadgets" };
+    const created = await custom.createNamespacedCustomObject({
+      ...target,
+      body: {
+        apiVersion: "example.com/v1",
+        kind: "Gadget",
+        metadata: { name: "g" },
+        spec: { size: 1, unknown: true },
+        status: { seen: 5 },
+      },
+    });
+    assertEquals(created.status, undefined, "create drops status when /status exists");
+    assertEquals(created.spec, { size: 1 }, "unknown fields are pruned");
+    const status = await custom.patchNamespacedCustomObjectStatus(
+      { ...target, name: "g", body: { status: { seen: 2 }, spec: { size: 9 } } },
+      k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch),
+    );
+    assertEquals([status.status.seen, status.spec.size, status.metadata.generation], [2, 1, 1]);
+    const strategic = await request(sim, "/apis/example.com/v1/namespaces/default/gadgets/g", {
+      method: "PATCH",
+      headers: { "content-type": "application/strategic-merge-patch+json" },
+      body: JSON.stringify({ spec: { size: 3 } }),
+    });
+    assertEquals([strategic.status, strategic.body.reason], [415, "UnsupportedMediaType"]);
+  });
+});
