@@ -307,3 +307,24 @@ Deno.test("daemonset: a set whose selector misses its own template creates nothi
     },
   );
 });
+
+Deno.test("daemonset: a node that joins gets its pod; a removed node's pod is collected", async () => {
+  await withCluster({ nodes: 2 }, async (store, cluster) => {
+    store.create("daemonsets.apps", daemonSet("fleet", "nginx:1.26", { type: "OnDelete" }));
+    await waitFor("two pods", () => getDs(store, "fleet").status?.numberAvailable === 2);
+    assertEquals(cluster.addNodes(1), ["edge-3"]);
+    await waitFor("new node covered", () => {
+      const s = getDs(store, "fleet").status;
+      return s?.desiredNumberScheduled === 3 && s.numberAvailable === 3;
+    });
+    assert(podsOf(store, "fleet").some((p) => p.spec.nodeName === "edge-3" && isPodReady(p)));
+    cluster.removeNode("edge-1");
+    assertEquals(cluster.nodeNames(), ["edge-2", "edge-3"]);
+    await waitFor(
+      "edge-1's pod collected, status shrinks",
+      () =>
+        !podsOf(store, "fleet").some((p) => p.spec.nodeName === "edge-1") &&
+        getDs(store, "fleet").status?.desiredNumberScheduled === 2,
+    );
+  });
+});

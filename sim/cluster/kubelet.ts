@@ -31,6 +31,8 @@ interface ContainerJob {
 export interface Kubelets {
   /** Re-reads every pod of the node from the API and reports (after reconnect or health change). */
   syncNode(name: string): void;
+  /** Forgets every pod of a node that is gone (its containers went with the machine). */
+  dropNode(name: string): void;
   /**
    * Pulls an image onto a node outside any pod (what an edge agent's pre-pull does);
    * resolves once the node has it, rejects when the image's fault is ErrImagePull.
@@ -329,6 +331,11 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
 
   return {
     syncNode,
+    dropNode(name) {
+      for (const runtime of [...runtimes.values()]) {
+        if (runtime.nodeName === name) forget(runtime.uid);
+      }
+    },
     pullImage,
     counts() {
       let running = 0;

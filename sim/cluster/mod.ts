@@ -79,6 +79,10 @@ export interface ClusterStats {
 
 export interface ClusterBehaviour {
   nodeNames(): string[];
+  /** Brings `count` new nodes (`edge-<N+1>` …) into the cluster; returns their names. */
+  addNodes(count: number): string[];
+  /** Takes a node out for good: its kubelet stops, its Node and Lease are deleted. */
+  removeNode(node: string): void;
   /** Cuts the node off: no heartbeat, no status, deletes of its pods wait until `reconnect`. */
   disconnect(node: string): void;
   /** Restores the link: lease, status and every pod of the node are synced at once. */
@@ -160,6 +164,21 @@ export function startClusterBehaviour(
 
   return {
     nodeNames: () => fleet.names(),
+    addNodes(count) {
+      if (!Number.isInteger(count) || count < 0) {
+        throw new StoreError(
+          400,
+          "BadRequest",
+          `count must be a non-negative integer, got ${count}`,
+        );
+      }
+      return fleet.add(count);
+    },
+    removeNode(node) {
+      agentOf(node);
+      fleet.remove(node);
+      kubelets.dropNode(node);
+    },
     disconnect(node) {
       agentOf(node).connected = false;
     },

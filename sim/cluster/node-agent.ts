@@ -159,6 +159,10 @@ function sameStatus(a: NodeStatus | undefined, b: NodeStatus): boolean {
 
 export interface NodeFleet {
   names(): string[];
+  /** Registers `count` more nodes after the highest index so far; returns their names. */
+  add(count: number): string[];
+  /** Stops the node's kubelet and deletes its Node and Lease (a decommissioned machine). */
+  remove(name: string): void;
   /** Posts node status now if it changed (or always, with `force`). */
   postStatus(name: string, force?: boolean): void;
   renewLease(name: string): void;
@@ -169,7 +173,12 @@ export function startNodeFleet(ctx: ClusterContext, options: NodeFleetOptions): 
   const lastPost = new Map<string, number>();
   const leases = new Map<string, KubeObject>();
 
-  for (let index = 1; index <= options.nodes; index++) {
+  let lastIndex = 0;
+  for (let index = 1; index <= options.nodes; index++) register(index);
+
+  /** A kubelet starts on node `edge-<index>`: registers the Node and its Lease, then beats. */
+  function register(index: number): string {
+    lastIndex = Math.max(lastIndex, index);
     const name = nodeName(index);
     const agent: NodeAgentState = {
       name,
@@ -211,6 +220,7 @@ export function startNodeFleet(ctx: ClusterContext, options: NodeFleetOptions): 
     // Kubelets did not all boot in the same millisecond: spread their loops over one period.
     timeline.after(ctx.random() * durations.leaseRenewSeconds, () => leaseLoop(name));
     timeline.after(ctx.random() * durations.nodeStatusUpdateSeconds, () => statusLoop(name));
+    return name;
   }
 
   function leaseLoop(name: string): void {
@@ -276,8 +286,23 @@ export function startNodeFleet(ctx: ClusterContext, options: NodeFleetOptions): 
     }
   }
 
+  function remove(name: string): void {
+    agents.delete(name);
+    lastPost.delete(name);
+    leases.delete(name);
+    for (const [resource, namespace] of [[NODES, undefined], [LEASES, LEASE_NAMESPACE]] as const) {
+      try {
+        store.delete(resource, namespace, name);
+      } catch (error) {
+        if (!(error instanceof StoreError && error.code === 404)) throw error;
+      }
+    }
+  }
+
   return {
     names: () => [...agents.keys()],
+    add: (count) => Array.from({ length: count }, () => register(lastIndex + 1)),
+    remove,
     postStatus,
     renewLease,
   };
