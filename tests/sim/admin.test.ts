@@ -230,3 +230,23 @@ Deno.test("http: events print as kubectl get events does", async () => {
     ]);
   });
 });
+
+Deno.test("admin: watchDropSeconds cuts open watches; speed reaches the cluster behaviour", async () => {
+  await withSim({}, async (sim) => {
+    const put = await request(sim, "/sim/v1/faults", {
+      method: "PUT",
+      body: JSON.stringify({ watchDropSeconds: 0.2, speed: 7 }),
+    });
+    assertEquals(put.status, 200);
+    assertEquals((sim.behaviour as unknown as { speed: number }).speed, 7);
+    // No timeoutSeconds: only the injected drop can end this stream.
+    const watch = await fetch(`${sim.url}/api/v1/nodes?watch=1`);
+    const events = (await watch.text()).trim().split("\n").map((l) => JSON.parse(l));
+    assertEquals(events.slice(0, 3).map((e) => `${e.type} ${e.object.metadata.name}`), [
+      "ADDED edge-1",
+      "ADDED edge-2",
+      "ADDED edge-3",
+    ]);
+    assertEquals((await request(sim, "/sim/v1/stats")).body.watches, 0);
+  });
+});

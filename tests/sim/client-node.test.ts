@@ -526,3 +526,35 @@ Deno.test("client-node: custom resources get status subresource semantics and re
     assertEquals([strategic.status, strategic.body.reason], [415, "UnsupportedMediaType"]);
   });
 });
+
+Deno.test("client-node: an informer recovers from a forced 410 by relisting", async () => {
+  await withSim({ behaviour: stillCluster }, async (sim, kc) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const informer = k8s.makeInformer(
+      kc,
+      "/api/v1/namespaces/default/configmaps",
+      () => core.listNamespacedConfigMap({ namespace: "default" }),
+    );
+    const added: string[] = [];
+    informer.on("add", (cm) => added.push(cm.metadata!.name!));
+    informer.on("error", () => {
+      // client-node informers stop on error; a caller restarts them, as ours do.
+      setTimeout(() => informer.start(), 10);
+    });
+    await informer.start();
+    try {
+      await core.createNamespacedConfigMap({ namespace: "default", body: configMap("before") });
+      await eventually(() => added.includes("before"), "the informer to see the first object");
+      // Compaction closes every watch; the informer's resume finds its version gone.
+      await request(sim, "/sim/v1/faults", {
+        method: "PUT",
+        body: JSON.stringify({ compact: true }),
+      });
+      await core.createNamespacedConfigMap({ namespace: "default", body: configMap("after") });
+      await eventually(() => added.includes("after"), "the informer to relist and see the next");
+      assertEquals(informer.list().map((c) => c.metadata?.name).sort(), ["after", "before"]);
+    } finally {
+      await informer.stop();
+    }
+  });
+});
