@@ -11,6 +11,7 @@ import { serveCommand } from "./routes/serve.ts";
 import { reconcileCommand } from "./routes/reconcile-command.ts";
 import { statusCommand } from "./routes/status-command.ts";
 import { relayCommand } from "./relay/relay-command.ts";
+import { clusterDownCommand, clusterNodeCommand, clusterUpCommand } from "./cluster/command.ts";
 
 const commands: Command[] = [
   crdCommand,
@@ -20,6 +21,9 @@ const commands: Command[] = [
   relayCommand,
   reconcileCommand,
   statusCommand,
+  clusterUpCommand,
+  clusterDownCommand,
+  clusterNodeCommand,
 ];
 
 function overview(): string {

@@ -1,0 +1,58 @@
+import { assert, assertEquals, assertRejects } from "@std/assert";
+import { downCluster, nodeNames, readState, upCluster } from "./control-plane.ts";
+import { isAlive } from "./processes.ts";
+import { untilExeced } from "./test-helpers.ts";
+
+Deno.test("nodes are named edge-1…edge-N", () => {
+  assertEquals(nodeNames(3), ["edge-1", "edge-2", "edge-3"]);
+});
+
+Deno.test("up without built binaries says to run the build, and starts nothing", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const statePath = `${dir}/state.json`;
+    await assertRejects(
+      () => upCluster({ nodes: 1, binDir: `${dir}/bin`, statePath }),
+      Error,
+      "run cluster/build.sh first",
+    );
+    assertEquals(await readState(statePath), undefined);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("down cleans a stray state file, sparing a PID that now runs something else", async () => {
+  const dir = await Deno.makeTempDir();
+  const unrelated = new Deno.Command("sleep", { args: ["30"] }).spawn();
+  try {
+    await untilExeced(unrelated.pid, "sleep");
+    const statePath = `${dir}/state.json`;
+    const workDir = `${dir}/work`;
+    await Deno.mkdir(workDir);
+    await Deno.writeTextFile(
+      statePath,
+      JSON.stringify({
+        workDir,
+        kubeconfigPath: `${dir}/admin.kubeconfig`,
+        server: "https://127.0.0.1:1",
+        nodes: ["edge-1"],
+        processes: [{
+          name: "etcd",
+          pid: unrelated.pid,
+          binary: "/nonexistent/cluster/bin/etcd",
+          logPath: `${workDir}/etcd.log`,
+        }],
+      }),
+    );
+    assertEquals(await downCluster(statePath), true);
+    assertEquals(await readState(statePath), undefined);
+    await assertRejects(() => Deno.stat(workDir), Deno.errors.NotFound);
+    assert(await isAlive({ pid: unrelated.pid, binary: "sleep" }));
+    assertEquals(await downCluster(statePath), false);
+  } finally {
+    unrelated.kill("SIGKILL");
+    await unrelated.status;
+    await Deno.remove(dir, { recursive: true });
+  }
+});

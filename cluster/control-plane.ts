@@ -1,0 +1,327 @@
+/**
+ * A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
+ * kube-scheduler and kwok (the fake kubelets of nodes edge-1…edge-N), from the binaries that
+ * cluster/build.sh puts in cluster/bin.
+ *
+ * `upCluster` first stops whatever a stray state file names, then writes the state file after
+ * every process it starts, so a crash half-way through still leaves a record for
+ * `downCluster` to clean.
+ */
+import { stringify } from "yaml";
+import { type ClientName, type ClusterPki, writePki } from "./certs.ts";
+import { kubectl, kubectlJson } from "./kubectl.ts";
+import {
+  freePort,
+  isAlive,
+  logTail,
+  sleep,
+  startDetached,
+  type StartedProcess,
+  stopProcesses,
+} from "./processes.ts";
+
+const clusterDir = new URL(".", import.meta.url).pathname;
+const repoDir = new URL("..", import.meta.url).pathname;
+
+export const defaultBinDir = `${clusterDir}bin`;
+export const defaultStatePath = `${repoDir}.cache/cluster/state.json`;
+const stagesPath = `${clusterDir}kwok-stages.yaml`;
+const components = [
+  "etcd",
+  "kube-apiserver",
+  "kube-controller-manager",
+  "kube-scheduler",
+  "kwok",
+] as const;
+
+/**
+ * How fast a silent node turns NotReady: kwok renews each Lease every quarter of its
+ * duration (3 s), and the node lifecycle controller gives up after the grace period.
+ */
+const nodeLeaseDurationSeconds = 12;
+const nodeMonitorGracePeriod = "8s";
+
+export interface ClusterOptions {
+  nodes: number;
+  /** Where the admin kubeconfig goes (default: inside the work directory). */
+  kubeconfigPath?: string;
+  binDir?: string;
+  statePath?: string;
+  /** One JSON-able event per step, for progress lines. */
+  log?: (event: Record<string, unknown>) => void;
+}
+
+export interface ClusterState {
+  workDir: string;
+  kubeconfigPath: string;
+  server: string;
+  nodes: string[];
+  /** In start order; stopped in reverse. */
+  processes: StartedProcess[];
+}
+
+export function nodeNames(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `edge-${i + 1}`);
+}
+
+export async function upCluster(options: ClusterOptions): Promise<ClusterState> {
+  const statePath = options.statePath ?? defaultStatePath;
+  const log = options.log ?? (() => {});
+  const stray = await readState(statePath);
+  if (stray) {
+    log({ msg: "stopping a stray cluster", pids: stray.processes.map((p) => p.pid) });
+    await stopCluster(stray);
+    await Deno.remove(statePath).catch(() => {});
+  }
+  const binDir = options.binDir ?? defaultBinDir;
+  const missing = components.filter((name) => !exists(`${binDir}/${name}`));
+  if (missing.length > 0) {
+    throw new Error(`${binDir} lacks ${missing.join(", ")}: run cluster/build.sh first`);
+  }
+  const bin = (name: typeof components[number]) => `${binDir}/${name}`;
+
+  const workDir = await Deno.makeTempDir({ prefix: "edgeroll-cluster-" });
+  const pki = await writePki(`${workDir}/pki`);
+  const etcdClientPort = freePort();
+  const apiserverPort = freePort();
+  const server = `https://127.0.0.1:${apiserverPort}`;
+  const state: ClusterState = {
+    workDir,
+    kubeconfigPath: options.kubeconfigPath ?? `${workDir}/admin.kubeconfig`,
+    server,
+    nodes: nodeNames(options.nodes),
+    processes: [],
+  };
+  const save = () => writeState(statePath, state);
+  await save();
+  const kubeconfigOf = async (client: ClientName, path = `${workDir}/${client}.kubeconfig`) => {
+    await Deno.writeTextFile(path, await kubeconfigYaml(server, pki, client));
+    return path;
+  };
+  const start = async (name: typeof components[number], args: string[]) => {
+    const started = startDetached(name, bin(name), args, `${workDir}/${name}.log`);
+    state.processes.push(started);
+    await save();
+    log({ msg: "started", component: name, pid: started.pid });
+    return started;
+  };
+
+  try {
+    const etcdPeerPort = freePort();
+    const etcd = await start("etcd", [
+      "--name=edgeroll",
+      `--data-dir=${workDir}/etcd`,
+      `--listen-client-urls=http://127.0.0.1:${etcdClientPort}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdClientPort}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
+      `--initial-cluster=edgeroll=http://127.0.0.1:${etcdPeerPort}`,
+      // Test data: durability buys nothing and costs fsyncs on a shared disk.
+      "--unsafe-no-fsync",
+      "--log-level=warn",
+    ]);
+    await waitFor("etcd to serve", etcd, async () => {
+      const response = await fetch(`http://127.0.0.1:${etcdClientPort}/health`);
+      return response.ok && (await response.json()).health === "true";
+    });
+
+    state.kubeconfigPath = await kubeconfigOf("admin", state.kubeconfigPath);
+    const apiserver = await start("kube-apiserver", [
+      `--etcd-servers=http://127.0.0.1:${etcdClientPort}`,
+      "--bind-address=127.0.0.1",
+      "--advertise-address=127.0.0.1",
+      `--secure-port=${apiserverPort}`,
+      `--cert-dir=${workDir}/apiserver`,
+      `--tls-cert-file=${pki.servingCertPath}`,
+      `--tls-private-key-file=${pki.servingKeyPath}`,
+      `--client-ca-file=${pki.caCertPath}`,
+      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+      `--service-account-key-file=${pki.serviceAccountPublicKeyPath}`,
+      `--service-account-signing-key-file=${pki.serviceAccountKeyPath}`,
+      "--service-cluster-ip-range=10.96.0.0/16",
+      "--authorization-mode=Node,RBAC",
+      // No real endpoints behind the kubernetes Service: nothing here would route to them.
+      "--endpoint-reconciler-type=none",
+      "--allow-privileged=true",
+      "--profiling=false",
+    ]);
+    await waitFor("kube-apiserver to be ready", apiserver, async () => {
+      try {
+        return (await kubectl(state.kubeconfigPath, ["get", "--raw=/readyz"])).trim() === "ok";
+      } catch {
+        return false;
+      }
+    });
+
+    const controllerManager = await start("kube-controller-manager", [
+      `--kubeconfig=${await kubeconfigOf("kube-controller-manager")}`,
+      "--leader-elect=false",
+      "--bind-address=127.0.0.1",
+      `--secure-port=${freePort()}`,
+      `--cert-dir=${workDir}/kube-controller-manager`,
+      `--service-account-private-key-file=${pki.serviceAccountKeyPath}`,
+      `--root-ca-file=${pki.caCertPath}`,
+      // Each controller acts as its own ServiceAccount, with the roles the apiserver bootstraps
+      // for it (system:kube-controller-manager alone may not create ControllerRevisions).
+      "--use-service-account-credentials=true",
+      "--node-monitor-period=1s",
+      `--node-monitor-grace-period=${nodeMonitorGracePeriod}`,
+    ]);
+    const scheduler = await start("kube-scheduler", [
+      `--kubeconfig=${await kubeconfigOf("kube-scheduler")}`,
+      "--leader-elect=false",
+      "--bind-address=127.0.0.1",
+      `--secure-port=${freePort()}`,
+      `--cert-dir=${workDir}/kube-scheduler`,
+    ]);
+    const kwok = await start("kwok", [
+      `--kubeconfig=${await kubeconfigOf("kwok")}`,
+      `--config=${stagesPath}`,
+      "--manage-all-nodes=true",
+      `--node-lease-duration-seconds=${nodeLeaseDurationSeconds}`,
+      // Addresses only written into node and pod status; nothing is ever sent to them.
+      "--node-ip=10.0.0.1",
+      "--cidr=10.0.0.1/16",
+    ]);
+
+    await kubectl(state.kubeconfigPath, ["create", "-f", "-"], nodeListJson(state.nodes));
+    log({ msg: "nodes created", nodes: state.nodes.length });
+    const running = [etcd, apiserver, controllerManager, scheduler, kwok];
+    await waitFor(`${state.nodes.length} nodes to be Ready`, running, async () => {
+      const list = await kubectlJson<NodeList>(state.kubeconfigPath, ["get", "nodes"]);
+      return list.items.filter(isReady).length === state.nodes.length;
+    });
+    // Pods are refused until the service-account controller made the namespace's account.
+    await waitFor("the default ServiceAccount", running, async () => {
+      try {
+        await kubectl(state.kubeconfigPath, ["get", "serviceaccount", "default"]);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    return state;
+  } catch (err) {
+    await stopCluster(state);
+    await Deno.remove(statePath).catch(() => {});
+    throw err;
+  }
+}
+
+/** Stops the processes (reverse start order) and removes the work directory and kubeconfig. */
+export async function stopCluster(state: ClusterState): Promise<void> {
+  await stopProcesses([...state.processes].reverse());
+  await Deno.remove(state.workDir, { recursive: true }).catch(() => {});
+  await Deno.remove(state.kubeconfigPath).catch(() => {});
+}
+
+/** Stops the cluster a state file names, if any; returns whether there was one. */
+export async function downCluster(statePath = defaultStatePath): Promise<boolean> {
+  const state = await readState(statePath);
+  if (!state) return false;
+  await stopCluster(state);
+  await Deno.remove(statePath).catch(() => {});
+  return true;
+}
+
+export async function readState(statePath = defaultStatePath): Promise<ClusterState | undefined> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(statePath);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    throw err;
+  }
+  return JSON.parse(text) as ClusterState;
+}
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function writeState(statePath: string, state: ClusterState): Promise<void> {
+  await Deno.mkdir(statePath.slice(0, statePath.lastIndexOf("/")), { recursive: true });
+  await Deno.writeTextFile(statePath, JSON.stringify(state, null, 2) + "\n");
+}
+
+interface NodeList {
+  items: { status?: { conditions?: { type: string; status: string }[] } }[];
+}
+
+function isReady(node: NodeList["items"][number]): boolean {
+  return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+}
+
+function nodeListJson(names: string[]): string {
+  return JSON.stringify({
+    apiVersion: "v1",
+    kind: "List",
+    items: names.map((name) => ({
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: {
+        name,
+        labels: {
+          "kubernetes.io/hostname": name,
+          "kubernetes.io/os": "linux",
+          "kubernetes.io/arch": "amd64",
+          type: "kwok",
+        },
+        annotations: { "kwok.x-k8s.io/node": "fake" },
+      },
+    })),
+  });
+}
+
+async function kubeconfigYaml(server: string, pki: ClusterPki, client: ClientName) {
+  const base64 = async (path: string) => btoa(String.fromCharCode(...await Deno.readFile(path)));
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{
+      name: "edgeroll",
+      cluster: { server, "certificate-authority-data": await base64(pki.caCertPath) },
+    }],
+    users: [{
+      name: client,
+      user: {
+        "client-certificate-data": await base64(pki.clients[client].certPath),
+        "client-key-data": await base64(pki.clients[client].keyPath),
+      },
+    }],
+    contexts: [{ name: "edgeroll", context: { cluster: "edgeroll", user: client } }],
+    "current-context": "edgeroll",
+  });
+}
+
+/**
+ * Polls `ready` until it holds. Fails at once, with the log's tail, if a process it depends on
+ * died, and after `timeoutMs` otherwise.
+ */
+async function waitFor(
+  what: string,
+  dependsOn: StartedProcess | StartedProcess[],
+  ready: () => Promise<boolean>,
+  timeoutMs = 180_000,
+): Promise<void> {
+  const processes = Array.isArray(dependsOn) ? dependsOn : [dependsOn];
+  const deadline = Date.now() + timeoutMs;
+  while (true) {
+    const dead = (await Promise.all(processes.map(async (p) => (await isAlive(p)) ? undefined : p)))
+      .find((p) => p !== undefined);
+    if (dead) {
+      throw new Error(`${dead.name} exited while waiting for ${what}:\n${logTail(dead.logPath)}`);
+    }
+    if (await ready().catch(() => false)) return;
+    if (Date.now() > deadline) {
+      const logs = processes.map((p) => `--- ${p.name}:\n${logTail(p.logPath, 5)}`).join("\n");
+      throw new Error(`timed out waiting for ${what}; the logs end:\n${logs}`);
+    }
+    await sleep(250);
+  }
+}

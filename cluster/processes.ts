@@ -1,0 +1,116 @@
+/**
+ * Starting and stopping the control plane's processes by PID.
+ *
+ * Components run detached, in their own session, with output appended to a log file, so
+ * `cluster up` can exit and leave them running; `cluster down` (or a test's `finally`)
+ * stops them by the PIDs recorded at start.
+ */
+
+export interface StartedProcess {
+  name: string;
+  pid: number;
+  /** The binary's path: a PID from an old state file counts only while it still runs this. */
+  binary: string;
+  logPath: string;
+}
+
+/** Starts `binary args…` detached, stdout and stderr appended to `logPath`. */
+export function startDetached(
+  name: string,
+  binary: string,
+  args: string[],
+  logPath: string,
+): StartedProcess {
+  // Deno's stdio cannot point at a file; a shell that execs keeps the same PID.
+  const child = new Deno.Command("sh", {
+    args: ["-c", 'exec "$0" "$@" >>"$EDGEROLL_LOG" 2>&1', binary, ...args],
+    env: { EDGEROLL_LOG: logPath },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+    detached: true,
+  }).spawn();
+  // Reap it if it exits while we run; never keep this process alive for it.
+  child.status.catch(() => {});
+  child.unref();
+  return { name, pid: child.pid, binary, logPath };
+}
+
+/**
+ * What `ps` says of a process: its state letter, resident KiB and command line, or undefined
+ * once it is gone. (Deno reads /proc/PID only with --allow-all; ps needs just --allow-run.)
+ */
+async function inspect(
+  pid: number,
+): Promise<{ state: string; rssKiB: number; args: string } | undefined> {
+  const { code, stdout } = await new Deno.Command("ps", {
+    args: ["-o", "state=,rss=,args=", "-p", String(pid)],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  const match = new TextDecoder().decode(stdout).trim().match(/^(\S+)\s+(\d+)\s+(.*)$/);
+  if (code !== 0 || !match) return undefined;
+  return { state: match[1], rssKiB: Number(match[2]), args: match[3] };
+}
+
+/**
+ * Whether the process still runs our binary (not a zombie, not a reused PID). The command line
+ * names the binary both before the wrapping shell execs it and after.
+ */
+export async function isAlive(process: { pid: number; binary: string }): Promise<boolean> {
+  const seen = await inspect(process.pid);
+  return seen !== undefined && !seen.state.startsWith("Z") && seen.args.includes(process.binary);
+}
+
+/** Resident memory of a process in KiB, or undefined once it is gone. */
+export async function residentKiB(pid: number): Promise<number | undefined> {
+  return (await inspect(pid))?.rssKiB;
+}
+
+/**
+ * Stops each process: SIGTERM, then SIGKILL if it is still there after `graceMs`.
+ * Processes already gone (or whose PID now runs something else) are skipped; the order given
+ * is kept.
+ */
+export async function stopProcesses(
+  processes: readonly { pid: number; binary: string }[],
+  graceMs = 10_000,
+): Promise<void> {
+  for (const process of processes) {
+    if (!(await isAlive(process))) continue;
+    signal(process.pid, "SIGTERM");
+    const deadline = Date.now() + graceMs;
+    while ((await isAlive(process)) && Date.now() < deadline) await sleep(100);
+    if (await isAlive(process)) signal(process.pid, "SIGKILL");
+    while (await isAlive(process)) await sleep(50);
+  }
+}
+
+function signal(pid: number, sig: Deno.Signal): void {
+  try {
+    Deno.kill(pid, sig);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+}
+
+/** The last `lines` lines of a log file, for error messages. */
+export function logTail(path: string, lines = 15): string {
+  try {
+    return Deno.readTextFileSync(path).trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A loopback TCP port that was free a moment ago. */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}

@@ -1,0 +1,116 @@
+/** Small kubectl-based helpers the end-to-end scenarios share. */
+import { kubectl, kubectlJson } from "../../cluster/kubectl.ts";
+
+export interface Condition {
+  type: string;
+  status: string;
+}
+
+export interface Pod {
+  metadata: {
+    name: string;
+    uid: string;
+    resourceVersion: string;
+    deletionTimestamp?: string;
+    labels?: Record<string, string>;
+  };
+  spec: { nodeName?: string; containers: { name: string; image: string }[] };
+  status?: {
+    phase?: string;
+    conditions?: Condition[];
+    containerStatuses?: {
+      name: string;
+      image: string;
+      imageID: string;
+      ready: boolean;
+      restartCount: number;
+    }[];
+  };
+}
+
+export interface Node {
+  metadata: { name: string };
+  spec: { taints?: { key: string; effect: string }[] };
+  status?: { conditions?: Condition[] };
+}
+
+export interface DaemonSetStatus {
+  metadata: { generation: number };
+  status: {
+    observedGeneration?: number;
+    desiredNumberScheduled: number;
+    updatedNumberScheduled?: number;
+    numberReady: number;
+  };
+}
+
+export function conditionStatus(
+  object: { status?: { conditions?: Condition[] } },
+  type: string,
+): string | undefined {
+  return object.status?.conditions?.find((c) => c.type === type)?.status;
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 90_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`gave up waiting for ${what}${lastError ? `: ${lastError}` : ""}`);
+}
+
+export class Kube {
+  constructor(readonly kubeconfigPath: string) {}
+
+  run(args: string[], stdin?: string): Promise<string> {
+    return kubectl(this.kubeconfigPath, args, stdin);
+  }
+
+  json<T>(args: string[]): Promise<T> {
+    return kubectlJson<T>(this.kubeconfigPath, args);
+  }
+
+  apply(object: unknown): Promise<string> {
+    return this.run(["apply", "-f", "-"], JSON.stringify(object));
+  }
+
+  async createNamespace(name: string): Promise<void> {
+    await this.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  }
+
+  async pods(namespace: string, selector: string): Promise<Pod[]> {
+    return (await this.json<{ items: Pod[] }>([
+      "--namespace",
+      namespace,
+      "get",
+      "pods",
+      "-l",
+      selector,
+    ]))
+      .items;
+  }
+
+  node(name: string): Promise<Node> {
+    return this.json<Node>(["get", "node", name]);
+  }
+
+  /** Waits until the node's Ready condition has `status` (a string such as "True"). */
+  async nodeReady(name: string, wanted: (status: string | undefined) => boolean): Promise<Node> {
+    return await eventually(`node ${name} readiness`, async () => {
+      const node = await this.node(name);
+      return wanted(conditionStatus(node, "Ready")) ? node : undefined;
+    });
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The cluster an end-to-end scenario runs against, chosen by `EDGEROLL_E2E_TARGET=sim|cluster`.
+ * Both give a kubeconfig for the real `kubectl` and the same four node-link verbs, so a
+ * scenario says `target.disconnect("edge-2")` and does not care which cluster it runs on.
+ */
+import { downCluster, nodeNames, upCluster } from "../../cluster/control-plane.ts";
+import { type NodeLinkVerb, setNodeLink } from "../../cluster/node-link.ts";
+import { startClusterBehaviour } from "../../sim/cluster/mod.ts";
+import { startSim } from "../../sim/start.ts";
+
+export const targetKinds = ["sim", "cluster"] as const;
+export type TargetKind = typeof targetKinds[number];
+
+export interface E2eTarget {
+  kind: TargetKind;
+  kubeconfigPath: string;
+  /** edge-1…edge-N */
+  nodes: string[];
+  /** The node's heartbeats and Lease stop; it goes NotReady (Unknown), its pods stay. */
+  disconnect(node: string): Promise<void>;
+  reconnect(node: string): Promise<void>;
+  /** The node keeps its link but reports Ready=False. */
+  notready(node: string): Promise<void>;
+  ready(node: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function targetKindFromEnv(): TargetKind {
+  const value = Deno.env.get("EDGEROLL_E2E_TARGET") ?? "sim";
+  if (!targetKinds.includes(value as TargetKind)) {
+    throw new Error(`EDGEROLL_E2E_TARGET must be one of ${targetKinds.join(", ")}, got "${value}"`);
+  }
+  return value as TargetKind;
+}
+
+export function startTarget(kind: TargetKind, options: { nodes: number }): Promise<E2eTarget> {
+  return kind === "cluster" ? startClusterTarget(options) : startSimTarget(options);
+}
+
+function withVerbs(
+  base: Omit<E2eTarget, NodeLinkVerb>,
+  apply: (node: string, verb: NodeLinkVerb) => Promise<void>,
+): E2eTarget {
+  return {
+    ...base,
+    disconnect: (node) => apply(node, "disconnect"),
+    reconnect: (node) => apply(node, "reconnect"),
+    notready: (node) => apply(node, "notready"),
+    ready: (node) => apply(node, "ready"),
+  };
+}
+
+async function startClusterTarget(options: { nodes: number }): Promise<E2eTarget> {
+  const log = Deno.env.get("EDGEROLL_E2E_VERBOSE")
+    ? (event: Record<string, unknown>) => console.error(JSON.stringify(event))
+    : undefined;
+  const state = await upCluster({ nodes: options.nodes, log });
+  return withVerbs(
+    {
+      kind: "cluster",
+      kubeconfigPath: state.kubeconfigPath,
+      nodes: nodeNames(options.nodes),
+      stop: async () => {
+        await downCluster();
+      },
+    },
+    (node, verb) => setNodeLink(state.kubeconfigPath, node, verb),
+  );
+}
+
+/**
+ * Simulated durations are divided by this: the node grace period, pulls and starts take
+ * seconds on the real cluster and a fraction of that here.
+ */
+const simSpeed = 20;
+
+async function startSimTarget(options: { nodes: number }): Promise<E2eTarget> {
+  const sim = await startSim({
+    nodes: options.nodes,
+    speed: simSpeed,
+    behaviour: (store, behaviourOptions) => startClusterBehaviour(store, behaviourOptions),
+  });
+  return withVerbs(
+    {
+      kind: "sim",
+      kubeconfigPath: sim.kubeconfigPath,
+      nodes: nodeNames(options.nodes),
+      stop: () => sim.stop(),
+    },
+    // Through the admin API, as a person with curl would.
+    async (node, verb) => {
+      const response = await fetch(`${sim.url}/sim/v1/nodes/${encodeURIComponent(node)}/${verb}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${sim.token}` },
+      });
+      const body = await response.text();
+      if (!response.ok) throw new Error(`sim ${verb} ${node}: ${response.status} ${body}`);
+    },
+  );
+}
