@@ -99,7 +99,7 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
     return path;
   };
   const start = async (name: typeof components[number], args: string[]) => {
-    const started = startDetached(name, bin(name), args, `${workDir}/${name}.log`);
+    const started = await startDetached(name, bin(name), args, `${workDir}/${name}.log`);
     state.processes.push(started);
     await save();
     log({ msg: "started", component: name, pid: started.pid });

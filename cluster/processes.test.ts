@@ -4,10 +4,11 @@ import { untilExeced } from "./test-helpers.ts";
 
 Deno.test("a detached process logs to its file, runs on, and stops by its PID", async () => {
   const dir = await Deno.makeTempDir();
-  const sleeper = startDetached(
-    "sleep",
+  const sleeper = await startDetached(
+    "sleeper",
     "/bin/sh",
-    ["-c", "echo started; exec sleep 30"],
+    // `; true` keeps the shell from exec'ing sleep: the PID keeps running /bin/sh.
+    ["-c", "echo started; sleep 30; true"],
     `${dir}/log`,
   );
   try {

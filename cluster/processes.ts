@@ -14,13 +14,16 @@ export interface StartedProcess {
   logPath: string;
 }
 
-/** Starts `binary args…` detached, stdout and stderr appended to `logPath`. */
-export function startDetached(
+/**
+ * Starts `binary args…` detached, stdout and stderr appended to `logPath`, and returns once the
+ * process runs it (a fresh child runs our own binary until it has exec'd) or has exited.
+ */
+export async function startDetached(
   name: string,
   binary: string,
   args: string[],
   logPath: string,
-): StartedProcess {
+): Promise<StartedProcess> {
   // Deno's stdio cannot point at a file; a shell that execs keeps the same PID.
   const child = new Deno.Command("sh", {
     args: ["-c", 'exec "$0" "$@" >>"$EDGEROLL_LOG" 2>&1', binary, ...args],
@@ -30,10 +33,13 @@ export function startDetached(
     stderr: "null",
     detached: true,
   }).spawn();
+  let exited = false;
   // Reap it if it exits while we run; never keep this process alive for it.
-  child.status.catch(() => {});
+  child.status.then(() => exited = true, () => exited = true);
   child.unref();
-  return { name, pid: child.pid, binary, logPath };
+  const started = { name, pid: child.pid, binary, logPath };
+  while (!exited && !(await isAlive(started))) await sleep(10);
+  return started;
 }
 
 /**
