@@ -28,7 +28,7 @@ export type RollingUpdateType = z.infer<typeof RollingUpdateType>;
 export const RollingUpdate = z.object({
   rollingUpdateType: RollingUpdateType.default("Standard").describe(
     "Standard recreates pods; Surging (deprecated in Kruise) is Standard with maxSurge 1 and " +
-      "maxUnavailable 0 unless given; InPlaceIfPossible is planned as Standard (see ADR).",
+      "maxUnavailable 0 unless given; InPlaceIfPossible patches images in place when only images changed.",
   ),
   maxUnavailable: IntOrString.optional().describe(
     "Pods that may be unavailable during the update, an int or a percent of desired (rounded " +

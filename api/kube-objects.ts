@@ -141,6 +141,11 @@ export const Pod = z.looseObject({
   status: z.looseObject({
     phase: PodPhase.optional(),
     conditions: z.array(PodCondition).optional(),
+    containerStatuses: z.array(z.looseObject({
+      name: z.string(),
+      image: z.string().optional(),
+      ready: z.boolean().optional(),
+    })).optional(),
   }).optional(),
 });
 export type Pod = z.infer<typeof Pod>;
@@ -237,6 +242,11 @@ export const Keys = {
   templateGeneration: "pod-template-generation",
   /** Kruise's lifecycle state label (`PreparingDelete` while a preDelete hook holds the pod). */
   lifecycleState: "lifecycle.apps.kruise.io/state",
+  /**
+   * On a pod whose images edgeroll changed in place (InPlaceIfPossible): the revision it moves
+   * to. The pod counts as unavailable until its containers run the images of its spec.
+   */
+  inPlaceUpdate: "apps.edgeroll.dev/inplace-update-revision",
   /** OpenYurt's OTA pod condition type. */
   podNeedUpgrade: "PodNeedUpgrade",
 } as const;

@@ -46,6 +46,8 @@ export interface SetConfig {
   updateSelector?: LabelSelector;
   paused: boolean;
   preDelete?: LifecycleHook;
+  /** InPlaceIfPossible: patch images in place when nothing else changed. */
+  inPlace: boolean;
   progressiveCreatePod: boolean;
   /**
    * AdvancedDaemonSet: edgeroll creates pods and revisions and removes misscheduled ones. OpenYurt
@@ -110,6 +112,7 @@ export function readSet(snapshot: Snapshot): SetReading {
         updateSelector: rolling ? rollingUpdate.selector : undefined,
         paused: rolling && rollingUpdate.paused,
         preDelete: set.spec.lifecycle?.preDelete,
+        inPlace: rolling && rollingUpdate.rollingUpdateType === "InPlaceIfPossible",
         progressiveCreatePod: annotations.progressiveCreatePod ||
           set.spec.scaleStrategy?.partitionedScaling === true,
         ownsPlacement: true,
@@ -139,6 +142,7 @@ export function readSet(snapshot: Snapshot): SetReading {
       partition: 0,
       paused: false,
       progressiveCreatePod: false,
+      inPlace: false,
       ownsPlacement: false,
     },
   };

@@ -31,10 +31,39 @@ export function isPodReady(pod: Pod): boolean {
  */
 export function availableAt(pod: Pod, minReadySeconds: number): EpochMillis | undefined {
   const ready = readyCondition(pod);
-  if (ready?.status !== "True") return undefined;
+  if (ready?.status !== "True" || !runsItsSpec(pod)) return undefined;
   if (minReadySeconds <= 0) return Number.NEGATIVE_INFINITY;
   const since = parseTime(ready.lastTransitionTime);
   return since === undefined ? undefined : since + minReadySeconds * 1000;
+}
+
+/**
+ * `nginx:1.27` as a container runtime reports it: `docker.io/library/nginx:1.27` (Docker Hub
+ * names completed, `:latest` when neither tag nor digest is given).
+ */
+export function normalizeImage(ref: string): string {
+  const [name, digest] = ref.split("@");
+  const slash = name.indexOf("/");
+  const first = slash < 0 ? "" : name.slice(0, slash);
+  const hasRegistry = first.includes(".") || first.includes(":") || first === "localhost";
+  const path = hasRegistry ? name : `docker.io/${slash < 0 ? `library/${name}` : name}`;
+  const hasTag = path.slice(path.lastIndexOf("/") + 1).includes(":");
+  if (digest !== undefined) return `${path}@${digest}`;
+  return hasTag ? path : `${path}:latest`;
+}
+
+/**
+ * False while a pod updated in place still runs old images: its containers have not restarted
+ * with the images of its spec yet, whatever its Ready condition says. Other pods: true.
+ */
+export function runsItsSpec(pod: Pod): boolean {
+  if (pod.metadata.annotations?.[Keys.inPlaceUpdate] === undefined) return true;
+  const statuses = pod.status?.containerStatuses ?? [];
+  return pod.spec.containers.every((c) => {
+    const s = statuses.find((x) => x.name === c.name);
+    return s?.ready === true && c.image !== undefined && s.image !== undefined &&
+      normalizeImage(s.image) === normalizeImage(c.image);
+  });
 }
 
 export function isPodAvailable(pod: Pod, minReadySeconds: number, now: EpochMillis): boolean {

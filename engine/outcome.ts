@@ -11,7 +11,6 @@ import {
   formatTime,
   isPodAvailable,
   isPodReady,
-  isTerminating,
   parseTime,
   podRevision,
 } from "./objects.ts";
@@ -96,7 +95,7 @@ export function finish(o: Outcome): Plan {
   for (const view of o.views) {
     // Counted as observed (our own deletions not yet seen still count), so a repeated plan on
     // the same cluster writes the same status.
-    const observed = [...view.live, ...view.leaving].filter((p) => !isTerminating(p));
+    const observed = view.observed;
     if (!view.placement.shouldRun) {
       if (observed.length > 0) misscheduled++;
       continue;

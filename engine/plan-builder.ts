@@ -4,9 +4,10 @@
  * expectation bookkeeping that makes a repeated call a no-op.
  */
 import type { Expectation } from "../api/advanced-daemonset.ts";
-import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
+import { Keys, type Node, type Pod, type PodTemplateSpec } from "../api/kube-objects.ts";
 import type { SetConfig } from "./config.ts";
 import { nodeNameHash } from "./hash.ts";
+import { inPlacePatch, updatedInPlace } from "./in-place.ts";
 import { formatTime, isTerminating, podNodeName } from "./objects.ts";
 import { daemonPodTolerations, type Placement } from "./placement.ts";
 import { controllerRef } from "./revisions.ts";
@@ -27,6 +28,8 @@ export interface NodeView {
   /** Terminating, or deleted by us and not yet observed so. */
   leaving: Pod[];
   pendingCreate?: Expectation;
+  /** The node's non-terminating pods as read, whatever we expect of them: what status counts. */
+  observed: Pod[];
 }
 
 export function isPreDeleting(pod: Pod): boolean {
@@ -60,6 +63,8 @@ export class PlanBuilder {
   creationsLeft: number;
   deletionsLeft: number;
   moreWork = false;
+  /** Templates of the set's revisions by hash, for in-place updates. */
+  templates = new Map<string, PodTemplateSpec>();
 
   constructor(
     readonly config: SetConfig,
@@ -158,6 +163,35 @@ export class PlanBuilder {
   }
 
   /**
+   * Updates an old pod in place when only images (and pod metadata) changed since its revision.
+   * Returns false when it must be recreated instead.
+   */
+  updateInPlace(pod: Pod, reason: string): boolean {
+    const old = this.templates.get(pod.metadata.labels?.[Keys.revisionHash] ?? "");
+    const patch = old &&
+      inPlacePatch(pod, old, this.config.template, this.hash, this.config.generation);
+    if (!patch) return false;
+    const name = pod.metadata.name ?? "";
+    const uid = pod.metadata.uid ?? "";
+    this.actions.push({ type: "patchPod", reason: `${reason}, in place`, name, uid, patch });
+    this.expectations.push({
+      action: "patch",
+      pod: name,
+      uid,
+      node: podNodeName(pod),
+      revision: this.hash,
+      deadline: this.deadline(),
+    });
+    this.events.push({
+      type: "Normal",
+      reason: "SuccessfulUpdatePodInPlace",
+      message: `Updated pod ${name} in place to revision ${this.hash}`,
+      pod: name,
+    });
+    return true;
+  }
+
+  /**
    * Deletes a pod, through the preDelete hook when it applies: a hooked pod is first marked
    * PreparingDelete and deleted once its owner releases it. Returns whether the pod is on its way
    * out (deleted or marked), i.e. whether it now counts as unavailable.
@@ -230,22 +264,28 @@ export class PlanBuilder {
  * leaving, marked pods PreparingDelete, created pods expected. Phase 2 plans on this, so its
  * budget already counts phase 1's work and a repeated call plans the same.
  */
-export function afterActions(view: NodeView, byNode: Map<string, Expectation[]>): NodeView {
+export function afterActions(
+  view: NodeView,
+  byNode: Map<string, Expectation[]>,
+  template: PodTemplateSpec,
+): NodeView {
   const mine = byNode.get(view.name);
   if (!mine) return view;
   const removed = new Set(mine.filter((e) => e.action === "delete").map((e) => e.uid));
-  const marked = new Set(mine.filter((e) => e.action === "patch").map((e) => e.uid));
-  const live = view.live.filter((p) => !removed.has(p.metadata.uid)).map((p) =>
-    marked.has(p.metadata.uid)
-      ? {
-        ...p,
-        metadata: {
-          ...p.metadata,
-          labels: { ...p.metadata.labels, [Keys.lifecycleState]: preparingDelete },
-        },
-      }
-      : p
-  );
+  const patched = new Map(mine.filter((e) => e.action === "patch").map((e) => [e.uid, e]));
+  const live = view.live.filter((p) => !removed.has(p.metadata.uid)).map((p) => {
+    const patch = patched.get(p.metadata.uid);
+    if (!patch) return p;
+    // A patch with a revision is an in-place update; without, the preDelete mark.
+    if (patch.revision !== undefined) return updatedInPlace(p, template, patch.revision);
+    return {
+      ...p,
+      metadata: {
+        ...p.metadata,
+        labels: { ...p.metadata.labels, [Keys.lifecycleState]: preparingDelete },
+      },
+    };
+  });
   return {
     ...view,
     live,
@@ -269,7 +309,10 @@ export function isObserved(
     }
     case "patch": {
       const pod = exp.uid ? byUid.get(exp.uid) : undefined;
-      return pod === undefined || isPreDeleting(pod);
+      if (pod === undefined) return true;
+      return exp.revision !== undefined
+        ? pod.metadata.labels?.[Keys.revisionHash] === exp.revision
+        : isPreDeleting(pod);
     }
     case "setCondition": {
       const pod = exp.uid ? byUid.get(exp.uid) : undefined;

@@ -6,7 +6,7 @@ import { assertEquals } from "@std/assert";
 import fc from "fast-check";
 import { scaleIntOrPercent } from "../api/int-or-percent.ts";
 import { Keys, type Pod } from "../api/kube-objects.ts";
-import { formatTime, isNodeReady, isPodAvailable, podNodeName } from "./objects.ts";
+import { formatTime, isNodeReady, podNodeName } from "./objects.ts";
 import { plan } from "./plan.ts";
 import * as f from "./testdata/fleet.ts";
 import type { Plan, Snapshot } from "./types.ts";
@@ -15,6 +15,8 @@ interface FleetSpec {
   nodes: number;
   canary: boolean[];
   surge: boolean;
+  /** rollingUpdateType InPlaceIfPossible (without surge): image changes patch pods in place. */
+  inPlace: boolean;
   amount: number | string;
   partition: number | string | null;
   selector: boolean;
@@ -26,6 +28,7 @@ const fleetSpec: fc.Arbitrary<FleetSpec> = fc.record({
   nodes: fc.integer({ min: 1, max: 16 }),
   canary: fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
   surge: fc.boolean(),
+  inPlace: fc.boolean(),
   amount: fc.oneof(
     fc.integer({ min: 1, max: 4 }),
     fc.integer({ min: 1, max: 100 }).map((p) => `${p}%`),
@@ -47,6 +50,8 @@ interface Disturbance {
   crash: number;
   /** The template changes again. */
   bump: boolean;
+  /** The kubelets are slow this step: nothing starts or restarts. */
+  lag?: boolean;
 }
 
 const disturbances = (max: number) =>
@@ -55,6 +60,7 @@ const disturbances = (max: number) =>
       failMask: fc.nat({ max: 0xffff }),
       flip: fc.integer({ min: -1, max: 15 }),
       crash: fc.integer({ min: -1, max: 15 }),
+      lag: fc.boolean(),
       bump: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))).chain((b) =>
         b ? fc.boolean() : fc.constant(false)
       ),
@@ -74,6 +80,7 @@ function fleetSnapshot(
     ...(spec.surge
       ? { maxSurge: spec.amount, maxUnavailable: 0 }
       : { maxUnavailable: spec.amount }),
+    ...(spec.inPlace && !spec.surge ? { rollingUpdateType: "InPlaceIfPossible" as const } : {}),
     ...(opts.partition !== false && spec.partition !== null ? { partition: spec.partition } : {}),
     ...(opts.selector !== false && spec.selector
       ? { selector: { matchLabels: { tier: "canary" } } }
@@ -110,6 +117,21 @@ function convergedThenChanged(snapshot: Snapshot, start: number): f.Cluster {
     if (p.actions.length === 0 && i > 0) break;
   }
   return f.withTemplate(c, "agent:v2", 2);
+}
+
+/**
+ * Written here, apart from the engine's: ready for minReadySeconds, and an in-place updated pod
+ * only once the fake kubelet runs the images of its spec.
+ */
+function isPodAvailable(pod: Pod, minReadySeconds: number, now: number): boolean {
+  const ready = pod.status?.conditions?.find((c) => c.type === "Ready");
+  if (ready?.status !== "True") return false;
+  if (pod.metadata.annotations?.[Keys.inPlaceUpdate] !== undefined) {
+    const running = (pod.status?.containerStatuses ?? []).map((c) => c.image).join();
+    if (running !== pod.spec.containers.map((c) => c.image).join()) return false;
+  }
+  return minReadySeconds === 0 ||
+    Date.parse(ready.lastTransitionTime ?? "") + minReadySeconds * 1000 <= now;
 }
 
 function isPreDeleting(pod: Pod) {
@@ -192,7 +214,8 @@ Deno.test("property: the update budget is never exceeded at any step of a distur
             );
           }
         }
-        c = f.kubelet(f.apply(c, p, now), now, failingNodes(c.snapshot, d.failMask));
+        c = f.apply(c, p, now);
+        if (!d.lag) c = f.kubelet(c, now, failingNodes(c.snapshot, d.failMask));
         if (d.bump) generation++;
         c = disturb(c, d, generation);
         now += stepMillis;

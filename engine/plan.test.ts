@@ -453,15 +453,43 @@ Deno.test("NotReady nodes neither consume the budget nor block; they update when
   assertEquals(podActions(p), ["delete node-2"]);
 });
 
-Deno.test("InPlaceIfPossible is planned as a Standard recreate", () => {
-  const spec = {
-    updateStrategy: {
-      type: "RollingUpdate" as const,
-      rollingUpdate: { rollingUpdateType: "InPlaceIfPossible" as const },
-    },
-  };
-  const [p] = step(rolledTo(adsSnapshot(spec, f.nodes(2))), f.t0);
-  assertEquals(podActions(p), ["delete node-1"]);
+const inPlaceSpec = {
+  updateStrategy: {
+    type: "RollingUpdate" as const,
+    rollingUpdate: { rollingUpdateType: "InPlaceIfPossible" as const },
+  },
+};
+
+Deno.test("InPlaceIfPossible: an image change patches pods in place, within the budget", () => {
+  let c = rolledTo(adsSnapshot(inPlaceSpec, f.nodes(2)));
+  const uids = c.snapshot.pods.map((x) => x.metadata.uid);
+  let p = plan(c.snapshot, f.t0);
+  const target = c.snapshot.pods.find((x) => x.spec.nodeName === "node-1")!;
+  assertEquals(podActions(p), [`patch ${target.metadata.name}`]);
+  const patch = p.actions.find((a) => a.type === "patchPod");
+  if (patch?.type !== "patchPod") throw new Error("no patchPod");
+  assertEquals(patch.patch.spec?.containers.map((x) => x.image), ["agent:v2"]);
+  assertEquals(patch.patch.metadata.labels?.[Keys.revisionHash], p.status.daemonSetHash);
+  // Patched but not restarted yet: it holds the budget, node-0 waits.
+  c = f.apply(c, p, f.t0);
+  p = plan(c.snapshot, f.t0 + 1000);
+  assertEquals(podActions(p), []);
+  assertEquals(p.status.updatedNumberScheduled, 1);
+  assertEquals(p.status.numberAvailable, 1);
+  // The kubelet restarts it with the new image: node-0 goes next, and no pod was recreated.
+  c = f.kubelet(c, f.t0 + 2000);
+  [p, c] = step(c, f.t0 + 3000);
+  assertEquals(podActions(p), [
+    `patch ${c.snapshot.pods.find((x) => x.spec.nodeName === "node-0")!.metadata.name}`,
+  ]);
+  assertEquals(c.snapshot.pods.map((x) => x.metadata.uid), uids);
+});
+
+Deno.test("InPlaceIfPossible: a change beyond images recreates the pod", () => {
+  const c = rolledTo(adsSnapshot(inPlaceSpec, f.nodes(2)));
+  (c.snapshot.set.spec as { template: { spec: Record<string, unknown> } }).template.spec
+    .hostNetwork = true;
+  assertEquals(podActions(plan(c.snapshot, f.t0)), ["delete node-1"]);
 });
 
 Deno.test("preDelete: a hooked pod is marked PreparingDelete, deleted once released", () => {

@@ -19,9 +19,10 @@
  * - Creations per call are at most burstReplicas minus creations still expected.
  */
 import type { Expectation } from "../api/advanced-daemonset.ts";
-import type { Pod } from "../api/kube-objects.ts";
+import { Keys, type Pod } from "../api/kube-objects.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { readSet, resolve } from "./config.ts";
+import { revisionTemplate } from "./in-place.ts";
 import { planPlacement } from "./manage.ts";
 import {
   compareOldestFirst,
@@ -103,9 +104,6 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   const pending = (previous.expectations ?? []).filter((exp) =>
     (parseTime(exp.deadline) ?? 0) > now && !isObserved(exp, byName, byUid)
   );
-  const pendingDeleteUids = new Set(
-    pending.filter((e) => e.action === "delete").map((e) => e.uid),
-  );
 
   // Nodes and their pods.
   const podsByNode = new Map<string, Pod[]>();
@@ -122,26 +120,25 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
     if (list) list.push(pod);
     else podsByNode.set(nodeName, [pod]);
   }
-  const pendingCreateByNode = new Map(
-    pending.filter((e) => e.action === "create" && e.node).map((e) => [e.node!, e]),
-  );
   const templateSpec = config.template.spec;
   const tolerations = daemonPodTolerations(templateSpec);
+  // Earlier actions not yet observed count as done: deleted pods leaving, created pods expected.
+  const pendingByNode = groupByNode(pending);
   const views: NodeView[] = [...snapshot.nodes]
     .sort((a, b) => ((a.metadata.name ?? "") < (b.metadata.name ?? "") ? -1 : 1))
     .map((node) => {
       const name = node.metadata.name ?? "";
       const pods = (podsByNode.get(name) ?? []).sort(compareOldestFirst);
-      const leaving = pods.filter((p) => isTerminating(p) || pendingDeleteUids.has(p.metadata.uid));
-      return {
+      const view: NodeView = {
         name,
         node,
         ready: isNodeReady(node),
         placement: nodeShouldRunDaemonPod(node, templateSpec, tolerations),
-        live: pods.filter((p) => !leaving.includes(p)),
-        leaving,
-        pendingCreate: pendingCreateByNode.get(name),
+        live: pods.filter((p) => !isTerminating(p)),
+        leaving: pods.filter(isTerminating),
+        observed: pods.filter((p) => !isTerminating(p)),
       };
+      return afterActions(view, pendingByNode, config.template);
     });
   const desired = views.filter((v) => v.placement.shouldRun);
   const desiredCount = desired.length;
@@ -155,6 +152,13 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   }
 
   const b = new PlanBuilder(config, hash, now, burst, pending);
+  for (const revision of snapshot.revisions) {
+    const template = revisionTemplate(revision);
+    const revisionHash = revision.metadata.labels?.[Keys.revisionHash];
+    if (template && revisionHash && controllerUid(revision) === setUid) {
+      b.templates.set(revisionHash, template);
+    }
+  }
   b.actions.push(...revisionActions, ...adoptions);
   const minReady = config.minReadySeconds;
   const availability = new Map<Pod, boolean>();
@@ -168,11 +172,8 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   if (config.ownsPlacement) planPlacement(b, views, desiredCount, strays, available);
 
   // Phase 2, updates, on the nodes as phase 1 leaves them.
-  const byNode = new Map<string, Expectation[]>();
-  for (const e of b.expectations) {
-    if (e.node !== undefined) byNode.set(e.node, [...(byNode.get(e.node) ?? []), e]);
-  }
-  const settled = desired.map((v) => afterActions(v, byNode));
+  const byNode = groupByNode(b.expectations);
+  const settled = desired.map((v) => afterActions(v, byNode, config.template));
   const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
   if (config.mode === "OTA") planOta(b, views, pending);
   else if (config.mode !== "OnDelete" && !config.paused) {
@@ -183,4 +184,12 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   }
   const inScope = new Set(order.map((v) => v.name));
   return finish({ config, previous, collisionCount, hash, views, pending, b, now, inScope });
+}
+
+function groupByNode(expectations: Expectation[]): Map<string, Expectation[]> {
+  const byNode = new Map<string, Expectation[]>();
+  for (const e of expectations) {
+    if (e.node !== undefined) byNode.set(e.node, [...(byNode.get(e.node) ?? []), e]);
+  }
+  return byNode;
 }

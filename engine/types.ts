@@ -20,6 +20,7 @@ import type {
   ObjectMeta,
   Pod,
   PodCondition,
+  PodSpec,
   SetCondition,
 } from "../api/kube-objects.ts";
 
@@ -86,8 +87,9 @@ export interface DeletePod extends ActionBase {
 }
 
 /**
- * JSON merge patch (`application/merge-patch+json`) of a pod's metadata: labels, annotations,
- * ownerReferences (adoption). A `null` value removes a key.
+ * JSON merge patch (`application/merge-patch+json`) of a pod: labels, annotations,
+ * ownerReferences (adoption); for an in-place update (InPlaceIfPossible) also the whole
+ * `spec.containers` list with new images. A `null` value removes a key.
  */
 export interface PatchPod extends ActionBase {
   type: "patchPod";
@@ -99,6 +101,7 @@ export interface PatchPod extends ActionBase {
       annotations?: Record<string, string | null>;
       ownerReferences?: ObjectMeta["ownerReferences"];
     };
+    spec?: { containers: PodSpec["containers"] };
   };
 }
 

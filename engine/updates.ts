@@ -126,12 +126,15 @@ export function recreateBudget(
   available: (p: Pod) => boolean,
 ): UpdateBudget {
   const { maxUnavailable } = resolvedBudget(b, desiredCount);
+  // InPlaceIfPossible patches the pod when it can; either way the pod is unavailable for a while.
+  const replaceOld = (old: Pod, reason: string) =>
+    (b.config.inPlace && b.updateInPlace(old, reason)) || b.remove(old, reason, true);
   return {
     name: "maxUnavailable",
     limit: maxUnavailable,
     holds: (v) => v.ready && !activePods(v).some(available),
     replaceDown(view, old) {
-      b.remove(old, "update: the old pod is already unavailable, replaced in its own slot", true);
+      replaceOld(old, "update: the old pod is already unavailable, replaced in its own slot");
       b.events.push({
         type: "Normal",
         reason: "ReplacingUnavailablePod",
@@ -141,7 +144,7 @@ export function recreateBudget(
       });
     },
     replace(_view, old) {
-      b.remove(old, `update to revision ${b.hash} (maxUnavailable ${maxUnavailable})`, true);
+      replaceOld(old, `update to revision ${b.hash} (maxUnavailable ${maxUnavailable})`);
       return old.metadata.name ?? "";
     },
   };

@@ -156,9 +156,18 @@ export function apply(c: Cluster, plan: Plan, now: number): Cluster {
           else labels[k] = v;
         }
         meta.labels = labels;
+        if (action.patch.metadata.annotations) {
+          const annotations = { ...meta.annotations };
+          for (const [k, v] of Object.entries(action.patch.metadata.annotations)) {
+            if (v === null) delete annotations[k];
+            else annotations[k] = v;
+          }
+          meta.annotations = annotations;
+        }
         if (action.patch.metadata.ownerReferences) {
           meta.ownerReferences = action.patch.metadata.ownerReferences;
         }
+        if (action.patch.spec) s.pods[i].spec.containers = action.patch.spec.containers;
         break;
       }
       case "setPodCondition": {
@@ -203,9 +212,26 @@ export function apply(c: Cluster, plan: Plan, now: number): Cluster {
 export function kubelet(c: Cluster, now: number, failing: Set<string> = new Set()): Cluster {
   const s = structuredClone(c.snapshot);
   const ready = new Set(s.nodes.filter(isNodeReady).map((n) => n.metadata.name));
+  const restarted = (p: Pod) =>
+    p.spec.containers.map((c) => ({ name: c.name, image: c.image, ready: true }));
   for (const p of s.pods) {
     const nodeName = podNodeName(p) ?? "";
-    if (p.status?.phase !== "Pending" || !ready.has(nodeName)) continue;
+    if (!ready.has(nodeName)) continue;
+    // An in-place update: the containers restart with their new images.
+    const images = p.spec.containers.map((c) => c.image).join();
+    const running = (p.status?.containerStatuses ?? []).map((c) => c.image).join();
+    if (
+      p.status?.phase === "Running" && p.metadata.annotations?.[Keys.inPlaceUpdate] &&
+      images !== running
+    ) {
+      p.status = {
+        phase: "Running",
+        conditions: [{ type: "Ready", status: "True", lastTransitionTime: formatTime(now) }],
+        containerStatuses: restarted(p),
+      };
+      continue;
+    }
+    if (p.status?.phase !== "Pending") continue;
     p.status = failing.has(nodeName)
       ? { phase: "Failed", conditions: [{ type: "Ready", status: "False" }] }
       : {
