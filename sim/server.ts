@@ -381,7 +381,7 @@ export class SimServer {
     const token = params.get("continue");
     if (token) {
       const { rv, start: after } = decodeContinue(token);
-      if (rv < store.oldestResumableVersion) {
+      if (rv < store.oldestResumableVersion(type.storage)) {
         throw new ApiError(
           410,
           "Expired",

@@ -113,3 +113,23 @@ Deno.test("selectors: query syntax, LabelSelector objects and fields", () => {
   assertEquals(fields({ spec: { nodeName: "edge-1" }, metadata: { name: "a" } }), true);
   assertEquals(fields({ spec: { nodeName: "edge-1" }, metadata: { name: "b" } }), false);
 });
+
+Deno.test("store: history is kept per resource, in a ring of fixed size", () => {
+  const store = new Store({ historyLimit: 3 });
+  store.create("pods", pod("a"));
+  const afterA = store.resourceVersion;
+  for (let i = 0; i < 10; i++) store.create("leases", { metadata: { name: `l${i}` } });
+  // Ten lease writes did not push the pod's event out.
+  const seen: string[] = [];
+  store.watch("pods", { resourceVersion: 0 }, (e) => seen.push(e.object.metadata.name))();
+  assertEquals(seen, ["a"]);
+  // Only the last three lease events are kept: resuming before them is 410 Gone.
+  assertThrows(() => store.watch("leases", { resourceVersion: afterA }, () => {}), StoreError);
+  const replayed: string[] = [];
+  store.watch(
+    "leases",
+    { resourceVersion: store.oldestResumableVersion("leases") },
+    (e) => replayed.push(e.object.metadata.name),
+  )();
+  assertEquals(replayed, ["l7", "l8", "l9"]);
+});

@@ -114,24 +114,27 @@ function clone<T>(value: T): T {
 export class Store {
   #version = 0;
   readonly #objects = new Map<string, Map<string, KubeObject>>();
-  readonly #history: StoreEvent[] = [];
+  /** Per resource, as kube-apiserver's watch cache: Lease churn does not push pod events out. */
+  readonly #histories = new Map<string, EventRing>();
   readonly #historyLimit: number;
+  /** Set by `compact()`: no watch resumes from before this, whatever its resource. */
+  #compactedThrough = 0;
   readonly #listeners = new Set<(event: StoreEvent) => void>();
   readonly #clock: Clock;
   #writes = 0;
 
   constructor(options: { clock?: Clock; historyLimit?: number } = {}) {
     this.#clock = options.clock ?? Date.now;
-    this.#historyLimit = options.historyLimit ?? 50_000;
+    this.#historyLimit = options.historyLimit ?? 10_000;
   }
 
   get resourceVersion(): number {
     return this.#version;
   }
 
-  /** Oldest resourceVersion a watch can still resume after. */
-  get oldestResumableVersion(): number {
-    return this.#history.length > 0 ? this.#history[0].resourceVersion - 1 : this.#version;
+  /** Oldest resourceVersion a watch of `resource` can still resume after. */
+  oldestResumableVersion(resource: string): number {
+    return Math.max(this.#histories.get(resource)?.oldestResumable ?? 0, this.#compactedThrough);
   }
 
   get writes(): number {
@@ -342,14 +345,15 @@ export class Store {
       (!options.namespace || event.object.metadata.namespace === options.namespace) &&
       (!options.filter || options.filter(event.object));
     if (options.resourceVersion !== undefined && options.resourceVersion < this.#version) {
-      if (options.resourceVersion < this.oldestResumableVersion) {
+      const oldest = this.oldestResumableVersion(resource);
+      if (options.resourceVersion < oldest) {
         throw new StoreError(
           410,
           "Gone",
-          `too old resource version: ${options.resourceVersion} (${this.oldestResumableVersion})`,
+          `too old resource version: ${options.resourceVersion} (${oldest})`,
         );
       }
-      for (const event of this.#history) {
+      for (const event of this.#histories.get(resource)?.events() ?? []) {
         if (event.resourceVersion > options.resourceVersion && wanted(event)) onEvent(event);
       }
     }
@@ -360,9 +364,8 @@ export class Store {
 
   /** Drops history so that watches from before `version` get 410 Gone (fault injection). */
   compact(version = this.#version): void {
-    while (this.#history.length > 0 && this.#history[0].resourceVersion <= version) {
-      this.#history.shift();
-    }
+    this.#compactedThrough = Math.max(this.#compactedThrough, Math.min(version, this.#version));
+    for (const ring of this.#histories.values()) ring.dropThrough(version);
   }
 
   #awaitingKubelet(resource: string, object: KubeObject): boolean {
@@ -400,10 +403,55 @@ export class Store {
       object: clone(object),
       resourceVersion: this.#version,
     };
-    this.#history.push(event);
-    if (this.#history.length > this.#historyLimit) this.#history.shift();
+    let ring = this.#histories.get(resource);
+    if (!ring) {
+      ring = new EventRing(this.#historyLimit);
+      this.#histories.set(resource, ring);
+    }
+    ring.push(event);
     for (const listener of [...this.#listeners]) listener(event);
     return object;
+  }
+}
+
+/**
+ * The last `capacity` events of one resource, oldest first, in a fixed array: recording an
+ * event is O(1) however full the history is.
+ */
+class EventRing {
+  readonly #slots: (StoreEvent | undefined)[];
+  #start = 0;
+  #length = 0;
+  /** Watches may resume after this version; it moves as old events fall out. */
+  oldestResumable = 0;
+
+  constructor(readonly capacity: number) {
+    this.#slots = new Array(capacity);
+  }
+
+  push(event: StoreEvent): void {
+    if (this.#length === this.capacity) {
+      this.oldestResumable = this.#slots[this.#start]!.resourceVersion;
+      this.#slots[this.#start] = event;
+      this.#start = (this.#start + 1) % this.capacity;
+    } else {
+      this.#slots[(this.#start + this.#length) % this.capacity] = event;
+      this.#length++;
+    }
+  }
+
+  *events(): Generator<StoreEvent> {
+    for (let i = 0; i < this.#length; i++) yield this.#slots[(this.#start + i) % this.capacity]!;
+  }
+
+  /** Forgets every event up to `version`. */
+  dropThrough(version: number): void {
+    while (this.#length > 0 && this.#slots[this.#start]!.resourceVersion <= version) {
+      this.oldestResumable = this.#slots[this.#start]!.resourceVersion;
+      this.#slots[this.#start] = undefined;
+      this.#start = (this.#start + 1) % this.capacity;
+      this.#length--;
+    }
   }
 }
 

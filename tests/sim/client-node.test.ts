@@ -345,6 +345,8 @@ Deno.test("client-node: ownerReferences are garbage-collected (background, foreg
         body: {
           metadata: {
             name: `${name}-secret`,
+            // Holds the dependent, so the owner's foreground wait is seen, not raced.
+            finalizers: policy === "Foreground" ? ["example.com/hold"] : undefined,
             ownerReferences: [{
               apiVersion: "v1",
               kind: "ConfigMap",
@@ -367,8 +369,17 @@ Deno.test("client-node: ownerReferences are garbage-collected (background, foreg
     await eventually(() => !dependent("bg"), "background GC");
 
     await ownAndDelete("fg", "Foreground");
+    await eventually(
+      () => dependent("fg")?.metadata.deletionTimestamp !== undefined,
+      "foreground GC deletes the dependent",
+    );
     assertEquals(owner("fg")?.metadata.finalizers, ["foregroundDeletion"]);
-    await eventually(() => !dependent("fg"), "foreground GC of the dependent");
+    await core.patchNamespacedSecret({
+      namespace: "default",
+      name: "fg-secret",
+      body: { metadata: { finalizers: null } },
+    }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+    await eventually(() => !dependent("fg"), "the dependent goes once released");
     await eventually(() => !owner("fg"), "owner removal after its dependents");
 
     await ownAndDelete("or", "Orphan");
