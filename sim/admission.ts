@@ -127,14 +127,15 @@ function withRootMeta(schema: SchemaProps): SchemaProps {
 
 /**
  * Defaults and validates `object` (mutated in place) for a write of `type`. `old` is the
- * stored object for updates. Throws a 422 Status listing every cause.
+ * stored object for updates. Throws a 422 Status listing every cause; returns the unknown
+ * fields it pruned (custom resources), for `fieldValidation` to judge.
  */
 export function admit(
   type: ResourceType,
   object: KubeObject,
   old: KubeObject | undefined,
   now: number,
-): void {
+): string[] {
   const o = object as Any;
   const causes: StatusCause[] = [];
   const name = object.metadata.name;
@@ -166,8 +167,12 @@ export function admit(
       validateCrd(o, causes);
       break;
   }
-  if (type.custom?.schema) causes.push(...validateAndPrune(o, withRootMeta(type.custom.schema)));
+  const unknown: string[] = [];
+  if (type.custom?.schema) {
+    causes.push(...validateAndPrune(o, withRootMeta(type.custom.schema), "", unknown));
+  }
   if (causes.length > 0) throw invalid(type, name, causes);
+  return unknown;
 }
 
 function admitDaemonSet(ds: Any, old: Any | undefined, causes: StatusCause[]): void {

@@ -639,9 +639,13 @@ export class SimServer {
     if (type.storage === "tokenreviews.authentication.k8s.io") return this.#tokenReview(body);
     const object = this.#toStorage(type, this.#normalize(target, body));
     this.#requireNamespace(target);
-    admit(type, object, undefined, store.now());
-    if (params.get("dryRun")) return json(this.#present(type, object), 201);
-    return json(this.#present(type, store.create(type.storage, object)), 201);
+    const warnings = this.#fieldValidation(
+      type,
+      admit(type, object, undefined, store.now()),
+      params,
+    );
+    if (params.get("dryRun")) return json(this.#present(type, object), 201, warnings);
+    return json(this.#present(type, store.create(type.storage, object)), 201, warnings);
   }
 
   #update(target: Target, body: unknown, params: URLSearchParams): Response {
@@ -650,9 +654,9 @@ export class SimServer {
     const incoming = this.#toStorage(type, this.#normalize(target, body));
     const stored = store.get(type.storage, target.namespace, target.name!);
     const next = splitStatus(type, target.subresource, incoming, stored);
-    admit(type, next, stored, store.now());
-    if (params.get("dryRun")) return json(this.#present(type, next));
-    return json(this.#present(type, store.update(type.storage, next)));
+    const warnings = this.#fieldValidation(type, admit(type, next, stored, store.now()), params);
+    if (params.get("dryRun")) return json(this.#present(type, next), 200, warnings);
+    return json(this.#present(type, store.update(type.storage, next)), 200, warnings);
   }
 
   async #patch(req: Request, target: Target, params: URLSearchParams): Promise<Response> {
@@ -706,9 +710,9 @@ export class SimServer {
     object.metadata.name = stored.metadata.name;
     object.metadata.namespace = stored.metadata.namespace;
     const next = splitStatus(type, target.subresource, this.#toStorage(type, object), stored);
-    admit(type, next, stored, store.now());
-    if (params.get("dryRun")) return json(this.#present(type, next));
-    return json(this.#present(type, store.update(type.storage, next)));
+    const warnings = this.#fieldValidation(type, admit(type, next, stored, store.now()), params);
+    if (params.get("dryRun")) return json(this.#present(type, next), 200, warnings);
+    return json(this.#present(type, store.update(type.storage, next)), 200, warnings);
   }
 
   #apply(
@@ -747,9 +751,13 @@ export class SimServer {
       }
       this.#requireNamespace(target);
       const object = this.#toStorage(type, serverSideApply(undefined, config, options));
-      admit(type, object, undefined, store.now());
-      if (params.get("dryRun")) return json(this.#present(type, object), 201);
-      return json(this.#present(type, store.create(type.storage, object)), 201);
+      const warnings = this.#fieldValidation(
+        type,
+        admit(type, object, undefined, store.now()),
+        params,
+      );
+      if (params.get("dryRun")) return json(this.#present(type, object), 201, warnings);
+      return json(this.#present(type, store.create(type.storage, object)), 201, warnings);
     }
     const live = this.#present(type, stored);
     const merged = this.#toStorage(type, serverSideApply(live, config, options));
@@ -759,9 +767,41 @@ export class SimServer {
     if (target.subresource === "status") {
       next.metadata.managedFields = merged.metadata.managedFields;
     }
-    admit(type, next, stored, store.now());
-    if (params.get("dryRun")) return json(this.#present(type, next));
-    return json(this.#present(type, store.update(type.storage, next)));
+    const warnings = this.#fieldValidation(type, admit(type, next, stored, store.now()), params);
+    if (params.get("dryRun")) return json(this.#present(type, next), 200, warnings);
+    return json(this.#present(type, store.update(type.storage, next)), 200, warnings);
+  }
+
+  /**
+   * `fieldValidation`: Strict (kubectl's default) refuses unknown fields, Warn (the server's
+   * default) answers with Warning headers, Ignore drops them silently. Unknown fields are
+   * known only for custom resources, which have a schema here.
+   */
+  #fieldValidation(
+    type: ResourceType,
+    unknown: string[],
+    params: URLSearchParams,
+  ): Record<string, string> {
+    const mode = params.get("fieldValidation") ?? "Warn";
+    if (!["Strict", "Warn", "Ignore"].includes(mode)) {
+      throw new ApiError(
+        400,
+        "BadRequest",
+        `fieldValidation must be Strict, Warn or Ignore, got "${mode}"`,
+      );
+    }
+    if (unknown.length === 0 || mode === "Ignore") return {};
+    const fields = unknown.map((f) => `unknown field "${f}"`);
+    if (mode === "Strict") {
+      throw new ApiError(
+        400,
+        "BadRequest",
+        `${type.kind} in version "${type.version}" cannot be handled as a ${type.kind}: strict decoding error: ${
+          fields.join(", ")
+        }`,
+      );
+    }
+    return { warning: fields.map((f) => `299 - "${f.replaceAll('"', '\\"')}"`).join(", ") };
   }
 
   #deleteOptions(body: unknown, params: URLSearchParams) {

@@ -1,7 +1,8 @@
 /**
  * Structural-schema validation of custom resources, the basics kube-apiserver checks: types,
  * required, enum, int-or-string, nullable, minimum/maximum, pattern; unknown fields are
- * pruned unless `x-kubernetes-preserve-unknown-fields`. Returns causes as a 422 Status lists.
+ * pruned unless `x-kubernetes-preserve-unknown-fields` (their paths are added to `pruned`, for
+ * `fieldValidation`). Returns causes as a 422 Status lists.
  */
 import type { SchemaProps } from "./resources.ts";
 import type { StatusCause } from "./status.ts";
@@ -26,6 +27,7 @@ export function validateAndPrune(
   value: unknown,
   schema: SchemaProps | undefined,
   path = "",
+  pruned: string[] = [],
 ): StatusCause[] {
   if (!schema) return [];
   const causes: StatusCause[] = [];
@@ -109,11 +111,12 @@ export function validateAndPrune(
       const childPath = path ? `${path}.${key}` : key;
       const childSchema = schema.properties?.[key] ??
         (typeof additional === "object" ? additional : undefined);
-      if (childSchema) causes.push(...validateAndPrune(child, childSchema, childPath));
+      if (childSchema) causes.push(...validateAndPrune(child, childSchema, childPath, pruned));
       else if (
         !schema["x-kubernetes-preserve-unknown-fields"] && additional !== true && schema.properties
       ) {
         delete map[key];
+        pruned.push(childPath);
       }
     }
   }

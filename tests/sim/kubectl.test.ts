@@ -222,9 +222,20 @@ Deno.test("kubectl: a created CRD is served with validation, printer columns and
     assertEquals(invalid.code, 1);
     assertStringIncludes(invalid.stderr, "spec.size");
     assertStringIncludes(invalid.stderr, 'Unsupported value: "medium"');
+    const typo = await kubectl(sim, ["apply", "-f", "-"], widget("  size: 3\n  sise: 4\n"));
+    assertEquals(typo.code, 1, "kubectl's strict field validation refuses unknown fields");
+    assertStringIncludes(typo.stderr, 'unknown field "spec.sise"');
+    const warned = await kubectl(
+      sim,
+      ["apply", "--validate=warn", "-f", "-"],
+      widget("  size: 3\n  sise: 4\n"),
+    );
+    assertEquals(warned.code, 0, warned.stderr);
+    assertStringIncludes(warned.stderr, 'unknown field "spec.sise"');
     await ok(sim, ["patch", "widget", "w1", "--type", "merge", "-p", '{"spec":{"size":5}}']);
     const patched = JSON.parse(await ok(sim, ["get", "widget", "w1", "-o", "json"]));
-    assertEquals([patched.spec.size, patched.metadata.generation], [5, 2]);
+    // The warned apply dropped mode and budget (generation 2), the patch set size (3).
+    assertEquals([patched.spec.size, patched.metadata.generation], [5, 3]);
     await ok(sim, ["delete", "crd", "widgets.example.com"]);
     const gone = await kubectl(sim, ["get", "widgets"]);
     assertEquals(gone.code, 1);
