@@ -17,6 +17,9 @@
  *   updates to matching nodes; paused stops updates, never creation on nodes without a pod;
  *   OnDelete and OTA never delete for an update.
  * - Creations per call are at most burstReplicas minus creations still expected.
+ * - A pod updated in place (InPlaceIfPossible) counts as unavailable until it runs its new images.
+ * - Phases: revisions, then placement (`manage.ts`), then updates (`updates.ts`) planned on the
+ *   nodes as placement and earlier unobserved actions leave them, then status (`outcome.ts`).
  */
 import type { Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, type Pod } from "../api/kube-objects.ts";
