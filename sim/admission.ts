@@ -139,7 +139,10 @@ export function admit(
   const o = object as Any;
   const causes: StatusCause[] = [];
   const name = object.metadata.name;
-  if (!old && (!DNS_SUBDOMAIN.test(name ?? "") || name.length > 253)) {
+  // With generateName and no name, the store appends a valid suffix to a checked prefix.
+  const generated = !name && object.metadata.generateName;
+  const checked = generated ? `${object.metadata.generateName}x` : name ?? "";
+  if (!old && (!DNS_SUBDOMAIN.test(checked) || checked.length > 253)) {
     causes.push({
       reason: "FieldValueInvalid",
       message:

@@ -52,6 +52,8 @@ interface Target {
 }
 
 const JSON_TYPE = "application/json";
+/** Namespaces kube-apiserver refuses to delete. */
+const PERMANENT_NAMESPACES = ["default", "kube-system", "kube-public"];
 const encoder = new TextEncoder();
 
 function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
@@ -832,6 +834,13 @@ export class SimServer {
     const { type } = target;
     const { store } = this.ctx;
     const options = this.#deleteOptions(body, params);
+    if (type.storage === "namespaces" && PERMANENT_NAMESPACES.includes(target.name!)) {
+      throw new ApiError(
+        403,
+        "Forbidden",
+        `namespaces "${target.name}" is forbidden: this namespace may not be deleted`,
+      );
+    }
     if (options.dryRun) {
       return json(this.#present(type, store.get(type.storage, target.namespace, target.name!)));
     }

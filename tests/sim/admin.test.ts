@@ -3,7 +3,7 @@
  * library exposes: Table responses, discovery, auth.
  */
 import * as k8s from "@kubernetes/client-node";
-import { assertEquals } from "@std/assert";
+import { assertEquals, assertMatch } from "@std/assert";
 import { apiCode, eventually, request, stillCluster, withSim } from "./helpers.ts";
 
 const TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
@@ -248,5 +248,18 @@ Deno.test("admin: watchDropSeconds cuts open watches; speed reaches the cluster 
       "ADDED edge-3",
     ]);
     assertEquals((await request(sim, "/sim/v1/stats")).body.watches, 0);
+  });
+});
+
+Deno.test("http: generateName creates a suffixed name; system namespaces may not be deleted", async () => {
+  await withSim({ behaviour: stillCluster }, async (sim) => {
+    const created = await request(sim, "/api/v1/namespaces/default/configmaps", {
+      method: "POST",
+      body: JSON.stringify({ metadata: { generateName: "cfg-" } }),
+    });
+    assertEquals(created.status, 201);
+    assertMatch(created.body.metadata.name, /^cfg-[a-z0-9]{5}$/);
+    const refused = await request(sim, "/api/v1/namespaces/kube-system", { method: "DELETE" });
+    assertEquals([refused.status, refused.body.reason], [403, "Forbidden"]);
   });
 });
