@@ -1,6 +1,6 @@
 /**
- * The one executor of a plan's actions, as upstream's `syncNodes`: at most `burst` actions
- * per call, sent in slow-start batches (1, 2, 4, …) so that a failing API server costs one
+ * The one executor of a plan's actions, as upstream's `syncNodes`: at most `burst` pod
+ * creations and deletions per call, sent in slow-start batches (1, 2, 4, …) so that a failing API server costs one
  * request, not a whole burst. A batch with a failure ends the run; the rest is left for the
  * next reconcile, which re-plans from what it observes.
  */
@@ -18,7 +18,7 @@ export interface ActionOutcome {
 }
 
 export interface ExecuteOptions {
-  /** Most actions sent in one call (the set's `burstReplicas`). */
+  /** Most pod creations and deletions sent in one call (the set's `burstReplicas`). */
   burst: number;
   /** First batch size; doubled after each batch that fully succeeded. */
   initialBatch?: number;
@@ -35,11 +35,17 @@ export async function executeActions(
   { burst, initialBatch = 1, now }: ExecuteOptions,
 ): Promise<ActionOutcome[]> {
   const outcomes: ActionOutcome[] = actions.map((action) => ({ action, result: "skipped" }));
-  const allowed = Math.min(actions.length, Math.max(0, burst));
+  // As upstream's burstReplicas, the cap counts pod creations and deletions; revisions,
+  // patches and conditions ride along.
+  let podWrites = 0;
+  const sendable = outcomes.filter(({ action }) => {
+    if (action.type !== "createPod" && action.type !== "deletePod") return true;
+    return ++podWrites <= Math.max(0, burst);
+  });
   let start = 0;
-  for (let size = Math.max(1, initialBatch); start < allowed; size *= 2) {
-    const end = Math.min(allowed, start + size);
-    const batch = outcomes.slice(start, end);
+  for (let size = Math.max(1, initialBatch); start < sendable.length; size *= 2) {
+    const end = Math.min(sendable.length, start + size);
+    const batch = sendable.slice(start, end);
     await Promise.all(batch.map(async (outcome) => {
       try {
         outcome.result = await applyAction(client, namespace, outcome.action, now);

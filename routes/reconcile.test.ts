@@ -1,6 +1,7 @@
 import { assertEquals } from "@std/assert";
 import { KubeError } from "../kube/errors.ts";
-import { harness } from "./test-fixtures.ts";
+import { harness, onePodPerNode } from "./test-fixtures.ts";
+import type { Plan, Snapshot } from "../engine/types.ts";
 
 const path = "/reconcile/advanceddaemonsets/edge/agent";
 
@@ -180,4 +181,48 @@ Deno.test("the status of a plain DaemonSet is claimed in its annotation", async 
   const stored = h.api.objects.daemonsets.get("edge/yurt")!;
   const status = JSON.parse(stored.metadata.annotations!["apps.edgeroll.dev/rollout-status"]);
   assertEquals(status.observedGeneration, 2);
+});
+
+Deno.test("expectations and events of actions that did not land are withdrawn", async () => {
+  const withExpectations = (snapshot: Snapshot): Plan => {
+    const plan = onePodPerNode(snapshot);
+    const created = plan.actions.flatMap((a) =>
+      a.type === "createPod" ? [a.pod.metadata.name!] : []
+    );
+    return {
+      ...plan,
+      status: {
+        ...plan.status,
+        expectations: created.map((pod) => ({
+          action: "create" as const,
+          pod,
+          deadline: "2026-06-01T12:01:00Z",
+        })),
+      },
+      events: created.map((pod) => ({
+        type: "Normal" as const,
+        reason: "SuccessfulCreate",
+        message: pod,
+        pod,
+      })),
+    };
+  };
+  await using h = harness({
+    nodes: 3,
+    plan: withExpectations,
+    overrides: {
+      createPod: (param, next) =>
+        param.body.metadata.name === "agent-node-1"
+          ? Promise.reject(new KubeError(422, "Invalid", "bad pod", "create"))
+          : next(param),
+    },
+  });
+  const body = await (await h.request(path)).json();
+  // Batches [node-0], [node-1, node-2]: node-1 fails, node-2 lands beside it.
+  assertEquals(body.actions.map((a: { result: string }) => a.result), ["done", "failed", "done"]);
+  const stored = h.api.objects.advanceddaemonsets.get("edge/agent")!.status as Plan["status"];
+  assertEquals(stored.expectations?.map((e) => e.pod), ["agent-node-0", "agent-node-2"]);
+  assertEquals(body.status.expectations.length, 2);
+  const events = [...h.api.objects.events.values()].map((e) => e.message);
+  assertEquals(events.sort(), ["agent-node-0", "agent-node-2"]);
 });

@@ -6,7 +6,8 @@
 import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
-import type { Action, Awaited, EpochMillis, Plan, Snapshot } from "../engine/types.ts";
+import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../engine/types.ts";
+import type { Expectation } from "../api/advanced-daemonset.ts";
 import { readSet, resolve } from "../engine/config.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { isConflict } from "../kube/errors.ts";
@@ -152,9 +153,10 @@ async function reconcileOnce(
   }
 
   const statusChanged = !deepEqual(plan.status, statusRead(snapshot));
+  let claimed: KubeObject | undefined;
   if (statusChanged) {
     try {
-      await deps.kube.claimStatus(ref.kind, snapshot.set as KubeObject, plan.status);
+      claimed = await deps.kube.claimStatus(ref.kind, snapshot.set as KubeObject, plan.status);
     } catch (err) {
       if (!isConflict(err)) throw err;
       log.info("status claim lost, reading again", { attempt: conflicts + 1 });
@@ -168,7 +170,18 @@ async function reconcileOnce(
     now: new Date(now),
   });
   deps.metrics?.observeActions(outcomes);
-  await recordEvents(deps, snapshot, plan, new Date(now), log);
+  const notLanded = outcomes.filter((o) => o.result === "failed" || o.result === "skipped");
+  const status = claimed && notLanded.length > 0
+    ? await withdrawExpectations(deps, ref, claimed, plan.status, notLanded, log)
+    : plan.status;
+  const missing = new Set(notLanded.map((o) => podOf(o.action)));
+  await recordEvents(
+    deps,
+    snapshot,
+    plan.events.filter((e) => !missing.has(e.pod)),
+    new Date(now),
+    log,
+  );
   const reports = outcomes.map((o) => report(o));
   for (const r of reports.filter((r) => r.result === "failed")) {
     log.warn("action failed", { action: r.type, target: r.target, error: r.error });
@@ -180,8 +193,8 @@ async function reconcileOnce(
       requeueAfter: plan.requeueAfterSeconds,
     });
   }
-  deps.metrics?.observeSet(base.set, plan.status);
-  return answer(reports, statusChanged);
+  deps.metrics?.observeSet(base.set, status);
+  return { ...answer(reports, statusChanged), status };
 }
 
 /** What the last claim wrote: `.status`, or the annotation of a plain DaemonSet. */
@@ -203,14 +216,69 @@ function burstOf(snapshot: Snapshot): number {
   return Math.max(1, resolve(reading.config.burstReplicas, snapshot.nodes.length, true));
 }
 
+/** The pod an action writes, as expectations name it. */
+function podOf(action: Action): string | undefined {
+  switch (action.type) {
+    case "createPod":
+      return action.pod.metadata.name;
+    case "deletePod":
+    case "patchPod":
+    case "setPodCondition":
+      return action.name;
+    default:
+      return undefined;
+  }
+}
+
+const expectationKind: Partial<Record<Action["type"], Expectation["action"]>> = {
+  createPod: "create",
+  deletePod: "delete",
+  patchPod: "patch",
+  setPodCondition: "setCondition",
+};
+
+/**
+ * The claim recorded every planned action as expected; those that did not land (failed, or
+ * past the burst) are taken back, so the next reconcile plans them again at once instead of
+ * waiting for their deadline. A lost race here only costs that wait.
+ */
+async function withdrawExpectations(
+  deps: ReconcilerDeps,
+  ref: SetRef,
+  claimed: KubeObject,
+  status: Plan["status"],
+  notLanded: ActionOutcome[],
+  log: Logger,
+): Promise<Plan["status"]> {
+  const withdrawn = new Set(
+    notLanded.map(({ action }) => `${expectationKind[action.type]}/${podOf(action)}`),
+  );
+  const expectations = (status.expectations ?? []).filter((e) =>
+    !withdrawn.has(`${e.action}/${e.pod}`)
+  );
+  if (expectations.length === (status.expectations ?? []).length) return status;
+  const { expectations: _all, ...rest } = status;
+  const repaired: Plan["status"] = expectations.length > 0 ? { ...rest, expectations } : rest;
+  try {
+    await deps.kube.claimStatus(ref.kind, claimed, repaired);
+    return repaired;
+  } catch (err) {
+    log.warn("expectations of actions not taken stay until their deadline", {
+      error: (err as Error).message,
+    });
+    return status;
+  }
+}
+
+/** Events of the actions that landed, a few at a time. */
 async function recordEvents(
   deps: ReconcilerDeps,
   snapshot: Snapshot,
-  plan: Plan,
+  events: PlanEvent[],
   now: Date,
   log: Logger,
 ) {
-  for (const event of plan.events) {
+  const record = async (event: PlanEvent) => {
     const pod = event.pod ? snapshot.pods.find((p) => p.metadata.name === event.pod) : undefined;
     const involved: KubeObject = event.pod
       ? {
@@ -225,6 +293,10 @@ async function recordEvents(
       // An Event is a note for people; losing one must not fail the step that acted.
       log.warn("event not recorded", { reason: event.reason, error: (err as Error).message });
     }
+  };
+  const parallel = 16;
+  for (let i = 0; i < events.length; i += parallel) {
+    await Promise.all(events.slice(i, i + parallel).map(record));
   }
 }
 
