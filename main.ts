@@ -4,7 +4,7 @@
  * Each room exports its own `Command`; this file only dispatches.
  */
 import { type Command, commandHelp, parseCommandArgs, UsageError } from "./cli/command.ts";
-import { crdCommand } from "./manifests/crd/generate.ts";
+import { crdCommand } from "./cli/crd-command.ts";
 import { simCommand } from "./sim/command.ts";
 import { demoCommand } from "./cli/demo.ts";
 import { serveCommand } from "./routes/serve.ts";

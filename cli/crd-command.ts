@@ -1,11 +1,11 @@
 /**
  * `edgeroll crd`: writes the AdvancedDaemonSet CRD generated from the zod schemas
  * (`api/crd.ts`) as YAML. The committed file is checked against a fresh generation by
- * `generate.test.ts`, so a schema change without `deno task crd` fails the tests.
+ * `crd-command.test.ts`, so a schema change without `deno task crd` fails the tests.
  */
 import { stringify } from "yaml";
-import { advancedDaemonSetCrd, crdResource } from "../../api/crd.ts";
-import { type Command, stringOption } from "../../cli/command.ts";
+import { advancedDaemonSetCrd, crdResource } from "../api/crd.ts";
+import { type Command, stringOption } from "./command.ts";
 
 export const crdFileName = "advanceddaemonsets.apps.edgeroll.dev.yaml";
 

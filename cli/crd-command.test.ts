@@ -1,12 +1,14 @@
 import { assertEquals } from "@std/assert";
 import { parse } from "yaml";
-import { crdFileName, renderCrdYaml } from "./generate.ts";
-import { kruiseExamples, migrateFromKruise } from "../../api/testdata/kruise-examples.ts";
+import { crdFileName, renderCrdYaml } from "./crd-command.ts";
+import { kruiseExamples, migrateFromKruise } from "../api/testdata/kruise-examples.ts";
 
 type Schema = { [key: string]: unknown };
 
 Deno.test("the committed CRD equals a fresh generation (run `deno task crd` after a schema change)", async () => {
-  const committed = await Deno.readTextFile(new URL(crdFileName, import.meta.url));
+  const committed = await Deno.readTextFile(
+    new URL(`../manifests/crd/${crdFileName}`, import.meta.url),
+  );
   assertEquals(committed, renderCrdYaml());
 });
 
@@ -74,7 +76,7 @@ Deno.test("a field the CRD does not know would be pruned (the checker can fail)"
 Deno.test("`edgeroll crd --out DIR` writes the same YAML under the crd task's permissions", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const main = new URL("../../main.ts", import.meta.url).pathname;
+    const main = new URL("../main.ts", import.meta.url).pathname;
     const output = await new Deno.Command(Deno.execPath(), {
       args: ["run", `--allow-write=${dir}`, "--allow-env", main, "crd", "--out", dir],
       stdout: "piped",
