@@ -22,6 +22,7 @@ interface CrdVersion {
   schema?: { openAPIV3Schema?: SchemaProps };
   subresources?: { status?: Record<string, never> };
   additionalPrinterColumns?: PrinterColumn[];
+  selectableFields?: { jsonPath: string }[];
 }
 
 interface CrdSpec {
@@ -53,6 +54,7 @@ export function typesOfCrd(crd: KubeObject): ResourceType[] {
     categories: spec.names.categories,
     statusSubresource: Boolean(v.subresources?.status),
     storage: storageKey(spec.group, spec.names.plural),
+    fieldLabels: (v.selectableFields ?? []).map((f) => f.jsonPath.replace(/^\./, "")),
     custom: {
       printerColumns: v.additionalPrinterColumns ?? [],
       schema: v.schema?.openAPIV3Schema,

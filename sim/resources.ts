@@ -49,6 +49,11 @@ export interface ResourceType {
   /** For resources that share storage with another version's shape (events.k8s.io). */
   fromStorage?: (object: KubeObject) => KubeObject;
   toStorage?: (object: KubeObject) => KubeObject;
+  /**
+   * Fields a field selector may name besides metadata.name and metadata.namespace, as
+   * kube-apiserver allows them per resource (anything else is a 400).
+   */
+  fieldLabels: string[];
   /** Custom resources: their printer columns and schema; strategic merge is refused. */
   custom?: { printerColumns: PrinterColumn[]; schema?: SchemaProps };
 }
@@ -72,6 +77,39 @@ export function storageKey(group: string, plural: string): string {
   return group ? `${plural}.${group}` : plural;
 }
 
+const INVOLVED = ["kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"];
+
+/** Field selectors kube-apiserver supports, by `<group>/<plural>`. */
+const FIELD_LABELS: Record<string, string[]> = {
+  "/pods": [
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+  ],
+  "/nodes": ["spec.unschedulable"],
+  "/namespaces": ["status.phase"],
+  "/secrets": ["type"],
+  "/events": [
+    ...INVOLVED.map((f) => `involvedObject.${f}`),
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+  ],
+  "events.k8s.io/events": [
+    ...INVOLVED.map((f) => `regarding.${f}`),
+    "reason",
+    "reportingController",
+    "type",
+  ],
+  "batch/jobs": ["status.successful"],
+};
+
 function builtIn(
   group: string,
   version: string,
@@ -88,6 +126,7 @@ function builtIn(
     verbs: ALL_VERBS,
     statusSubresource: false,
     storage: storageKey(group, plural),
+    fieldLabels: FIELD_LABELS[`${group}/${plural}`] ?? [],
     ...options,
   };
 }

@@ -89,15 +89,19 @@ export function parseLabelSelector(text: string | null | undefined): LabelMatche
 
 /**
  * Parses a field selector (`spec.nodeName=edge-1,metadata.name!=x`) into a predicate over
- * the object. Only `=`, `==` and `!=` exist for fields.
+ * the object. Only `=`, `==` and `!=` exist for fields; a field `supported` refuses is a 400.
  */
 export function parseFieldSelector(
   text: string | null | undefined,
+  supported: (field: string) => boolean = () => true,
 ): (object: Record<string, unknown>) => boolean {
   if (!text) return () => true;
   const terms = splitTerms(text).map((term) => {
     const m = /^([^\s!=]+)\s*(==|=|!=)\s*(.*)$/.exec(term);
     if (!m) throw new StoreError(400, "BadRequest", `invalid field selector: "${term}"`);
+    if (!supported(m[1])) {
+      throw new StoreError(400, "BadRequest", `field label not supported: ${m[1]}`);
+    }
     return { path: m[1].split("."), negate: m[2] === "!=", value: m[3] };
   });
   return (object) =>

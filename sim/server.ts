@@ -367,7 +367,12 @@ export class SimServer {
 
   #filter(url: URL, type: ResourceType): (object: KubeObject) => boolean {
     const labels = parseLabelSelector(url.searchParams.get("labelSelector"));
-    const fields = parseFieldSelector(url.searchParams.get("fieldSelector"));
+    const fields = parseFieldSelector(
+      url.searchParams.get("fieldSelector"),
+      (field) =>
+        field === "metadata.name" || field === "metadata.namespace" ||
+        type.fieldLabels.includes(field),
+    );
     return (object) =>
       labels(object.metadata.labels) &&
       fields(this.#present(type, object) as unknown as Record<string, unknown>);

@@ -263,3 +263,23 @@ Deno.test("http: generateName creates a suffixed name; system namespaces may not
     assertEquals([refused.status, refused.body.reason], [403, "Forbidden"]);
   });
 });
+
+Deno.test("http: field selectors accept the fields kube-apiserver supports, 400 for others", async () => {
+  await withSim({ behaviour: stillCluster }, async (sim) => {
+    const ok = await request(
+      sim,
+      "/api/v1/pods?fieldSelector=spec.nodeName%3Dedge-1,status.phase!%3DFailed",
+    );
+    assertEquals(ok.status, 200);
+    const bad = await request(sim, "/api/v1/pods?fieldSelector=spec.containers%3Dx");
+    assertEquals([bad.status, bad.body.message], [
+      400,
+      "field label not supported: spec.containers",
+    ]);
+    const events = await request(
+      sim,
+      "/apis/events.k8s.io/v1/events?fieldSelector=regarding.name%3Dp",
+    );
+    assertEquals(events.status, 200);
+  });
+});
