@@ -1,13 +1,14 @@
-/** Resolves on SIGINT or SIGTERM, for long-running commands that stop cleanly. */
-export async function untilStopSignal(): Promise<void> {
-  const stopped = Promise.withResolvers<void>();
-  const onSignal = () => stopped.resolve();
-  Deno.addSignalListener("SIGINT", onSignal);
-  Deno.addSignalListener("SIGTERM", onSignal);
+/** Resolves with the first SIGINT or SIGTERM, for long-running commands that stop cleanly. */
+export async function untilStopSignal(): Promise<Deno.Signal> {
+  const stopped = Promise.withResolvers<Deno.Signal>();
+  const onInterrupt = () => stopped.resolve("SIGINT");
+  const onTerminate = () => stopped.resolve("SIGTERM");
+  Deno.addSignalListener("SIGINT", onInterrupt);
+  Deno.addSignalListener("SIGTERM", onTerminate);
   try {
-    await stopped.promise;
+    return await stopped.promise;
   } finally {
-    Deno.removeSignalListener("SIGINT", onSignal);
-    Deno.removeSignalListener("SIGTERM", onSignal);
+    Deno.removeSignalListener("SIGINT", onInterrupt);
+    Deno.removeSignalListener("SIGTERM", onTerminate);
   }
 }

@@ -8,6 +8,7 @@ import {
   stringOption,
   UsageError,
 } from "../cli/command.ts";
+import { untilStopSignal } from "../cli/signals.ts";
 import { startSim } from "./start.ts";
 
 function speedOption(args: ParsedArgs): number {
@@ -18,21 +19,6 @@ function speedOption(args: ParsedArgs): number {
     throw new UsageError(`--speed must be a positive number, got "${raw}"`);
   }
   return speed;
-}
-
-/** Resolves on the first SIGINT or SIGTERM. */
-function untilSignal(): Promise<Deno.Signal> {
-  return new Promise((resolve) => {
-    const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
-    const handlers = signals.map((signal) => {
-      const handler = () => {
-        signals.forEach((s, i) => Deno.removeSignalListener(s, handlers[i]));
-        resolve(signal);
-      };
-      Deno.addSignalListener(signal, handler);
-      return handler;
-    });
-  });
 }
 
 export const simCommand: Command = {
@@ -66,7 +52,7 @@ export const simCommand: Command = {
       console.log(
         JSON.stringify({ level: "info", msg: "sim kubeconfig", path: sim.kubeconfigPath }),
       );
-      const signal = await untilSignal();
+      const signal = await untilStopSignal();
       console.log(JSON.stringify({ level: "info", msg: "sim stopping", signal }));
     } finally {
       await sim.stop();

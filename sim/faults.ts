@@ -8,6 +8,7 @@
  */
 import { z } from "zod";
 import { ApiError } from "./status.ts";
+import { seededRandom } from "./random.ts";
 
 const VERBS = [
   "get",
@@ -58,18 +59,6 @@ const REASONS: Record<number, ApiError["reason"]> = {
   503: "ServiceUnavailable",
   504: "Timeout",
 };
-
-/** mulberry32: a small seeded generator, enough for fault dice. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export class FaultInjector {
   #faults: Faults = FaultsSchema.parse({});

@@ -35,7 +35,8 @@ import { startNodeLifecycle } from "./node-lifecycle.ts";
 import { startNodeFleet } from "./node-agent.ts";
 import { startScheduler } from "./scheduler.ts";
 import { startTaintEviction } from "./taint-eviction.ts";
-import { type Clock, createTimeline, seededRandom } from "./timeline.ts";
+import { type Clock, createTimeline } from "./timeline.ts";
+import { seededRandom } from "../random.ts";
 
 export type { Durations, ImageFault, Log } from "./context.ts";
 export { KUBELET_VERSION, nodeName } from "./node-agent.ts";

@@ -1,5 +1,6 @@
 import { assertEquals, assertThrows } from "@std/assert";
-import { createTimeline, seededRandom } from "./timeline.ts";
+import { createTimeline } from "./timeline.ts";
+import { seededRandom } from "../random.ts";
 import { waitFor } from "./testing.ts";
 
 Deno.test("timeline: actions run in due order; cancelled ones never run", async () => {
