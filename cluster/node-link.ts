@@ -24,6 +24,12 @@ export async function setNodeLink(
   node: string,
   verb: NodeLinkVerb,
 ): Promise<void> {
+  // As sim's admin API does: an unknown node is an error, whatever the verb.
+  await kubectl(kubeconfigPath, ["get", "node", node, "--output=name"]).catch((err) => {
+    throw new Error(
+      `no node "${node}" on this cluster: ${err instanceof Error ? err.message : err}`,
+    );
+  });
   switch (verb) {
     case "disconnect":
       await kubectl(kubeconfigPath, [
