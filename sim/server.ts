@@ -25,6 +25,7 @@ import {
 import { openApiDocument, openApiIndex } from "./openapi.ts";
 import { type FaultInjector, FaultsSchema, type RequestStats, type Verb } from "./faults.ts";
 import { type ClusterBehaviour, NODE_ACTIONS } from "./behaviour.ts";
+import { decodeProtobufObject, isUnsupportedKind } from "./protobuf.ts";
 
 export interface UserInfo {
   username: string;
@@ -86,12 +87,24 @@ const notFound = () =>
   new ApiError(404, "NotFound", "the server could not find the requested resource");
 
 async function readBody(req: Request): Promise<unknown> {
+  const type = (req.headers.get("content-type") ?? "").split(";")[0].trim();
+  if (type === "application/vnd.kubernetes.protobuf") {
+    try {
+      return decodeProtobufObject(new Uint8Array(await req.arrayBuffer()));
+    } catch (err) {
+      if (!isUnsupportedKind(err)) throw new ApiError(400, "BadRequest", (err as Error).message);
+      throw new ApiError(
+        415,
+        "UnsupportedMediaType",
+        `the simulator decodes protobuf bodies of Namespace, ConfigMap, Secret and ServiceAccount only, not ${err.message}; send JSON (kubectl apply)`,
+      );
+    }
+  }
   const text = await req.text();
   if (text.trim() === "") return undefined;
   try {
     return JSON.parse(text);
   } catch {
-    const type = (req.headers.get("content-type") ?? "").split(";")[0].trim();
     if (type.endsWith("yaml")) return parseYaml(text);
     throw new ApiError(400, "BadRequest", `the request body is not valid JSON`);
   }

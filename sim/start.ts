@@ -6,6 +6,7 @@ import { stringify as toYaml } from "yaml";
 import { Store } from "./store.ts";
 import { ResourceRegistry } from "./resources.ts";
 import { GarbageCollector } from "./gc.ts";
+import { serveDefaultServiceAccounts } from "./service-accounts.ts";
 import { serveCrds } from "./crds.ts";
 import { FaultInjector, type Faults, FaultsSchema, RequestStats } from "./faults.ts";
 import { type ClusterBehaviour, clusterBehaviour, type StartBehaviour } from "./behaviour.ts";
@@ -86,6 +87,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const faults = new FaultInjector();
   faults.set(FaultsSchema.parse(options.faults ?? {}));
   const gc = new GarbageCollector(store);
+  const stopServiceAccounts = serveDefaultServiceAccounts(store);
   const stopCrds = serveCrds(store, registry);
   const start = options.behaviour ?? clusterBehaviour;
   const behaviour = start(store, {
@@ -129,6 +131,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
       stopped ??= (async () => {
         await behaviour.stop();
         gc.stop();
+        stopServiceAccounts();
         stopCrds();
         server.closeWatches();
         abort.abort();

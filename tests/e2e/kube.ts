@@ -4,6 +4,7 @@ import { kubectl, kubectlJson } from "../../cluster/kubectl.ts";
 export interface Condition {
   type: string;
   status: string;
+  message?: string;
 }
 
 export interface Pod {

@@ -265,3 +265,28 @@ Deno.test("kubectl: rollout status follows the native DaemonSet controller to co
     assertEquals(images.split(" "), Array(4).fill("registry.local/agent:2.0"));
   });
 });
+
+Deno.test("kubectl: create namespace/configmap/secret/serviceaccount send protobuf bodies", async () => {
+  await withSim({}, async (sim) => {
+    const ok = async (args: string[]) => {
+      const result = await kubectl(sim, args);
+      assertEquals(result.code, 0, result.stderr);
+      return result.stdout;
+    };
+    await ok(["create", "namespace", "proto"]);
+    // The serviceaccount controller's part: every namespace gets `default`.
+    const accounts = sim.store.list("serviceaccounts", { namespace: "proto" }).items;
+    assertEquals(accounts.map((a) => a.metadata.name), ["default"]);
+    await ok(["-n", "proto", "create", "configmap", "cm", "--from-literal=colour=blue"]);
+    await ok(["-n", "proto", "create", "secret", "generic", "s", "--from-literal=pin=1234"]);
+    await ok(["-n", "proto", "create", "serviceaccount", "bot"]);
+    const cm = sim.store.get("configmaps", "proto", "cm") as { data?: Record<string, string> };
+    assertEquals(cm.data, { colour: "blue" });
+    const secret = sim.store.get("secrets", "proto", "s") as { data?: Record<string, string> };
+    assertEquals(atob(secret.data!.pin), "1234");
+    assertEquals(sim.store.tryGet("serviceaccounts", "proto", "bot")?.metadata.name, "bot");
+    const refused = await kubectl(sim, ["-n", "proto", "create", "deployment", "d", "--image=x"]);
+    assertEquals(refused.code, 1);
+    assertStringIncludes(refused.stderr, "not Deployment; send JSON");
+  });
+});

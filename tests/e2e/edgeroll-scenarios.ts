@@ -1,0 +1,218 @@
+/**
+ * edgeroll's own end-to-end scenarios: the controller and the relay, started against the
+ * target as a user runs them (kubeconfig, HTTP, CloudEvents), rolling sets on sim and on the
+ * real control plane alike.
+ */
+import { assertEquals } from "@std/assert";
+import { conditionStatus, eventually, type Kube, type Pod } from "./kube.ts";
+import type { E2eTarget } from "./target.ts";
+import type { Scenario } from "./scenarios.ts";
+import { loadKubeConfig } from "../../kube/config.ts";
+import { startController } from "../../routes/serve.ts";
+import { staticTokenAuthenticator } from "../../routes/auth.ts";
+import { startRelay } from "../../relay/relay.ts";
+import { createLogger } from "../../cli/log.ts";
+
+const CRD =
+  new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
+    .pathname;
+const image = (version: string) => `edgeroll.test/edge-agent:${version}`;
+
+interface SetStatus {
+  updatedNumberScheduled?: number;
+  numberAvailable?: number;
+  desiredNumberScheduled?: number;
+  conditions?: { type: string; status: string }[];
+}
+
+/** The controller (with its tick) and the relay, as `serve` and `relay` run them. */
+async function withEdgeroll(target: E2eTarget, body: () => Promise<void>): Promise<void> {
+  const kubeConfig = loadKubeConfig(target.kubeconfigPath);
+  const token = crypto.randomUUID();
+  const logger = createLogger({ level: "warn" });
+  const controller = startController({
+    kubeConfig,
+    port: 0,
+    hostname: "127.0.0.1",
+    auth: () => staticTokenAuthenticator(token),
+    tickEveryMs: 1000,
+    logger,
+  });
+  const relay = startRelay({ kubeConfig, target: controller.url, token, logger });
+  try {
+    await body();
+  } finally {
+    await relay.stop();
+    await controller.stop();
+  }
+}
+
+function podsByNode(pods: Pod[]): Map<string, Pod> {
+  return new Map(
+    pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => [p.spec.nodeName ?? "", p]),
+  );
+}
+
+function runsReady(pod: Pod | undefined, version: string): boolean {
+  return pod?.status?.containerStatuses?.[0]?.image === image(version) &&
+    conditionStatus(pod, "Ready") === "True";
+}
+
+function advancedDaemonSet(namespace: string, version: string) {
+  return {
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: { name: "edge-agent", namespace },
+    spec: {
+      selector: { matchLabels: { app: "edge-agent" } },
+      template: {
+        metadata: { labels: { app: "edge-agent" } },
+        spec: {
+          terminationGracePeriodSeconds: 5,
+          containers: [{ name: "agent", image: image(version) }],
+        },
+      },
+      updateStrategy: {
+        type: "RollingUpdate",
+        rollingUpdate: { rollingUpdateType: "Standard", maxUnavailable: 1 },
+      },
+    },
+  };
+}
+
+async function setStatus(kube: Kube, namespace: string): Promise<SetStatus> {
+  const set = await kube.json<{ status?: SetStatus }>([
+    "--namespace",
+    namespace,
+    "get",
+    "advanceddaemonsets",
+    "edge-agent",
+  ]);
+  return set.status ?? {};
+}
+
+/** Waits for the set to say Complete with every node on `version`, Ready. */
+async function completeOn(target: E2eTarget, kube: Kube, namespace: string, version: string) {
+  await eventually(`edge-agent ${version} on every node`, async () => {
+    const status = await setStatus(kube, namespace);
+    const byNode = podsByNode(await kube.pods(namespace, "app=edge-agent"));
+    const complete = status.conditions?.find((c) => c.type === "Complete")?.status === "True";
+    return complete && status.updatedNumberScheduled === target.nodes.length &&
+        target.nodes.every((n) => runsReady(byNode.get(n), version))
+      ? true
+      : undefined;
+  });
+}
+
+export const edgerollScenarios: Scenario[] = [
+  {
+    name: "edgeroll rolls an AdvancedDaemonSet, passing over a cut node until it returns",
+    async run(target, kube) {
+      const ns = "e2e-edgeroll-ads";
+      await kube.run(["apply", "-f", CRD]);
+      await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
+      await kube.createNamespace(ns);
+      await withEdgeroll(target, async () => {
+        await kube.apply(advancedDaemonSet(ns, "v1"));
+        await completeOn(target, kube, ns, "v1");
+
+        const cut = target.nodes[target.nodes.length - 1];
+        await target.disconnect(cut);
+        try {
+          await kube.nodeReady(cut, (status) => status !== "True");
+          const before = podsByNode(await kube.pods(ns, "app=edge-agent")).get(cut)!;
+          await kube.run([
+            "--namespace",
+            ns,
+            "patch",
+            "advanceddaemonsets",
+            "edge-agent",
+            "--type=merge",
+            "-p",
+            JSON.stringify({ spec: { template: advancedDaemonSet(ns, "v2").spec.template } }),
+          ]);
+          await eventually("every connected node on v2", async () => {
+            const byNode = podsByNode(await kube.pods(ns, "app=edge-agent"));
+            return target.nodes.filter((n) => n !== cut).every((n) =>
+                runsReady(byNode.get(n), "v2")
+              )
+              ? true
+              : undefined;
+          });
+          // The cut node's pod was neither deleted nor replaced: it waits for the node.
+          const pods = await kube.pods(ns, "app=edge-agent");
+          const onCut = pods.filter((p) => p.spec.nodeName === cut);
+          assertEquals(onCut.map((p) => [p.metadata.uid, p.metadata.deletionTimestamp]), [
+            [before.metadata.uid, undefined],
+          ]);
+        } finally {
+          await target.reconnect(cut);
+          await kube.nodeReady(cut, (status) => status === "True");
+        }
+        await completeOn(target, kube, ns, "v2");
+      });
+    },
+  },
+  {
+    name: "edgeroll marks OpenYurt OTA pods PodNeedUpgrade and deletes none",
+    async run(target, kube) {
+      const ns = "e2e-edgeroll-ota";
+      await kube.createNamespace(ns);
+      const set = {
+        apiVersion: "apps/v1",
+        kind: "DaemonSet",
+        metadata: {
+          name: "ota-agent",
+          namespace: ns,
+          annotations: { "apps.openyurt.io/update-strategy": "OTA" },
+        },
+        spec: {
+          selector: { matchLabels: { app: "ota-agent" } },
+          updateStrategy: { type: "OnDelete" },
+          template: {
+            metadata: { labels: { app: "ota-agent" } },
+            spec: { containers: [{ name: "agent", image: image("v1") }] },
+          },
+        },
+      };
+      await kube.apply(set);
+      const first = await eventually("one Ready OTA pod per node", async () => {
+        const byNode = podsByNode(await kube.pods(ns, "app=ota-agent"));
+        return target.nodes.every((n) => runsReady(byNode.get(n), "v1")) ? byNode : undefined;
+      });
+      await withEdgeroll(target, async () => {
+        await eventually("PodNeedUpgrade False on every pod", async () => {
+          const pods = await kube.pods(ns, "app=ota-agent");
+          return pods.length === target.nodes.length &&
+              pods.every((p) => conditionStatus(p, "PodNeedUpgrade") === "False")
+            ? true
+            : undefined;
+        });
+        await kube.run([
+          "--namespace",
+          ns,
+          "set",
+          "image",
+          "daemonset/ota-agent",
+          `agent=${image("v2")}`,
+        ]);
+        const marked = await eventually("PodNeedUpgrade True on every pod", async () => {
+          const pods = await kube.pods(ns, "app=ota-agent");
+          return pods.length === target.nodes.length &&
+              pods.every((p) => conditionStatus(p, "PodNeedUpgrade") === "True")
+            ? pods
+            : undefined;
+        });
+        // The same pods, still on v1: the node decides when to upgrade.
+        assertEquals(
+          marked.map((p) => p.metadata.uid).sort(),
+          [...first.values()].map((p) => p.metadata.uid).sort(),
+        );
+        for (const pod of marked) {
+          const condition = pod.status?.conditions?.find((c) => c.type === "PodNeedUpgrade");
+          assertEquals(condition?.message?.startsWith("controllerrevision: "), true);
+        }
+      });
+    },
+  },
+];

@@ -1,0 +1,29 @@
+/**
+ * The end-to-end suite, written once: every scenario on one target, started and stopped here
+ * (in `finally`). `on-sim.test.ts` runs it on sim within `deno task test`; `suite.e2e.ts`
+ * runs it on the target `EDGEROLL_E2E_TARGET` names (`deno task test:cluster`).
+ */
+import { Kube } from "./kube.ts";
+import { scenarios } from "./scenarios.ts";
+import { edgerollScenarios } from "./edgeroll-scenarios.ts";
+import { startTarget, type TargetKind } from "./target.ts";
+
+export function e2eSuite(kind: TargetKind): void {
+  Deno.test({
+    name: `e2e scenarios on ${kind}`,
+    // kubectl children and the cluster's detached processes are ours to stop, not the sanitizer's.
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn(t) {
+      const target = await startTarget(kind, { nodes: 3 });
+      try {
+        const kube = new Kube(target.kubeconfigPath);
+        for (const scenario of [...scenarios, ...edgerollScenarios]) {
+          await t.step(scenario.name, () => scenario.run(target, kube));
+        }
+      } finally {
+        await target.stop();
+      }
+    },
+  });
+}
