@@ -12,5 +12,5 @@ RUN DENO_TLS_CA_STORE=system,mozilla deno cache --frozen main.ts && deno check m
 USER 1993:1993
 EXPOSE 8080
 ENTRYPOINT ["deno", "run", "--cached-only", "--no-check", "--allow-net", "--allow-env", \
-  "--allow-read=/app,/deno-dir,/var/run/secrets/kubernetes.io,/etc/edgeroll", "main.ts"]
+  "--allow-read=/app,/deno-dir,/var/run/secrets,/etc/edgeroll", "main.ts"]
 CMD ["serve", "--port", "8080"]

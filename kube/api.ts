@@ -14,6 +14,8 @@ export interface TokenReviewResult {
   authenticated: boolean;
   username?: string;
   groups?: string[];
+  /** The audiences the token is valid for, among those the review asked about. */
+  audiences?: string[];
   error?: string;
 }
 
@@ -205,6 +207,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         authenticated: review.status?.authenticated === true,
         username: review.status?.user?.username,
         groups: review.status?.user?.groups,
+        audiences: review.status?.audiences,
         error: review.status?.error,
       };
     },

@@ -207,3 +207,19 @@ Deno.test("no answer at all is a retryable KubeError with status 0", async () =>
   const err = await assertRejects(() => client.ping(), KubeError);
   assertEquals([err.status, err.reason, err.retryable], [0, "Unreachable", true]);
 });
+
+Deno.test("listSets: no CRD installed means no AdvancedDaemonSets, while DaemonSets still list", async () => {
+  await withClient((r) => {
+    if (r.path.endsWith("/advanceddaemonsets")) return statusAnswer(404, "NotFound");
+    return list([{ metadata: { name: "yurt-agent", namespace: "edge" } }]);
+  }, async (client) => {
+    assertEquals(await client.listSets("advanceddaemonsets"), []);
+    assertEquals((await client.listSets("daemonsets")).map((s) => s.metadata.name), ["yurt-agent"]);
+  });
+  await withClient(
+    () => statusAnswer(404, "NotFound"),
+    async (client) => {
+      await assertRejects(() => client.listSets("daemonsets"), KubeError);
+    },
+  );
+});

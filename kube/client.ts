@@ -183,9 +183,17 @@ export class KubeClient {
     await this.api.createEvent({ namespace, body });
   }
 
-  /** Lists every set of a kind across namespaces. */
+  /**
+   * Lists every set of a kind across namespaces. Where the CRD is not installed there are no
+   * AdvancedDaemonSets (404): the list is empty, and plain DaemonSets are still served.
+   */
   async listSets(kind: SetKind): Promise<KubeObject[]> {
-    return (await this.api.listSets({ kind })).items;
+    try {
+      return (await this.api.listSets({ kind })).items;
+    } catch (err) {
+      if (kind === "advanceddaemonsets" && isNotFound(err)) return [];
+      throw err;
+    }
   }
 
   reviewToken(token: string, audiences?: string[]): Promise<TokenReviewResult> {

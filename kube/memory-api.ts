@@ -16,7 +16,7 @@ export interface MemoryApi extends KubeApi {
   /** Writes the API accepted, e.g. `create pods`. */
   writes: string[];
   /** Tokens TokenReview accepts, with their user. */
-  tokens: Map<string, { username: string; groups?: string[] }>;
+  tokens: Map<string, { username: string; groups?: string[]; audiences?: string[] }>;
   put(resource: Resource, object: KubeObject): KubeObject;
 }
 
@@ -54,7 +54,7 @@ export function memoryApi(): MemoryApi {
     events: new Map(),
   } as Record<Resource, Map<string, KubeObject>>;
   const writes: string[] = [];
-  const tokens = new Map<string, { username: string; groups?: string[] }>();
+  const tokens = new Map<string, { username: string; groups?: string[]; audiences?: string[] }>();
   let version = 0;
   let uid = 0;
 
@@ -166,12 +166,26 @@ export function memoryApi(): MemoryApi {
       Promise.resolve().then(() => remove("controllerrevisions", namespace, name, uid)),
     createEvent: ({ namespace, body }) =>
       Promise.resolve().then(() => create("events", namespace, body)),
-    createTokenReview: ({ token }) => {
+    // As kube-apiserver: a review that names audiences authenticates only a token meant for
+    // one of them, and answers which.
+    createTokenReview: ({ token, audiences }) => {
       const user = tokens.get(token);
+      const tokenAudiences = user?.audiences ?? ["https://kubernetes.default.svc"];
+      const matched = audiences?.length
+        ? tokenAudiences.filter((a) => audiences.includes(a))
+        : tokenAudiences;
       return Promise.resolve(
-        user
-          ? { authenticated: true, username: user.username, groups: user.groups ?? [] }
-          : { authenticated: false, error: "token not recognised" },
+        user && matched.length > 0
+          ? {
+            authenticated: true,
+            username: user.username,
+            groups: user.groups ?? [],
+            audiences: matched,
+          }
+          : {
+            authenticated: false,
+            error: user ? "token audiences do not match" : "token not recognised",
+          },
       );
     },
     getVersion: () => Promise.resolve({ gitVersion: "v1.32.0-memory" }),

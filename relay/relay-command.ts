@@ -20,7 +20,7 @@ export const relayCommand: Command = {
   help: {
     target: "the controller's base URL, e.g. http://edgeroll:8080 (events go to /events)",
     kubeconfig: kubeconfigHelp,
-    "token-file": "bearer token for the controller (or set EDGEROLL_TOKEN)",
+    "token-file": "bearer token for the controller, read before each post (or EDGEROLL_TOKEN)",
     flush: "how long events are gathered before one post (default 250ms)",
     idle: "restart a watch that said nothing for this long (default 90s)",
   },
@@ -30,8 +30,10 @@ export const relayCommand: Command = {
       throw new UsageError("--target http(s)://HOST:PORT is required");
     }
     const tokenFile = stringOption(args, "token-file");
-    const token = (tokenFile ? Deno.readTextFileSync(tokenFile) : Deno.env.get("EDGEROLL_TOKEN"))
-      ?.trim();
+    // Read before each post: a projected ServiceAccount token is rotated in place.
+    const readToken = () => Deno.readTextFileSync(tokenFile!).trim();
+    if (tokenFile) readToken(); // a missing or unreadable file fails here, not at the first post
+    const token = tokenFile ? readToken : Deno.env.get("EDGEROLL_TOKEN")?.trim();
     const flush = stringOption(args, "flush");
     const idle = stringOption(args, "idle");
     const relay = startRelay({

@@ -9,7 +9,7 @@ import { group, plural, version } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import type { Logger } from "../cli/log.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import { EventSender } from "./sender.ts";
+import { type BearerToken, EventSender } from "./sender.ts";
 import {
   clientNodeWatch,
   type RunningWatch,
@@ -22,7 +22,7 @@ export interface RelayOptions {
   kubeConfig: k8s.KubeConfig;
   /** The controller's base URL; events go to `${target}/events`. */
   target: string;
-  token?: string;
+  token?: BearerToken;
   logger: Logger;
   flushMs?: number;
   idleMs?: number;

@@ -1,6 +1,6 @@
 import { assertEquals } from "@std/assert";
 import { memoryLogger } from "../cli/log.ts";
-import { EventSender } from "./sender.ts";
+import { type BearerToken, EventSender } from "./sender.ts";
 
 interface Post {
   headers: Headers;
@@ -16,11 +16,11 @@ function fakeFetch(statuses: number[]) {
   return { fn: fn as typeof fetch, posts };
 }
 
-function sender(statuses: number[] = []) {
+function sender(statuses: number[] = [], token: BearerToken = "t0k") {
   const http = fakeFetch(statuses);
   const s = new EventSender({
     target: "http://127.0.0.1:1/events",
-    token: "t0k",
+    token,
     flushMs: 10_000,
     backoffMs: 1,
     logger: memoryLogger(),
@@ -72,6 +72,24 @@ Deno.test("a batch the controller rejects as malformed is dropped, not retried",
     await s.flush();
     await s.flush();
     assertEquals([posts.length, s.stats.dropped, s.pending], [1, 1, 0]);
+  } finally {
+    await s.stop();
+  }
+});
+
+Deno.test("a token from a provider is read before each post, so a rotated token is used", async () => {
+  let current = "first";
+  const { s, posts } = sender([], () => current);
+  try {
+    s.send("Pod/edge/a", { type: update, subject: "a", data: { n: 1 } });
+    await s.flush();
+    current = "rotated";
+    s.send("Pod/edge/a", { type: update, subject: "a", data: { n: 2 } });
+    await s.flush();
+    assertEquals(posts.map((p) => p.headers.get("authorization")), [
+      "Bearer first",
+      "Bearer rotated",
+    ]);
   } finally {
     await s.stop();
   }

@@ -10,7 +10,8 @@ import type { Logger } from "../cli/log.ts";
 export interface SenderOptions {
   /** The controller's `/events` URL. */
   target: string;
-  token?: string;
+  /** The bearer token, or where to read it before each post (projected tokens rotate). */
+  token?: BearerToken;
   flushMs?: number;
   maxBatch?: number;
   backoffMs?: number;
@@ -19,6 +20,8 @@ export interface SenderOptions {
   /** Injected in tests; the global fetch otherwise. */
   fetch?: typeof fetch;
 }
+
+export type BearerToken = string | (() => string | undefined);
 
 export interface PendingEvent {
   type: string;
@@ -102,7 +105,9 @@ export class EventSender {
     const headers: Record<string, string> = {
       "content-type": "application/cloudevents-batch+json",
     };
-    if (this.#options.token) headers.authorization = `Bearer ${this.#options.token}`;
+    const { token } = this.#options;
+    const bearer = typeof token === "function" ? token() : token;
+    if (bearer) headers.authorization = `Bearer ${bearer}`;
     this.stats.posts++;
     let status = 0;
     let problem = "";

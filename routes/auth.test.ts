@@ -70,3 +70,21 @@ Deno.test("auth refuses to start without a token or an allowed list", () => {
     "allowed",
   );
 });
+
+Deno.test("TokenReview with --audience: only tokens meant for the controller pass", async () => {
+  const api = memoryApi();
+  const relay = "system:serviceaccount:edgeroll:relay";
+  api.tokens.set("projected", { username: relay, audiences: ["edgeroll-controller"] });
+  api.tokens.set("api-token", { username: relay, audiences: ["https://kubernetes.default.svc"] });
+  const auth = tokenReviewAuthenticator(new KubeClient(api), {
+    allowed: [relay],
+    audiences: ["edgeroll-controller"],
+  });
+  await using h = harness({ deps: { auth } });
+  const call = (token: string) =>
+    h.request(path, { auth: false, headers: { authorization: `Bearer ${token}` } });
+  assertEquals((await call("projected")).status, 200);
+  const refused = await call("api-token");
+  assertEquals(refused.status, 401);
+  assertEquals((await refused.json()).error.message.includes("audiences"), true);
+});

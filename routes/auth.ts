@@ -74,11 +74,17 @@ export function tokenReviewAuthenticator(
       const hit = cache.get(key);
       if (hit && hit.expires > clock()) return hit.identity;
       const review = await kube.reviewToken(token, options.audiences);
-      const identity: Identity = review.authenticated && review.username
+      // An API server that ignores audiences answers without them: that is not a match.
+      const audienceMatched = !options.audiences?.length ||
+        (review.audiences ?? []).some((a) => options.audiences!.includes(a));
+      const identity: Identity = review.authenticated && review.username && audienceMatched
         ? { authenticated: true, username: review.username, groups: review.groups ?? [] }
         : {
           authenticated: false,
-          why: review.error || "TokenReview did not authenticate the token",
+          why: review.error ||
+            (review.authenticated
+              ? `the token is not meant for ${options.audiences!.join(", ")}`
+              : "TokenReview did not authenticate the token"),
         };
       if (identity.authenticated) {
         if (cache.size >= maxCached) cache.delete(cache.keys().next().value!);

@@ -121,14 +121,17 @@ export function authFromArgs(args: ParsedArgs): (kube: KubeClient) => Authentica
   if (allow.length === 0) {
     throw new UsageError("give --token-file (or EDGEROLL_TOKEN) or --allow for TokenReview");
   }
-  return (kube) => tokenReviewAuthenticator(kube, { allowed: allow });
+  const audiences = stringOption(args, "audience")?.split(",").map((s) => s.trim()).filter(
+    Boolean,
+  );
+  return (kube) => tokenReviewAuthenticator(kube, { allowed: allow, audiences });
 }
 
 export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tick 30s] [--token-file F | --allow SUBJECTS]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tick 30s] [--token-file F | --allow SUBJECTS [--audience A]]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
@@ -137,6 +140,7 @@ export const serveCommand: Command = {
     resync: { type: "string" },
     "token-file": { type: "string" },
     allow: { type: "string" },
+    audience: { type: "string" },
   },
   help: {
     kubeconfig: kubeconfigHelp,
@@ -146,6 +150,7 @@ export const serveCommand: Command = {
     resync: "full resync period of the tick (default 10m)",
     "token-file": "file holding the static bearer token (or set EDGEROLL_TOKEN)",
     allow: "comma-separated users or group:NAME allowed after TokenReview",
+    audience: "audiences the TokenReview requires, e.g. edgeroll-controller (projected tokens)",
   },
   async run(args) {
     const tick = stringOption(args, "tick");
