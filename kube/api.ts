@@ -51,26 +51,50 @@ export type KubeMethod = keyof KubeApi;
 type Param<M extends KubeMethod> = Parameters<KubeApi[M]>[0];
 type Result<M extends KubeMethod> = ReturnType<KubeApi[M]>;
 
-/** The HTTP verb each method uses, for the `API requests by verb` metric. */
-export const verbOf: Record<KubeMethod, string> = {
-  getSet: "get",
-  listSets: "list",
-  replaceSetStatus: "update",
-  patchSet: "patch",
-  listPods: "list",
-  listNodes: "list",
-  listRevisions: "list",
-  createPod: "create",
-  deletePod: "delete",
-  patchPod: "patch",
-  patchPodStatus: "patch",
-  createRevision: "create",
-  patchRevision: "patch",
-  deleteRevision: "delete",
-  createEvent: "create",
-  createTokenReview: "create",
-  getVersion: "get",
+/** One permission a method needs: RBAC's (API group, resource, verb). */
+export interface Access {
+  group: string;
+  resource: string;
+  verb: string;
+}
+
+const ads = (verb: string, resource = "advanceddaemonsets"): Access => ({
+  group: "apps.edgeroll.dev",
+  resource,
+  verb,
+});
+const apps = (resource: string, verb: string): Access => ({ group: "apps", resource, verb });
+const core = (resource: string, verb: string): Access => ({ group: "", resource, verb });
+
+/**
+ * What each method may ask of the API server, for both kinds of set where the kind is a
+ * parameter. The controller's ClusterRole is checked against this table (tests/rbac.test.ts):
+ * it must allow all of it and nothing more. `getVersion` reads `/version`, open to everyone.
+ */
+export const accessOf: Record<KubeMethod, Access[]> = {
+  getSet: [ads("get"), apps("daemonsets", "get")],
+  listSets: [ads("list"), apps("daemonsets", "list")],
+  replaceSetStatus: [ads("update", "advanceddaemonsets/status")],
+  patchSet: [apps("daemonsets", "patch")],
+  listPods: [core("pods", "list")],
+  listNodes: [core("nodes", "list")],
+  listRevisions: [apps("controllerrevisions", "list")],
+  createPod: [core("pods", "create")],
+  deletePod: [core("pods", "delete")],
+  patchPod: [core("pods", "patch")],
+  patchPodStatus: [core("pods/status", "patch")],
+  createRevision: [apps("controllerrevisions", "create")],
+  patchRevision: [apps("controllerrevisions", "patch")],
+  deleteRevision: [apps("controllerrevisions", "delete")],
+  createEvent: [core("events", "create")],
+  createTokenReview: [{ group: "authentication.k8s.io", resource: "tokenreviews", verb: "create" }],
+  getVersion: [],
 };
+
+/** The HTTP verb each method uses, for the `API requests by verb` metric. */
+export function verbOf(method: KubeMethod): string {
+  return accessOf[method][0]?.verb ?? "get";
+}
 
 /** Replaces one method: gets the parameter and the wrapped method to call through to. */
 export type Override<M extends KubeMethod> = (

@@ -4,6 +4,7 @@
  * bounded retries (429/5xx) and is counted by verb for `/metrics`.
  */
 import {
+  accessOf,
   type KubeApi,
   type KubeMethod,
   type MergePatch,
@@ -237,8 +238,8 @@ function meteredApi(
   onRequest: ((record: RequestRecord) => void) | undefined,
 ): KubeApi {
   const metered: Partial<Record<KubeMethod, unknown>> = {};
-  for (const method of Object.keys(verbOf) as KubeMethod[]) {
-    const verb = verbOf[method];
+  for (const method of Object.keys(accessOf) as KubeMethod[]) {
+    const verb = verbOf(method);
     const call = (api[method] as (p: unknown) => Promise<unknown>).bind(api);
     metered[method] = (param: unknown) =>
       withRetry(`${verb} ${method}`, async () => {

@@ -91,6 +91,9 @@ const sources: Source[] = [
   },
 ];
 
+/** The collections the relay lists and watches (its ClusterRole is checked against them). */
+export const watchedPaths: readonly string[] = sources.map((source) => source.path);
+
 /** The object's API path, as ApiServerSource writes `subject`: `/api/v1/namespaces/ns/pods/x`. */
 function subjectOf(path: string, namespace: string | undefined, name: string | undefined): string {
   if (!namespace) return `${path}/${name}`;

@@ -1,0 +1,48 @@
+/**
+ * Least privilege, checked both ways: the ClusterRoles in manifests/base allow everything the
+ * controller (`accessOf` in kube/api.ts) and the relay (`watchedPaths`) ask of the API server,
+ * and nothing they never ask.
+ */
+import { assertEquals } from "@std/assert";
+import { parseAllDocuments } from "yaml";
+import { accessOf } from "../kube/api.ts";
+import { watchedPaths } from "../relay/relay.ts";
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+const rbac = await Deno.readTextFile(new URL("../manifests/base/rbac.yaml", import.meta.url));
+
+/** Every (group, resource, verb) a ClusterRole grants, as `group/resource:verb`. */
+function granted(role: string): string[] {
+  const found = parseAllDocuments(rbac)
+    .map((doc) => doc.toJS() as { kind: string; metadata: { name: string }; rules?: Rule[] })
+    .find((o) => o.kind === "ClusterRole" && o.metadata.name === role);
+  if (!found) throw new Error(`no ClusterRole ${role} in rbac.yaml`);
+  return found.rules!.flatMap((rule) =>
+    rule.apiGroups.flatMap((group) =>
+      rule.resources.flatMap((resource) => rule.verbs.map((verb) => `${group}/${resource}:${verb}`))
+    )
+  ).sort();
+}
+
+const unique = (items: string[]) => [...new Set(items)].sort();
+
+Deno.test("rbac: the controller's ClusterRole is exactly what kube/api.ts calls", () => {
+  const needed = Object.values(accessOf).flat()
+    .map(({ group, resource, verb }) => `${group}/${resource}:${verb}`);
+  assertEquals(unique(granted("edgeroll-controller")), unique(needed));
+});
+
+Deno.test("rbac: the relay's ClusterRole is list and watch on what it watches", () => {
+  const needed = watchedPaths.flatMap((path) => {
+    // /api/v1/pods or /apis/<group>/<version>/<resource>
+    const parts = path.split("/").filter(Boolean);
+    const [group, resource] = parts[0] === "api" ? ["", parts[2]] : [parts[1], parts[3]];
+    return ["list", "watch"].map((verb) => `${group}/${resource}:${verb}`);
+  });
+  assertEquals(unique(granted("edgeroll-relay")), unique(needed));
+});
