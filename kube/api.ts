@@ -119,7 +119,7 @@ export function interceptApi(api: KubeApi, overrides: Overrides): KubeApi {
 
 function bindAll(api: KubeApi): KubeApi {
   const bound: Partial<Record<KubeMethod, unknown>> = {};
-  for (const method of Object.keys(verbOf) as KubeMethod[]) {
+  for (const method of Object.keys(accessOf) as KubeMethod[]) {
     bound[method] = (api[method] as (p: unknown) => unknown).bind(api);
   }
   return bound as KubeApi;
