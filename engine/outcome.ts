@@ -21,6 +21,12 @@ import type { EpochMillis, Plan } from "./types.ts";
 const maxAwaitedListed = 20;
 /** BudgetExhausted names at most this many pods. */
 const maxPodsNamed = 10;
+/**
+ * How soon a set with pods still starting wants to be looked at again. Their readiness comes
+ * from the kubelet at no time the planner can know; with a relay, the pod's event comes first,
+ * but a controller driven by the tick alone would otherwise wait for the full resync.
+ */
+export const startingPodPollSeconds = 30;
 
 export function invalidOrUnmanagedPlan(
   reading: Extract<ReturnType<typeof readSet>, { ok: false }>,
@@ -92,6 +98,7 @@ export function finish(o: Outcome): Plan {
   let current = 0, ready = 0, availableCount = 0, updated = 0, misscheduled = 0;
   // outdated: nodes without a current pod; onOld: those of them running an old one.
   let outdated = 0, onOld = 0, outdatedInScope = 0, outdatedInScopeReady = 0, settling = 0;
+  let starting = 0;
   for (const view of o.views) {
     // Counted as observed (our own deletions not yet seen still count), so a repeated plan on
     // the same cluster writes the same status.
@@ -102,6 +109,7 @@ export function finish(o: Outcome): Plan {
     }
     if (view.live.length + view.leaving.length > 0) current++;
     if (observed.some(isPodReady)) ready++;
+    else if (view.ready && observed.length > 0) starting++;
     if (observed.some((p) => isPodAvailable(p, minReady, now))) availableCount++;
     else if (view.ready) settling++;
     const isUpdated = hash !== undefined && observed.some((p) => podRevision(p) === hash);
@@ -134,6 +142,7 @@ export function finish(o: Outcome): Plan {
     );
   }
   for (const exp of b.expectations) b.wakeUps.push(parseTime(exp.deadline) ?? now);
+  if (starting > 0) b.wakeUps.push(now + startingPodPollSeconds * 1000);
   const nextCheck = b.wakeUps.filter((t) => t > now).reduce((a, t) => Math.min(a, t), Infinity);
   const nextCheckAt = Number.isFinite(nextCheck) ? formatTime(nextCheck) : undefined;
   // More work than one call may do: come back soon, but only when this call did some (a cap

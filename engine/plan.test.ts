@@ -6,6 +6,7 @@
 import { assertEquals } from "@std/assert";
 import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
 import { plan } from "./plan.ts";
+import { startingPodPollSeconds } from "./outcome.ts";
 import * as f from "./testdata/fleet.ts";
 import type { Action, Plan, Snapshot } from "./types.ts";
 
@@ -256,6 +257,24 @@ Deno.test("Standard: maxUnavailable 1 replaces one node at a time, node names de
   assertEquals(done.status.updatedNumberScheduled, 3);
   assertEquals(condition(done, "Complete"), "True Complete");
   assertEquals(done.requeueAfterSeconds, null);
+});
+
+Deno.test("a pod still starting brings the set back within a poll, for a tick-only controller", () => {
+  let c = rolledTo(adsSnapshot({}, f.nodes(2)));
+  let p: Plan;
+  [p, c] = step(c, f.t0); // delete node-1
+  p = plan(c.snapshot, f.t0 + 1000);
+  assertEquals(podActions(p), ["create node-1"]);
+  c = f.apply(c, p, f.t0 + 1000); // created; its kubelet has not started it yet
+  p = plan(c.snapshot, f.t0 + 2000);
+  assertEquals(podActions(p), []);
+  assertEquals(p.requeueAfterSeconds, startingPodPollSeconds);
+  assertEquals(p.status.nextCheckAt, "2026-01-01T00:00:32Z");
+  // Once every pod runs and the rollout is done, nothing is polled.
+  c = f.kubelet(c, f.t0 + 3000);
+  for (let now = f.t0 + 3000; now < f.t0 + 20_000; now += 1000) [p, c] = step(c, now);
+  assertEquals(condition(p, "Complete"), "True Complete");
+  assertEquals(p.requeueAfterSeconds, null);
 });
 
 Deno.test("Standard: minReadySeconds holds the next wave and sets requeueAfter", () => {
