@@ -7,11 +7,6 @@ import { assertEquals } from "@std/assert";
 import { conditionStatus, eventually, type Kube, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
-import { loadKubeConfig } from "../../kube/config.ts";
-import { startController } from "../../routes/serve.ts";
-import { staticTokenAuthenticator } from "../../routes/auth.ts";
-import { startRelay } from "../../relay/relay.ts";
-import { createLogger } from "../../cli/log.ts";
 
 const CRD =
   new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
@@ -25,25 +20,58 @@ interface SetStatus {
   conditions?: { type: string; status: string }[];
 }
 
-/** The controller (with its tick) and the relay, as `serve` and `relay` run them. */
+const main = new URL("../../main.ts", import.meta.url).pathname;
+
+async function freePort(): Promise<number> {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
+/**
+ * The controller (with its tick) and the relay as a user runs them: `edgeroll serve` and
+ * `edgeroll relay`, two processes, stopped by SIGTERM in `finally`. (In-process, their HTTP/2
+ * connections to a real API server that shuts down afterwards can abort Deno.)
+ */
 async function withEdgeroll(target: E2eTarget, body: () => Promise<void>): Promise<void> {
-  const kubeConfig = loadKubeConfig(target.kubeconfigPath);
-  const token = crypto.randomUUID();
-  const logger = createLogger({ level: "warn" });
-  const controller = startController({
-    kubeConfig,
-    port: 0,
-    hostname: "127.0.0.1",
-    auth: () => staticTokenAuthenticator(token),
-    tickEveryMs: 1000,
-    logger,
-  });
-  const relay = startRelay({ kubeConfig, target: controller.url, token, logger });
+  const dir = await Deno.makeTempDir({ prefix: "edgeroll-e2e-" });
+  const tokenFile = `${dir}/token`;
+  await Deno.writeTextFile(tokenFile, crypto.randomUUID());
+  const port = await freePort();
+  const spawn = (args: string[]) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", main, ...args, `--kubeconfig=${target.kubeconfigPath}`],
+      stdout: "null",
+      stderr: "inherit",
+    }).spawn();
+  const processes = [
+    spawn([
+      "serve",
+      "--host=127.0.0.1",
+      `--port=${port}`,
+      `--token-file=${tokenFile}`,
+      "--tick=1s",
+    ]),
+  ];
   try {
+    await eventually("the controller to be ready", async () => {
+      const response = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined);
+      await response?.body?.cancel();
+      return response?.ok ? true : undefined;
+    });
+    processes.push(
+      spawn(["relay", `--target=http://127.0.0.1:${port}`, `--token-file=${tokenFile}`]),
+    );
     await body();
   } finally {
-    await relay.stop();
-    await controller.stop();
+    for (const child of processes.reverse()) {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already exited */ }
+      await child.status;
+    }
+    await Deno.remove(dir, { recursive: true });
   }
 }
 
