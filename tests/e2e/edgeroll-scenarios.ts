@@ -22,7 +22,7 @@ interface SetStatus {
 
 const main = new URL("../../main.ts", import.meta.url).pathname;
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const { port } = listener.addr as Deno.NetAddr;
   listener.close();
@@ -38,7 +38,7 @@ async function withEdgeroll(target: E2eTarget, body: () => Promise<void>): Promi
   const dir = await Deno.makeTempDir({ prefix: "edgeroll-e2e-" });
   const tokenFile = `${dir}/token`;
   await Deno.writeTextFile(tokenFile, crypto.randomUUID());
-  const port = await freePort();
+  const port = freePort();
   const spawn = (args: string[]) =>
     new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", main, ...args, `--kubeconfig=${target.kubeconfigPath}`],
