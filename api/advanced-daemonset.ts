@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import {
+  daemonSetStatusCounters,
   IntOrString,
   LabelSelector,
   ObjectMeta,
@@ -103,15 +104,7 @@ export const Expectation = z.object({
 export type Expectation = z.infer<typeof Expectation>;
 
 export const AdvancedDaemonSetStatus = z.object({
-  currentNumberScheduled: z.number().int().default(0),
-  numberMisscheduled: z.number().int().default(0),
-  desiredNumberScheduled: z.number().int().default(0),
-  numberReady: z.number().int().default(0),
-  observedGeneration: z.number().int().optional(),
-  updatedNumberScheduled: z.number().int().optional(),
-  numberAvailable: z.number().int().optional(),
-  numberUnavailable: z.number().int().optional(),
-  collisionCount: z.number().int().optional(),
+  ...daemonSetStatusCounters,
   /** The current revision's hash (Kruise's `daemonSetHash`). */
   daemonSetHash: z.string().optional(),
   conditions: z.array(SetCondition).optional(),

@@ -194,7 +194,8 @@ export const SetCondition = z.object({
 });
 export type SetCondition = z.infer<typeof SetCondition>;
 
-export const DaemonSetStatus = z.looseObject({
+/** The counters of a DaemonSet's status, shared by apps/v1 and the AdvancedDaemonSet. */
+export const daemonSetStatusCounters = {
   currentNumberScheduled: z.number().int().default(0),
   numberMisscheduled: z.number().int().default(0),
   desiredNumberScheduled: z.number().int().default(0),
@@ -204,6 +205,10 @@ export const DaemonSetStatus = z.looseObject({
   numberAvailable: z.number().int().optional(),
   numberUnavailable: z.number().int().optional(),
   collisionCount: z.number().int().optional(),
+};
+
+export const DaemonSetStatus = z.looseObject({
+  ...daemonSetStatusCounters,
   conditions: z.array(SetCondition).optional(),
 });
 export type DaemonSetStatus = z.infer<typeof DaemonSetStatus>;

@@ -8,32 +8,26 @@ function withStatus(name: string, status: Record<string, unknown>, generation = 
 
 Deno.test("a tick reconciles sets past nextCheckAt or with a moved generation, not the others", async () => {
   await using h = harness({ nodes: 1, deps: { resyncSeconds: 3600 } });
-  h.api.objects.advanceddaemonsets.clear();
-  h.api.put(
-    "advanceddaemonsets",
-    withStatus("due", { observedGeneration: 1, nextCheckAt: "2026-06-01T11:59:00Z" }),
-  );
-  h.api.put(
-    "advanceddaemonsets",
-    withStatus("later", { observedGeneration: 1, nextCheckAt: "2026-06-01T13:00:00Z" }),
-  );
-  h.api.put("advanceddaemonsets", withStatus("moved", { observedGeneration: 1 }, 2));
-  h.api.put("advanceddaemonsets", withStatus("quiet", { observedGeneration: 1 }));
+  /** One set due, one later, one with a moved generation, one quiet. */
+  const putSets = () => {
+    h.api.objects.advanceddaemonsets.clear();
+    h.api.put(
+      "advanceddaemonsets",
+      withStatus("due", { observedGeneration: 1, nextCheckAt: "2026-06-01T11:59:00Z" }),
+    );
+    h.api.put(
+      "advanceddaemonsets",
+      withStatus("later", { observedGeneration: 1, nextCheckAt: "2026-06-01T13:00:00Z" }),
+    );
+    h.api.put("advanceddaemonsets", withStatus("moved", { observedGeneration: 1 }, 2));
+    h.api.put("advanceddaemonsets", withStatus("quiet", { observedGeneration: 1 }));
+  };
+  putSets();
   // The first tick is a full resync; the second only takes what is due.
   const first = await (await h.request("/tick")).json();
   assertEquals([first.full, first.sets, first.reconciled.length], [true, 4, 4]);
   // Put the statuses back: the first tick's reconciles wrote their own.
-  h.api.objects.advanceddaemonsets.clear();
-  h.api.put(
-    "advanceddaemonsets",
-    withStatus("due", { observedGeneration: 1, nextCheckAt: "2026-06-01T11:59:00Z" }),
-  );
-  h.api.put(
-    "advanceddaemonsets",
-    withStatus("later", { observedGeneration: 1, nextCheckAt: "2026-06-01T13:00:00Z" }),
-  );
-  h.api.put("advanceddaemonsets", withStatus("moved", { observedGeneration: 1 }, 2));
-  h.api.put("advanceddaemonsets", withStatus("quiet", { observedGeneration: 1 }));
+  putSets();
   const second = await (await h.request("/tick")).json();
   assertEquals(second.full, false);
   assertEquals(second.reconciled.map((e: { set: string; why: string }) => `${e.set} ${e.why}`), [
