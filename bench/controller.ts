@@ -3,8 +3,9 @@
  * and latency of one reconcile of a converged set at 1,000 and 5,000 nodes, and the wall time
  * of a rollout at 1,000 nodes against its theoretical minimum. Prints tables; never fails.
  *
- *   deno run -A bench/controller.ts [--quick]
+ *   deno run -A bench/controller.ts [--quick] [--nodes N]
  */
+import { parseArgs } from "node:util";
 import { createLogger } from "../cli/log.ts";
 import { startRelay } from "../relay/relay.ts";
 import { DEFAULT_DURATIONS } from "../sim/cluster/context.ts";
@@ -17,7 +18,12 @@ import {
   withControllerOnSim,
 } from "../tests/controller-on-sim.ts";
 
-const quick = Deno.args.includes("--quick");
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: { quick: { type: "boolean" }, nodes: { type: "string" } },
+  strict: true,
+});
+const quick = flags.quick === true;
 const logger = createLogger({ level: "error" });
 /** Simulated time factor of the measured rollout (1 = realistic seconds). */
 const rolloutSpeed = 5;
@@ -133,7 +139,7 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
   return result;
 }
 
-const sizes = quick ? [200] : [1000, 5000];
+const sizes = flags.nodes !== undefined ? [Number(flags.nodes)] : quick ? [200] : [1000, 5000];
 const steadyTitle =
   "controller: one reconcile of a converged AdvancedDaemonSet (HTTP → client-node → sim)";
 const steadyHeader = [

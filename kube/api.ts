@@ -133,8 +133,39 @@ const strategicMergePatch = k8s.setHeaderOptions(
 
 const advancedDaemonSets = { group, version, plural };
 
-function list(raw: { items: unknown[]; metadata?: { resourceVersion?: string } }): KubeList {
-  return { items: toWire(raw.items), resourceVersion: raw.metadata?.resourceVersion ?? "" };
+/**
+ * A LIST answered as plain JSON: client-node's request context, authentication and transport,
+ * without its model classes. Those turn every object into class instances with `Date`s,
+ * which `toWire` then undoes: four times the cost of `JSON.parse` on a 1,000-node list, and
+ * every reconcile reads the whole fleet (measured in bench/controller.ts).
+ */
+function jsonLister(kc: k8s.KubeConfig) {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error("no current cluster in the kubeconfig");
+  const server = new k8s.ServerConfiguration(cluster.server, {});
+  const http = new k8s.IsomorphicFetchHttpLibrary();
+  return async (path: string, labelSelector?: string): Promise<KubeList> => {
+    const request = server.makeRequestContext(path, k8s.HttpMethod.GET);
+    if (labelSelector) request.setQueryParam("labelSelector", labelSelector);
+    request.setHeaderParam("Accept", "application/json");
+    await kc.applySecurityAuthentication(request);
+    const response = await http.send(request).toPromise();
+    const text = await response.body.text();
+    if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
+      // The shape client-node's own methods throw, so errors.ts reads both alike.
+      throw new k8s.ApiException(
+        response.httpStatusCode,
+        `HTTP ${response.httpStatusCode} from GET ${path}`,
+        text,
+        response.headers,
+      );
+    }
+    const raw = JSON.parse(text) as {
+      items?: KubeObject[];
+      metadata?: { resourceVersion?: string };
+    };
+    return { items: raw.items ?? [], resourceVersion: raw.metadata?.resourceVersion ?? "" };
+  };
 }
 
 /** The real thing: every method is one request through @kubernetes/client-node. */
@@ -145,6 +176,9 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   const authn = kc.makeApiClient(k8s.AuthenticationV1Api);
   const version = kc.makeApiClient(k8s.VersionApi);
   const preconditions = (uid: string) => ({ body: { preconditions: { uid } } });
+  const listJson = jsonLister(kc);
+  const inNamespace = (namespace: string, group: string, resource: string) =>
+    `${group}/namespaces/${encodeURIComponent(namespace)}/${resource}`;
 
   return {
     async getSet({ kind, namespace, name }) {
@@ -152,11 +186,11 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         ? await custom.getNamespacedCustomObject({ ...advancedDaemonSets, namespace, name })
         : toWire(await apps.readNamespacedDaemonSet({ namespace, name }));
     },
-    async listSets({ kind }) {
-      return list(
+    listSets({ kind }) {
+      return listJson(
         kind === "advanceddaemonsets"
-          ? await custom.listClusterCustomObject(advancedDaemonSets)
-          : await apps.listDaemonSetForAllNamespaces({}),
+          ? `/apis/${group}/${version}/${plural}`
+          : "/apis/apps/v1/daemonsets",
       );
     },
     async replaceSetStatus({ object }) {
@@ -175,14 +209,17 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         )
         : toWire(await apps.patchNamespacedDaemonSet({ namespace, name, body: patch }, mergePatch));
     },
-    async listPods({ namespace, labelSelector }) {
-      return list(await core.listNamespacedPod({ namespace, labelSelector }));
+    listPods({ namespace, labelSelector }) {
+      return listJson(inNamespace(namespace, "/api/v1", "pods"), labelSelector);
     },
-    async listNodes({ labelSelector }) {
-      return list(await core.listNode({ labelSelector }));
+    listNodes({ labelSelector }) {
+      return listJson("/api/v1/nodes", labelSelector);
     },
-    async listRevisions({ namespace, labelSelector }) {
-      return list(await apps.listNamespacedControllerRevision({ namespace, labelSelector }));
+    listRevisions({ namespace, labelSelector }) {
+      return listJson(
+        inNamespace(namespace, "/apis/apps/v1", "controllerrevisions"),
+        labelSelector,
+      );
     },
     async createPod({ namespace, body }) {
       return toWire(await core.createNamespacedPod({ namespace, body: body as k8s.V1Pod }));
