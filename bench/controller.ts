@@ -1,22 +1,17 @@
 /**
- * The controller against the simulator (real HTTP app, real client-node, relay): API requests
- * and latency of one reconcile of a converged set at 1,000 and 5,000 nodes, and the wall time
- * of a rollout at 1,000 nodes against its theoretical minimum. Prints tables; never fails.
+ * The controller as it runs in a cluster: the simulator, `serve` and `relay` each in its own
+ * process (tests/processes.ts), talking HTTP. Measures the API requests and latency of one
+ * reconcile of a converged set at 1,000 and 5,000 nodes, and the wall time of a rollout at
+ * 1,000 nodes against its theoretical minimum. Prints tables; never fails.
  *
  *   deno run -A bench/controller.ts [--quick] [--nodes N]
  */
+import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
-import { createLogger } from "../cli/log.ts";
-import { startRelay } from "../relay/relay.ts";
+import { advancedDaemonSetCrd } from "../api/crd.ts";
 import { DEFAULT_DURATIONS } from "../sim/cluster/context.ts";
-import {
-  controllerToken,
-  createAgentSet,
-  eventually,
-  rolledOut,
-  setAgentImage,
-  withControllerOnSim,
-} from "../tests/controller-on-sim.ts";
+import { adsResource, createAgentSet, setAgentImage } from "../tests/controller-on-sim.ts";
+import { type SimProcess, withEdgeroll, withSimProcess } from "../tests/processes.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -24,7 +19,6 @@ const { values: flags } = parseArgs({
   strict: true,
 });
 const quick = flags.quick === true;
-const logger = createLogger({ level: "error" });
 /** Simulated time factor of the measured rollout (1 = realistic seconds). */
 const rolloutSpeed = 5;
 const reconcilePath = "/reconcile/advanceddaemonsets/default/agent";
@@ -42,6 +36,69 @@ function table(title: string, header: string[], rows: string[][]) {
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 
+async function getJson<T>(url: string): Promise<T> {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`);
+  return await response.json() as T;
+}
+
+async function setSpeed(sim: SimProcess, speed: number) {
+  const response = await fetch(`${sim.url}/sim/v1/faults`, {
+    method: "PUT",
+    body: JSON.stringify({ speed }),
+  });
+  await response.body?.cancel();
+}
+
+interface Pod {
+  metadata: { deletionTimestamp?: string };
+  spec: { containers: { image: string }[] };
+  status?: { conditions?: { type: string; status: string }[] };
+}
+
+/**
+ * Polls the set's status (one cheap GET) until it reports Complete for `generation` on all
+ * `nodes`; then checks the pods themselves, so a status that lies cannot end the wait.
+ */
+async function untilRolledOut(
+  sim: SimProcess,
+  nodes: number,
+  generation: number,
+  image: string,
+  timeoutMs: number,
+): Promise<void> {
+  const setUrl =
+    `${sim.url}/apis/${adsResource.group}/${adsResource.version}/namespaces/default/${adsResource.plural}/agent`;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    // deno-lint-ignore no-explicit-any -- the status as stored
+    const { status } = await getJson<{ status?: any }>(setUrl);
+    const complete = status?.observedGeneration === generation &&
+      status.updatedNumberScheduled === nodes && status.numberAvailable === nodes &&
+      status.conditions?.some((c: { type: string; status: string }) =>
+        c.type === "Complete" && c.status === "True"
+      );
+    if (complete) {
+      const { items } = await getJson<{ items: Pod[] }>(
+        `${sim.url}/api/v1/namespaces/default/pods?labelSelector=app%3Dagent`,
+      );
+      const live = items.filter((p) => !p.metadata.deletionTimestamp);
+      const ready = live.filter((p) =>
+        p.spec.containers[0].image === image &&
+        p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+      );
+      if (live.length !== nodes || ready.length !== nodes) {
+        throw new Error(
+          `status says Complete but ${ready.length} of ${live.length} pods run ${image} ready`,
+        );
+      }
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting for generation ${generation} on ${nodes} nodes`);
+}
+
 interface Measured {
   steady: string[];
   rollout?: string[];
@@ -49,99 +106,89 @@ interface Measured {
 
 async function measure(nodes: number, rollout: boolean): Promise<Measured> {
   const result: Measured = { steady: [] };
-  // The fleet is created at speed 10, 2 at 5,000 nodes (faster, heartbeats starve the one
-  // process that holds simulator, controller and relay);
-  // the steady state is measured at speed 1, the rollout runs at `rolloutSpeed`.
-  await withControllerOnSim(
-    { nodes, speed: nodes <= 1000 ? 10 : 2, logger },
-    async ({ sim, kc, controller, post }) => {
-      const relay = startRelay({
-        kubeConfig: kc,
-        target: controller.url,
-        token: controllerToken,
-        logger,
-        flushMs: 100,
-      });
-      try {
-        const created = performance.now();
-        await createAgentSet(kc, "agent:1", "10%");
-        await eventually("the fleet", () => Promise.resolve(rolledOut(sim, 1, "agent:1")), 300_000);
-        const createSeconds = (performance.now() - created) / 1000;
+  // The fleet is created fast (speed 10); the steady state is measured at speed 1 (realistic
+  // heartbeats), the rollout at `rolloutSpeed`.
+  await withSimProcess({ nodes, zones: 4, speed: 10 }, async (sim) => {
+    const crd = await fetch(`${sim.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(advancedDaemonSetCrd()),
+    });
+    if (!crd.ok) throw new Error(`installing the CRD answered ${crd.status}`);
+    await crd.body?.cancel();
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(sim.kubeconfigPath);
+    await withEdgeroll(sim.kubeconfigPath, {}, async (controller) => {
+      const created = performance.now();
+      await createAgentSet(kc, "agent:1", "10%");
+      await untilRolledOut(sim, nodes, 1, "agent:1", 600_000);
+      const createSeconds = (performance.now() - created) / 1000;
 
-        // Heartbeats at realistic pace while we measure: at speed 200 they would dominate.
-        await fetch(`${sim.url}/sim/v1/faults`, {
-          method: "PUT",
-          body: JSON.stringify({ speed: 1 }),
-        })
-          .then((r) => r.body?.cancel());
-        const stats = async () =>
-          (await (await fetch(`${sim.url}/sim/v1/stats`)).json()).requests.byVerb;
-        const calls = quick ? 10 : 20;
-        const before = await stats();
-        const times: number[] = [];
-        for (let i = 0; i < calls; i++) {
-          const started = performance.now();
-          const { status } = await post(reconcilePath);
-          times.push(performance.now() - started);
-          if (status !== 200) throw new Error(`reconcile answered ${status}`);
-        }
-        const after = await stats();
-        // The relay's watches and the controller's own event-driven reconciles run meanwhile;
-        // a converged fleet gives them nothing to do, so the difference is ours.
-        const per = (verb: string) => ((after[verb] ?? 0) - (before[verb] ?? 0)) / calls;
-        const writes = ["create", "update", "patch", "delete"].reduce((n, v) => n + per(v), 0);
-        times.sort((a, b) => a - b);
-        result.steady = [
-          String(nodes),
-          `${createSeconds.toFixed(1)} s`,
-          `${per("get")} get + ${per("list")} list`,
-          String(writes),
-          `${percentile(times, 0.5).toFixed(0)} ms`,
-          `${percentile(times, 0.9).toFixed(0)} ms`,
-        ];
-
-        if (rollout) {
-          await fetch(`${sim.url}/sim/v1/faults`, {
-            method: "PUT",
-            body: JSON.stringify({ speed: rolloutSpeed }),
-          })
-            .then((r) => r.body?.cancel());
-          const started = performance.now();
-          await setAgentImage(kc, "agent:2");
-          await eventually(
-            "the rollout",
-            () => Promise.resolve(rolledOut(sim, 2, "agent:2")),
-            600_000,
-          );
-          const wall = (performance.now() - started) / 1000;
-          const budget = Math.ceil(nodes * 0.1);
-          const waves = Math.ceil(nodes / budget);
-          const d = DEFAULT_DURATIONS;
-          // One wave: the old pod terminates, the new one pulls its image and starts; minReadySeconds 0.
-          const perWave = (d.terminationSeconds + d.pullSeconds + d.cachedStartSeconds) /
-            rolloutSpeed;
-          const minimum = waves * perWave;
-          result.rollout = [
-            String(nodes),
-            `${budget} (10%)`,
-            String(waves),
-            `${perWave.toFixed(2)} s`,
-            `${minimum.toFixed(1)} s`,
-            `${wall.toFixed(1)} s`,
-            `${(((wall - minimum) / minimum) * 100).toFixed(0)}%`,
-          ];
-        }
-      } finally {
-        await relay.stop();
+      await setSpeed(sim, 1);
+      const stats = async () =>
+        (await getJson<{ requests: { byVerb: Record<string, number> } }>(
+          `${sim.url}/sim/v1/stats`,
+        )).requests.byVerb;
+      const calls = quick ? 10 : 20;
+      const before = await stats();
+      const times: number[] = [];
+      for (let i = 0; i < calls; i++) {
+        const started = performance.now();
+        const response = await fetch(`${controller.url}${reconcilePath}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${controller.token}` },
+        });
+        await response.body?.cancel();
+        times.push(performance.now() - started);
+        if (response.status !== 200) throw new Error(`reconcile answered ${response.status}`);
       }
-    },
-  );
+      const after = await stats();
+      // The relay's watches and the controller's own event-driven reconciles run meanwhile;
+      // a converged fleet gives them nothing to do, so the difference is ours (and the
+      // bench's own two stats reads).
+      const per = (verb: string) => ((after[verb] ?? 0) - (before[verb] ?? 0)) / calls;
+      const writes = ["create", "update", "patch", "delete"].reduce((n, v) => n + per(v), 0);
+      times.sort((a, b) => a - b);
+      result.steady = [
+        String(nodes),
+        `${createSeconds.toFixed(1)} s`,
+        `${per("get")} get + ${per("list")} list`,
+        String(writes),
+        `${percentile(times, 0.5).toFixed(0)} ms`,
+        `${percentile(times, 0.9).toFixed(0)} ms`,
+      ];
+
+      if (rollout) {
+        await setSpeed(sim, rolloutSpeed);
+        const started = performance.now();
+        await setAgentImage(kc, "agent:2");
+        await untilRolledOut(sim, nodes, 2, "agent:2", 600_000);
+        const wall = (performance.now() - started) / 1000;
+        const budget = Math.ceil(nodes * 0.1);
+        const waves = Math.ceil(nodes / budget);
+        const d = DEFAULT_DURATIONS;
+        // One wave: the old pod terminates, the new one pulls its image and starts; minReadySeconds 0.
+        const perWave = (d.terminationSeconds + d.pullSeconds + d.cachedStartSeconds) /
+          rolloutSpeed;
+        const minimum = waves * perWave;
+        result.rollout = [
+          String(nodes),
+          `${budget} (10%)`,
+          String(waves),
+          `${perWave.toFixed(2)} s`,
+          `${minimum.toFixed(1)} s`,
+          `${wall.toFixed(1)} s`,
+          `${(((wall - minimum) / minimum) * 100).toFixed(0)}%`,
+        ];
+      }
+    });
+  });
   return result;
 }
 
 const sizes = flags.nodes !== undefined ? [Number(flags.nodes)] : quick ? [200] : [1000, 5000];
 const steadyTitle =
-  "controller: one reconcile of a converged AdvancedDaemonSet (HTTP → client-node → sim)";
+  "controller: one reconcile of a converged AdvancedDaemonSet (curl → serve → client-node → sim, three processes)";
 const steadyHeader = [
   "nodes",
   "fleet created in",

@@ -12,7 +12,8 @@ import {
   verbOf,
 } from "./api.ts";
 import { isAlreadyExists, isConflict, isNotFound, toKubeError } from "./errors.ts";
-import type { KubeObject, SetKind, SetRef } from "./objects.ts";
+import type { KubeList, KubeObject, SetKind, SetRef } from "./objects.ts";
+import type { SnapshotCache } from "./cache.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
 import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
@@ -33,6 +34,11 @@ export interface KubeClientOptions {
   onRequest?: (record: RequestRecord) => void;
   /** `source.component` of the Events we write. */
   component?: string;
+  /**
+   * Nodes and pods read from watches once they are open (a long-running `serve`); built
+   * from the client's own retried and counted calls.
+   */
+  cache?: (api: KubeApi) => SnapshotCache;
 }
 
 export type CreateOutcome = "created" | "existed";
@@ -47,12 +53,14 @@ export interface EventNote {
 export class KubeClient {
   /** The raw calls, each retried and counted; for what the methods below do not cover. */
   readonly api: KubeApi;
+  readonly cache: SnapshotCache | undefined;
   readonly #component: string;
   #eventSeq = 0;
 
   constructor(api: KubeApi, options: KubeClientOptions = {}) {
     this.api = meteredApi(api, options.retry ?? defaultRetryPolicy, options.onRequest);
     this.#component = options.component ?? "edgeroll";
+    this.cache = options.cache?.(this.api);
   }
 
   /** The set, or undefined when it does not exist. */
@@ -67,23 +75,27 @@ export class KubeClient {
 
   /**
    * The set, its pods and ControllerRevisions (by the set's selector) and all nodes: one
-   * GET then three LISTs in parallel, never per-object reads.
+   * GET then three LISTs in parallel, never per-object reads. The set is always read from
+   * the API server (its resourceVersion is the claim's precondition); pods and nodes come
+   * from the cache where one is open.
    */
   async readSnapshot(ref: SetRef): Promise<Snapshot | undefined> {
     const set = await this.readSet(ref);
     if (!set) return undefined;
     const spec = set.spec as { selector?: LabelSelector } | undefined;
     const labelSelector = labelSelectorString(spec?.selector);
+    const items = (list: Promise<KubeList>) => list.then((l) => l.items);
     const [pods, nodes, revisions] = await Promise.all([
-      this.api.listPods({ namespace: ref.namespace, labelSelector }),
-      this.api.listNodes({}),
-      this.api.listRevisions({ namespace: ref.namespace, labelSelector }),
+      this.cache?.pods(ref.namespace, labelSelector) ??
+        items(this.api.listPods({ namespace: ref.namespace, labelSelector })),
+      this.cache?.nodes() ?? items(this.api.listNodes({})),
+      items(this.api.listRevisions({ namespace: ref.namespace, labelSelector })),
     ]);
     // Trusted as read: plan() validates the set's spec; the others are the API server's own.
     const objects = {
-      pods: pods.items as Pod[],
-      nodes: nodes.items as Node[],
-      revisions: revisions.items as ControllerRevision[],
+      pods: pods as Pod[],
+      nodes: nodes as Node[],
+      revisions: revisions as ControllerRevision[],
     };
     return ref.kind === "advanceddaemonsets"
       ? { kind: "AdvancedDaemonSet", set, ...objects }

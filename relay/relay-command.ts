@@ -9,7 +9,7 @@ import { startRelay } from "./relay.ts";
 export const relayCommand: Command = {
   name: "relay",
   summary: "Watch sets, their pods and nodes; post what changed to the controller as CloudEvents.",
-  usage: "--target URL [--kubeconfig PATH] [--token-file F] [--flush 250ms] [--idle 90s]",
+  usage: "--target URL [--kubeconfig PATH] [--token-file F] [--flush 100ms] [--idle 90s]",
   options: {
     target: { type: "string" },
     kubeconfig: { type: "string" },
@@ -21,7 +21,8 @@ export const relayCommand: Command = {
     target: "the controller's base URL, e.g. http://edgeroll:8080 (events go to /events)",
     kubeconfig: kubeconfigHelp,
     "token-file": "bearer token for the controller, read before each post (or EDGEROLL_TOKEN)",
-    flush: "how long events are gathered before one post (default 250ms)",
+    flush:
+      "least time between two posts; the first event after a quiet spell goes at once (default 100ms)",
     idle: "restart a watch that said nothing for this long (default 90s)",
   },
   async run(args) {

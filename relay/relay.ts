@@ -16,7 +16,7 @@ import {
   startWatch,
   type WatchEventType,
   type WatchFn,
-} from "./watcher.ts";
+} from "../kube/watcher.ts";
 
 export interface RelayOptions {
   kubeConfig: k8s.KubeConfig;
@@ -44,6 +44,13 @@ interface Source {
   kind: string;
   /** The part of the object the controller reads, or undefined to send nothing. */
   trim(object: KubeObject): KubeObject | undefined;
+  /**
+   * The trim holds all the controller may act on, so an update that leaves it as it was is
+   * not sent. Nodes: their heartbeats (every 10 s per node, 500 a second at 5,000 nodes)
+   * change nothing edgeroll reads. Not pods: their events matter by status, which the trim
+   * leaves out.
+   */
+  unchangedIsNothing?: boolean;
 }
 
 const setKinds = new Set(["AdvancedDaemonSet", "DaemonSet"]);
@@ -81,13 +88,18 @@ const sources: Source[] = [
     kind: "Node",
     trim: (o) => {
       const spec = (o.spec ?? {}) as { unschedulable?: boolean; taints?: unknown[] };
-      const status = (o.status ?? {}) as { conditions?: { type: string }[] };
+      const status = (o.status ?? {}) as { conditions?: { type: string; status?: string }[] };
       return {
         metadata: { name: o.metadata.name, labels: o.metadata.labels },
         spec: { unschedulable: spec.unschedulable, taints: spec.taints },
-        status: { conditions: status.conditions?.filter((c) => c.type === "Ready") },
+        status: {
+          conditions: status.conditions?.filter((c) => c.type === "Ready").map((
+            { type, status },
+          ) => ({ type, status })),
+        },
       };
     },
+    unchangedIsNothing: true,
   },
 ];
 
@@ -117,8 +129,10 @@ export function startRelay(options: RelayOptions): RunningRelay {
     fetch: options.fetch,
   });
   const watchFn = options.watch ?? clientNodeWatch(options.kubeConfig);
-  const watches = sources.map((source) =>
-    startWatch(watchFn, {
+  const watches = sources.map((source) => {
+    /** The trim last sent, by object, for sources where an unchanged trim is nothing. */
+    const lastSent = new Map<string, string>();
+    return startWatch(watchFn, {
       path: source.path,
       logger,
       idleMs: options.idleMs,
@@ -127,14 +141,21 @@ export function startRelay(options: RelayOptions): RunningRelay {
         const trimmed = source.trim(object);
         if (!trimmed) return;
         const { namespace, name } = object.metadata;
-        sender.send(`${source.kind}/${namespace ?? ""}/${name}`, {
+        const key = `${source.kind}/${namespace ?? ""}/${name}`;
+        if (source.unchangedIsNothing) {
+          const fingerprint = JSON.stringify(trimmed);
+          if (type === "DELETED") lastSent.delete(key);
+          else if (lastSent.get(key) === fingerprint) return;
+          else lastSent.set(key, fingerprint);
+        }
+        sender.send(key, {
           type: ceType[type],
           subject: subjectOf(source.path, namespace, name),
           data: { apiVersion: source.apiVersion, kind: source.kind, ...trimmed },
         });
       },
-    })
-  );
+    });
+  });
   logger.info("relay started", { target: options.target, watches: sources.map((s) => s.path) });
   return {
     sender,

@@ -94,3 +94,21 @@ Deno.test("a token from a provider is read before each post, so a rotated token 
     await s.stop();
   }
 });
+
+Deno.test("the first event after a quiet spell is posted at once; the next waits out flushMs", async () => {
+  const { s, posts } = sender(); // flushMs 10 s
+  try {
+    s.send("Pod/edge/a", { type: update, subject: "a", data: { n: 1 } });
+    for (let i = 0; i < 100 && posts.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assertEquals(posts.length, 1, "the first event waited for the window");
+    s.send("Pod/edge/b", { type: update, subject: "b", data: { n: 1 } });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assertEquals([posts.length, s.pending], [1, 1], "a second post inside the window");
+    await s.flush();
+    assertEquals(posts.map((p) => p.events.map((e) => e.subject)), [["a"], ["b"]]);
+  } finally {
+    await s.stop();
+  }
+});

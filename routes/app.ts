@@ -11,7 +11,14 @@ import { setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts"
 import { type Authenticator, requireBearer } from "./auth.ts";
 import { Coalescer } from "./coalescer.ts";
 import { badRequest, errorBody, errorHandler, HttpError } from "./errors.ts";
-import { everySetKey, NodeChanges, parseCloudEvents, routeEvent } from "./events.ts";
+import {
+  everySetKey,
+  keysForChange,
+  NodeChanges,
+  parseCloudEvents,
+  type ResourceData,
+  routeEvent,
+} from "./events.ts";
 import { Metrics } from "./metrics.ts";
 import { createReconciler, type Planner } from "./reconciler.ts";
 import { createTicker, listManagedSets } from "./tick.ts";
@@ -23,7 +30,10 @@ export interface AppDeps {
   auth: Authenticator;
   clock?: () => number;
   metrics?: Metrics;
-  /** Wait before an event's reconcile, so a burst becomes one (ms). */
+  /**
+   * Wait before an event's reconcile (ms; default 0). Not needed to fold bursts: events for a
+   * set that is being reconciled already fold into one run after it.
+   */
   eventDelayMs?: number;
   /** Reconciles run at once by events and ticks. */
   concurrency?: number;
@@ -85,6 +95,11 @@ export function createApp(deps: AppDeps) {
     // A missing set or a refused request will not pass with time; an unreachable API may.
     retryable: (err) => errorBody(err).retryable === true || errorBody(err).status >= 500,
     logger,
+  });
+
+  // The controller's own caches report what they apply, as the relay's events would.
+  deps.kube.cache?.onChange(({ object, deleted }) => {
+    for (const key of keysForChange(object as ResourceData, deleted, nodes)) coalescer.add(key);
   });
 
   const app = new Hono();

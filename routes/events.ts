@@ -43,7 +43,7 @@ const ResourceData = z.looseObject({
     conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).optional(),
   }).optional(),
 });
-type ResourceData = z.infer<typeof ResourceData>;
+export type ResourceData = z.infer<typeof ResourceData>;
 
 /** Reference mode: which object, not its content. */
 const RefData = z.looseObject({
@@ -123,13 +123,7 @@ export function routeEvent(event: CloudEventV1<unknown>, nodes: NodeChanges): Ev
     if (!parsed.success) {
       throw badRequest(`event ${event.id}: data is not a Kubernetes object`, parsed.error.issues);
     }
-    if (parsed.data.kind === "Node") {
-      return {
-        type,
-        keys: nodes.changed(parsed.data, type.endsWith(".delete")) ? [everySetKey] : [],
-      };
-    }
-    return { type, keys: keysForObject(parsed.data) };
+    return { type, keys: keysForChange(parsed.data, type.endsWith(".delete"), nodes) };
   }
   if (refEventTypes.includes(type)) {
     const parsed = RefData.safeParse(dataOf(event));
@@ -145,6 +139,19 @@ export function routeEvent(event: CloudEventV1<unknown>, nodes: NodeChanges): Ev
     return { type, keys: [] };
   }
   return { type, keys: [], ignored: `event type ${type} is not one edgeroll reads` };
+}
+
+/**
+ * Which sets a change of this object concerns: a set itself, a pod's owner, every set for a
+ * node whose scheduling-relevant fields moved. For events, and for the controller's caches.
+ */
+export function keysForChange(
+  object: ResourceData,
+  deleted: boolean,
+  nodes: NodeChanges,
+): string[] {
+  if (object.kind === "Node") return nodes.changed(object, deleted) ? [everySetKey] : [];
+  return keysForObject(object);
 }
 
 function keysForObject({ apiVersion, kind, metadata }: ResourceData): string[] {

@@ -117,7 +117,9 @@ async function reconcileOnce(
   conflicts: number,
   log: Logger,
 ): Promise<ReconcileAnswer | undefined> {
+  const phases = new PhaseTimer();
   const snapshot = await deps.kube.readSnapshot(ref);
+  phases.end("read");
   if (!snapshot) throw new HttpError(404, "NotFound", `${setKey(ref)} not found`);
   const base = { set: setKey(ref), dryRun, conflicts };
   if (snapshot.kind === "DaemonSet" && !readOpenYurtRollout(snapshot.set).managed) {
@@ -135,6 +137,7 @@ async function reconcileOnce(
   }
   const now = deps.clock();
   const plan = deps.plan(snapshot, now);
+  phases.end("plan");
   const answer = (actions: ActionReport[], claimed: boolean): ReconcileAnswer => ({
     ...base,
     managed: true,
@@ -163,12 +166,14 @@ async function reconcileOnce(
       return undefined;
     }
   }
+  phases.end("claim");
 
   const burst = burstOf(snapshot);
   const outcomes = await executeActions(deps.kube, ref.namespace, plan.actions, {
     burst,
     now: new Date(now),
   });
+  phases.end("act");
   deps.metrics?.observeActions(outcomes);
   const notLanded = outcomes.filter((o) => o.result === "failed" || o.result === "skipped");
   const status = claimed && notLanded.length > 0
@@ -182,6 +187,7 @@ async function reconcileOnce(
     new Date(now),
     log,
   );
+  phases.end("events");
   const reports = outcomes.map((o) => report(o));
   for (const r of reports.filter((r) => r.result === "failed")) {
     log.warn("action failed", { action: r.type, target: r.target, error: r.error });
@@ -191,10 +197,23 @@ async function reconcileOnce(
       actions: reports.length,
       failed: reports.filter((r) => r.result === "failed").length,
       requeueAfter: plan.requeueAfterSeconds,
+      ms: phases.spent,
     });
   }
   deps.metrics?.observeSet(base.set, status);
   return { ...answer(reports, statusChanged), status };
+}
+
+/** Milliseconds spent in each phase of a step, for the log line that reports it. */
+class PhaseTimer {
+  readonly spent: Record<string, number> = {};
+  #last = performance.now();
+
+  end(phase: string) {
+    const now = performance.now();
+    this.spent[phase] = Math.round(now - this.#last);
+    this.#last = now;
+  }
 }
 
 /** What the last claim wrote: `.status`, or the annotation of a plain DaemonSet. */

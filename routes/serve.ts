@@ -16,6 +16,8 @@ import { untilStopSignal } from "../cli/signals.ts";
 import { createLogger, type Logger } from "../cli/log.ts";
 import { plan } from "../engine/plan.ts";
 import { clientNodeApi } from "../kube/api.ts";
+import { SnapshotCache } from "../kube/cache.ts";
+import { clientNodeWatch } from "../kube/watcher.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import { type ControllerApp, createApp } from "./app.ts";
@@ -33,6 +35,8 @@ export interface ControllerOptions {
   tickEveryMs?: number;
   resyncSeconds?: number;
   eventDelayMs?: number;
+  /** Keep nodes and pods in watch-backed caches (default true; kube/cache.ts). */
+  cache?: boolean;
   logger?: Logger;
 }
 
@@ -43,17 +47,31 @@ export interface RunningController {
   stop(): Promise<void>;
 }
 
-/** Builds a Kubernetes client whose requests are counted in `metrics`. */
-export function meteredKubeClient(kubeConfig: k8s.KubeConfig, metrics: Metrics): KubeClient {
+/**
+ * Builds a Kubernetes client whose requests are counted in `metrics`, with node and pod
+ * caches when `logger` is given for their watches.
+ */
+export function meteredKubeClient(
+  kubeConfig: k8s.KubeConfig,
+  metrics: Metrics,
+  cacheLogger?: Logger,
+): KubeClient {
   return new KubeClient(clientNodeApi(kubeConfig), {
     onRequest: (record) => metrics.observeRequest(record),
+    cache: cacheLogger &&
+      ((api) =>
+        new SnapshotCache({ api, watch: clientNodeWatch(kubeConfig), logger: cacheLogger })),
   });
 }
 
 export function startController(options: ControllerOptions): RunningController {
   const logger = options.logger ?? createLogger();
   const metrics = new Metrics();
-  const kube = meteredKubeClient(options.kubeConfig, metrics);
+  const kube = meteredKubeClient(
+    options.kubeConfig,
+    metrics,
+    options.cache === false ? undefined : logger,
+  );
   const controller = createApp({
     kube,
     plan,
@@ -61,7 +79,7 @@ export function startController(options: ControllerOptions): RunningController {
     metrics,
     auth: options.auth(kube),
     resyncSeconds: options.resyncSeconds,
-    eventDelayMs: options.eventDelayMs ?? 200,
+    eventDelayMs: options.eventDelayMs,
   });
   const server = Deno.serve({
     hostname: options.hostname ?? "0.0.0.0",
@@ -70,7 +88,11 @@ export function startController(options: ControllerOptions): RunningController {
   }, controller.app.fetch);
   const host = server.addr.hostname === "0.0.0.0" ? "127.0.0.1" : server.addr.hostname;
   const url = `http://${host}:${server.addr.port}`;
-  logger.info("controller listening", { url, tick: options.tickEveryMs ?? null });
+  logger.info("controller listening", {
+    url,
+    tick: options.tickEveryMs ?? null,
+    cache: kube.cache !== undefined,
+  });
 
   let ticking: Promise<unknown> = Promise.resolve();
   const timer = options.tickEveryMs === undefined ? undefined : setInterval(() => {
@@ -98,6 +120,7 @@ export function startController(options: ControllerOptions): RunningController {
         if (timer !== undefined) clearInterval(timer);
         await ticking;
         await controller.close();
+        await kube.cache?.close();
         await server.shutdown();
       })();
       return stopped;
@@ -131,13 +154,14 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tick 30s] [--token-file F | --allow SUBJECTS [--audience A]]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
     host: { type: "string" },
     tick: { type: "string" },
     resync: { type: "string" },
+    "no-cache": { type: "boolean" },
     "token-file": { type: "string" },
     allow: { type: "string" },
     audience: { type: "string" },
@@ -148,6 +172,8 @@ export const serveCommand: Command = {
     host: "address to listen on (default 0.0.0.0)",
     tick: "run the tick in-process this often, e.g. 30s (default: only POST /tick)",
     resync: "full resync period of the tick (default 10m)",
+    "no-cache":
+      "list nodes and pods on every reconcile instead of keeping them from watches (for a controller scaled to zero between events)",
     "token-file": "file holding the static bearer token (or set EDGEROLL_TOKEN)",
     allow: "comma-separated users or group:NAME allowed after TokenReview",
     audience: "audiences the TokenReview requires, e.g. edgeroll-controller (projected tokens)",
@@ -162,6 +188,7 @@ export const serveCommand: Command = {
       auth: authFromArgs(args),
       tickEveryMs: tick === undefined ? undefined : parseDuration(tick, "tick"),
       resyncSeconds: resync === undefined ? undefined : parseDuration(resync, "resync") / 1000,
+      cache: args.values["no-cache"] !== true,
     });
     await untilStopSignal();
     await running.stop();

@@ -83,14 +83,26 @@ Deno.test("a rollout on the simulator converges with the right status, then writ
     }
     assertEquals(
       after.requests.byVerb.list - before.requests.byVerb.list,
-      300,
-      "three lists a reconcile",
+      100,
+      "one list a reconcile (its ControllerRevisions): nodes and pods come from the caches",
     );
     assertEquals(
       after.requests.byVerb.get - before.requests.byVerb.get,
       100,
       "one get a reconcile",
     );
+  });
+});
+
+Deno.test("without caches (serve --no-cache) a reconcile lists pods, nodes and revisions", async () => {
+  await withControllerOnSim({ nodes: 2, cache: false }, async ({ sim, kc, post }) => {
+    await createAgentSet(kc, "agent:1");
+    const before = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
+    for (let i = 0; i < 10; i++) {
+      assertEquals((await post("/reconcile/advanceddaemonsets/default/agent")).status, 200);
+    }
+    const after = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
+    assertEquals(after.requests.byVerb.list - (before.requests.byVerb.list ?? 0), 30);
   });
 });
 

@@ -29,6 +29,8 @@ export interface ControllerOnSimOptions extends SimOptions {
   /** Simulated time factor of the cluster (pod start, pulls); default 50. */
   speed?: number;
   tickEveryMs?: number;
+  /** Watch-backed node and pod caches (default true, as `serve`). */
+  cache?: boolean;
   logger?: Logger;
   /** Default: the static `controllerToken`. */
   auth?: (kube: KubeClient) => Authenticator;
@@ -67,6 +69,7 @@ export async function withControllerOnSim(
       auth: options.auth ?? (() => staticTokenAuthenticator(controllerToken)),
       tickEveryMs: options.tickEveryMs,
       eventDelayMs: 20,
+      cache: options.cache,
       logger,
     });
     const url = controller.url;

@@ -6,6 +6,7 @@
 import { assertEquals } from "@std/assert";
 import { parseAllDocuments } from "yaml";
 import { accessOf } from "../kube/api.ts";
+import { cacheAccess } from "../kube/cache.ts";
 import { watchedPaths } from "../relay/relay.ts";
 
 interface Rule {
@@ -31,8 +32,8 @@ function granted(role: string): string[] {
 
 const unique = (items: string[]) => [...new Set(items)].sort();
 
-Deno.test("rbac: the controller's ClusterRole is exactly what kube/api.ts calls", () => {
-  const needed = Object.values(accessOf).flat()
+Deno.test("rbac: the controller's ClusterRole is exactly what kube/api.ts and its caches call", () => {
+  const needed = [...Object.values(accessOf).flat(), ...cacheAccess]
     .map(({ group, resource, verb }) => `${group}/${resource}:${verb}`);
   assertEquals(unique(granted("edgeroll-controller")), unique(needed));
 });

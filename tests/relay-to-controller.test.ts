@@ -1,15 +1,24 @@
 /**
  * The relay's events, through the controller's real `/events` route (called in-process), reach
- * the right sets: pods by owner, managed DaemonSets only, nodes once per real change.
+ * the right sets: pods by owner, managed DaemonSets only, nodes once per real change (not per heartbeat).
  */
 import { assertEquals } from "@std/assert";
 import { memoryLogger } from "../cli/log.ts";
 import { kubeConfigForServer } from "../kube/config.ts";
 import { startRelay } from "../relay/relay.ts";
-import type { WatchFn } from "../relay/watcher.ts";
+import type { WatchFn } from "../kube/watcher.ts";
 import { harness, podOfAgent, token } from "../routes/test-fixtures.ts";
 
 type Line = [string, unknown];
+
+function readyNode(resourceVersion: string, ready: string, heartbeat: string) {
+  return {
+    metadata: { name: "node-0", resourceVersion },
+    status: {
+      conditions: [{ type: "Ready", status: ready, lastHeartbeatTime: `2026-11-23T${heartbeat}Z` }],
+    },
+  };
+}
 
 Deno.test("relay events reach the controller and reconcile the sets they concern", async () => {
   await using h = harness({ nodes: 1 });
@@ -22,10 +31,9 @@ Deno.test("relay events reach the controller and reconcile the sets they concern
       metadata: { name: "plain", namespace: "edge", resourceVersion: "7" },
     }]],
     "/api/v1/nodes": [
-      ["ADDED", {
-        metadata: { name: "node-0", resourceVersion: "8" },
-        status: { conditions: [{ type: "Ready", status: "True" }] },
-      }],
+      ["ADDED", readyNode("8", "True", "12:00:00")],
+      ["MODIFIED", readyNode("9", "True", "12:00:10")], // a heartbeat
+      ["MODIFIED", readyNode("10", "False", "12:00:10")],
     ],
   };
   const watch: WatchFn = (path, _query, onLine) => {
@@ -53,10 +61,12 @@ Deno.test("relay events reach the controller and reconcile the sets they concern
     await h.controller.coalescer.idle();
     assertEquals(posted.every((s) => s === 202), true);
     assertEquals(
-      relay.sender.stats.sent,
-      2,
-      "the owned pod and the node; the loner and the plain DaemonSet are not sent",
+      relay.sender.stats.queued,
+      3,
+      "the owned pod, the node added and gone NotReady; not its heartbeat, not the loner, " +
+        "not the plain DaemonSet",
     );
+    assertEquals(relay.sender.stats.sent, 2, "the node's two events folded into its latest");
     // The pod maps to its set, the node fans out to every set: one set, reconciled once or twice.
     assertEquals([...new Set(h.plans.map((s) => s.set.metadata.name))], ["agent"]);
   } finally {

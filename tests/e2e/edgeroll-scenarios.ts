@@ -7,6 +7,7 @@ import { assertEquals } from "@std/assert";
 import { conditionStatus, eventually, type Kube, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
+import { withEdgeroll } from "../processes.ts";
 
 const CRD =
   new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
@@ -18,61 +19,6 @@ interface SetStatus {
   numberAvailable?: number;
   desiredNumberScheduled?: number;
   conditions?: { type: string; status: string }[];
-}
-
-const main = new URL("../../main.ts", import.meta.url).pathname;
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
-
-/**
- * The controller (with its tick) and the relay as a user runs them: `edgeroll serve` and
- * `edgeroll relay`, two processes, stopped by SIGTERM in `finally`. (In-process, their HTTP/2
- * connections to a real API server that shuts down afterwards can abort Deno.)
- */
-async function withEdgeroll(target: E2eTarget, body: () => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "edgeroll-e2e-" });
-  const tokenFile = `${dir}/token`;
-  await Deno.writeTextFile(tokenFile, crypto.randomUUID());
-  const port = freePort();
-  const spawn = (args: string[]) =>
-    new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", main, ...args, `--kubeconfig=${target.kubeconfigPath}`],
-      stdout: "null",
-      stderr: "inherit",
-    }).spawn();
-  const processes = [
-    spawn([
-      "serve",
-      "--host=127.0.0.1",
-      `--port=${port}`,
-      `--token-file=${tokenFile}`,
-      "--tick=1s",
-    ]),
-  ];
-  try {
-    await eventually("the controller to be ready", async () => {
-      const response = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined);
-      await response?.body?.cancel();
-      return response?.ok ? true : undefined;
-    });
-    processes.push(
-      spawn(["relay", `--target=http://127.0.0.1:${port}`, `--token-file=${tokenFile}`]),
-    );
-    await body();
-  } finally {
-    for (const child of processes.reverse()) {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* already exited */ }
-      await child.status;
-    }
-    await Deno.remove(dir, { recursive: true });
-  }
 }
 
 function podsByNode(pods: Pod[]): Map<string, Pod> {
@@ -140,7 +86,7 @@ export const edgerollScenarios: Scenario[] = [
       await kube.run(["apply", "-f", CRD]);
       await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
       await kube.createNamespace(ns);
-      await withEdgeroll(target, async () => {
+      await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
         await kube.apply(advancedDaemonSet(ns, "v1"));
         await completeOn(target, kube, ns, "v1");
 
@@ -208,7 +154,7 @@ export const edgerollScenarios: Scenario[] = [
         const byNode = podsByNode(await kube.pods(ns, "app=ota-agent"));
         return target.nodes.every((n) => runsReady(byNode.get(n), "v1")) ? byNode : undefined;
       });
-      await withEdgeroll(target, async () => {
+      await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
         await eventually("PodNeedUpgrade False on every pod", async () => {
           const pods = await kube.pods(ns, "app=ota-agent");
           return pods.length === target.nodes.length &&

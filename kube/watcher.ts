@@ -2,8 +2,9 @@
  * A watch that keeps going. client-node's `Watch` can stall silently under Deno, and any
  * watch ends sooner or later, so this one asks the server to end it (`timeoutSeconds`),
  * takes bookmarks, restarts itself when nothing came for `idleMs`, resumes from the last
- * resourceVersion, and starts over (a fresh watch, whose synthetic ADDED events are the
- * relist) when the server answers 410 Gone.
+ * resourceVersion, and starts over when the server answers 410 Gone: with `relist`, from a
+ * LIST's resourceVersion (an informer, whose store the list replaces); without, from a fresh
+ * watch, whose synthetic ADDED events are the relist (the relay, which only forwards).
  */
 import * as k8s from "@kubernetes/client-node";
 import type { Logger } from "../cli/log.ts";
@@ -14,6 +15,7 @@ export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 export interface WatchOptions {
   /** e.g. `/api/v1/pods`. */
   path: string;
+  labelSelector?: string;
   onEvent: (type: WatchEventType, object: KubeObject) => void;
   logger: Logger;
   /** Asked of the server: it ends the watch after this long, and we resume. */
@@ -23,6 +25,13 @@ export interface WatchOptions {
   /** Wait before restarting after an error; doubled up to `maxBackoffMs`. */
   backoffMs?: number;
   maxBackoffMs?: number;
+  /** Lists the collection when there is no resourceVersion to resume from; answers the list's. */
+  relist?: () => Promise<string>;
+  /**
+   * `watching` once a watch is open; `interrupted` when one failed, stalled or expired, until
+   * the next is open (what was delivered may then be behind).
+   */
+  onState?: (state: "watching" | "interrupted") => void;
 }
 
 /** What `start` returns: how many times each thing happened, and the way to stop. */
@@ -67,8 +76,9 @@ export function startWatch(watchFn: WatchFn, options: WatchOptions): RunningWatc
   };
 
   /** Ends the attempt `gen` and schedules the next one after `delay`. */
-  const restart = (gen: number, delay: number) => {
+  const restart = (gen: number, delay: number, interrupted = true) => {
     if (stopped || gen !== generation) return;
+    if (interrupted) options.onState?.("interrupted");
     generation++;
     clearTimers();
     abort?.abort();
@@ -88,7 +98,24 @@ export function startWatch(watchFn: WatchFn, options: WatchOptions): RunningWatc
     if (stopped) return;
     const gen = generation;
     stats.starts++;
-    if (resourceVersion === undefined) stats.relists++;
+    if (resourceVersion !== undefined || !options.relist) {
+      if (resourceVersion === undefined) stats.relists++;
+      watchFrom(gen);
+      return;
+    }
+    stats.relists++;
+    current = options.relist().then((listed) => {
+      if (gen !== generation || stopped) return;
+      resourceVersion = listed;
+      watchFrom(gen);
+    }, (err) => {
+      stats.errors++;
+      log.warn("list failed", { error: String((err as Error)?.message ?? err) });
+      restart(gen, nextBackoff());
+    });
+  }
+
+  function watchFrom(gen: number) {
     armIdle(gen);
     const onLine = (type: string, raw: unknown) => {
       if (gen !== generation) return;
@@ -128,21 +155,24 @@ export function startWatch(watchFn: WatchFn, options: WatchOptions): RunningWatc
         restart(gen, status === 410 ? 0 : nextBackoff());
       } else {
         // The server ended it (timeoutSeconds): resume at once from where we were.
-        restart(gen, 0);
+        restart(gen, 0, false);
       }
     };
     current = watchFn(
       path,
       {
         allowWatchBookmarks: true,
+        labelSelector: options.labelSelector,
         timeoutSeconds: options.timeoutSeconds ?? 300,
         resourceVersion,
       },
       onLine,
       done,
     ).then((controller) => {
-      if (gen === generation && !stopped) abort = controller;
-      else controller.abort();
+      if (gen === generation && !stopped) {
+        abort = controller;
+        options.onState?.("watching");
+      } else controller.abort();
     }, (err) => done(err));
   }
 

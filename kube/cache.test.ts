@@ -1,0 +1,145 @@
+import { assertEquals } from "@std/assert";
+import { memoryLogger } from "../cli/log.ts";
+import { type CacheChange, SnapshotCache } from "./cache.ts";
+import type { KubeList, KubeObject } from "./objects.ts";
+import type { WatchFn } from "./watcher.ts";
+
+type OnLine = (type: string, object: unknown) => void;
+type Done = (err: unknown) => void;
+
+/** Watches held open until the test speaks on them; lists answered from `listed`. */
+function fakeServer() {
+  const watches: { path: string; query: Record<string, unknown>; onLine: OnLine; done: Done }[] =
+    [];
+  const listed: Record<string, KubeObject[]> = { nodes: [], pods: [] };
+  let rv = 10;
+  const answer = (items: KubeObject[]): Promise<KubeList> =>
+    Promise.resolve({ items: structuredClone(items), resourceVersion: String(rv++) });
+  const watch: WatchFn = (path, query, onLine, done) => {
+    watches.push({ path, query, onLine, done });
+    return Promise.resolve(new AbortController());
+  };
+  return {
+    watches,
+    listed,
+    api: {
+      listNodes: () => answer(listed.nodes),
+      listPods: () => answer(listed.pods),
+    },
+    watch,
+  };
+}
+
+const node = (name: string, rv: string, ready = "True"): KubeObject => ({
+  metadata: { name, resourceVersion: rv },
+  status: { conditions: [{ type: "Ready", status: ready }] },
+});
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+Deno.test("a cache answers only once listed and watching, then follows the watch", async () => {
+  const server = fakeServer();
+  server.listed.nodes = [node("a", "1"), node("b", "2")];
+  const changes: CacheChange[] = [];
+  const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
+  cache.onChange((change) => changes.push(change));
+  try {
+    assertEquals(cache.nodes(), undefined, "the first read starts the cache and lists");
+    await settle();
+    assertEquals(server.watches.length, 1);
+    assertEquals(server.watches[0].query.resourceVersion, "10", "watched from the list's RV");
+    assertEquals(cache.nodes()?.map((n) => [n.kind, n.metadata.name]), [
+      ["Node", "a"],
+      ["Node", "b"],
+    ]);
+
+    const { onLine } = server.watches[0];
+    onLine("MODIFIED", { kind: "Node", ...node("a", "11", "False") });
+    onLine("DELETED", { kind: "Node", ...node("b", "12") });
+    onLine("ADDED", { kind: "Node", ...node("c", "13") });
+    const ready = (n: KubeObject) =>
+      (n.status as { conditions: { status: string }[] }).conditions[0].status;
+    assertEquals(cache.nodes()?.map((n) => `${n.metadata.name}:${ready(n)}`), [
+      "a:False",
+      "c:True",
+    ]);
+    assertEquals(
+      changes.map((c) => `${c.object.metadata.name}:${c.deleted}`),
+      ["a:false", "b:true", "c:false"],
+    );
+  } finally {
+    await cache.close();
+  }
+});
+
+Deno.test("a failed watch makes the cache answer undefined until the next watch is open", async () => {
+  const server = fakeServer();
+  server.listed.nodes = [node("a", "1")];
+  const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
+  try {
+    cache.nodes();
+    await settle();
+    assertEquals(cache.nodes()?.length, 1);
+    server.watches[0].done(new Error("connection reset"));
+    assertEquals(cache.nodes(), undefined, "read past a broken watch: the reader lists");
+    await new Promise((resolve) => setTimeout(resolve, 400)); // the watcher's first backoff
+    assertEquals(server.watches.length, 2);
+    assertEquals(server.watches[1].query.resourceVersion, "10", "resumed, not relisted");
+    assertEquals(cache.nodes()?.length, 1);
+  } finally {
+    await cache.close();
+  }
+});
+
+Deno.test("410 Gone relists: what vanished meanwhile leaves the cache", async () => {
+  const server = fakeServer();
+  server.listed.nodes = [node("a", "1"), node("b", "2")];
+  const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
+  try {
+    cache.nodes();
+    await settle();
+    server.listed.nodes = [node("a", "20")]; // b deleted while the watch was away
+    server.watches[0].onLine("ERROR", { code: 410, reason: "Expired" });
+    await settle();
+    assertEquals(server.watches.length, 2);
+    assertEquals(server.watches[1].query.resourceVersion, "11", "watched from the new list");
+    assertEquals(cache.nodes()?.map((n) => n.metadata.name), ["a"]);
+  } finally {
+    await cache.close();
+  }
+});
+
+Deno.test("a set's pods are cached by namespace and selector; an unread cache is stopped", async () => {
+  const server = fakeServer();
+  server.listed.pods = [{ metadata: { name: "p", namespace: "edge", resourceVersion: "3" } }];
+  let now = 0;
+  const cache = new SnapshotCache({
+    api: server.api,
+    watch: server.watch,
+    logger: memoryLogger(),
+    unusedMs: 60_000,
+    clock: () => now,
+  });
+  try {
+    cache.pods("edge", "app=agent");
+    cache.pods("edge", "app=other");
+    await settle();
+    assertEquals(
+      server.watches.map((w) => [w.path, w.query.labelSelector]),
+      [["/api/v1/namespaces/edge/pods", "app=agent"], [
+        "/api/v1/namespaces/edge/pods",
+        "app=other",
+      ]],
+    );
+    assertEquals(cache.pods("edge", "app=agent")?.map((p) => [p.kind, p.metadata.name]), [
+      ["Pod", "p"],
+    ]);
+    now = 30_000;
+    cache.pods("edge", "app=agent");
+    now = 70_000; // app=other unread for 70 s, app=agent for 40 s
+    cache.pods("edge", "app=agent");
+    assertEquals(cache.size, 1);
+  } finally {
+    await cache.close();
+  }
+});

@@ -1,0 +1,176 @@
+/**
+ * Informers for a long-running controller: the nodes, and each set's pods, kept by a LIST and
+ * a watch from its resourceVersion, so a reconcile reads them in memory instead of listing
+ * and parsing the whole fleet again (at 1,000 nodes that parse kept the controller's core
+ * busy; docs/decisions/0016). A cache answers only while its watch is open: before its first
+ * list, and between a failed watch and the next, it answers undefined and the reader lists.
+ *
+ * Only a copy of what the API server says: no rollout state lives here. A stale read is what
+ * the expectations in the set's status are for (as upstream's informer caches), and every
+ * change a cache applies is reported to `onChange`, so the reconcile it calls for reads the
+ * cache after that change.
+ */
+import type { Logger } from "../cli/log.ts";
+import type { Access, KubeApi } from "./api.ts";
+import type { KubeObject } from "./objects.ts";
+import { type RunningWatch, startWatch, type WatchFn } from "./watcher.ts";
+
+/** The watches a cache adds to the lists `accessOf` names (the controller's ClusterRole). */
+export const cacheAccess: Access[] = [
+  { group: "", resource: "nodes", verb: "watch" },
+  { group: "", resource: "pods", verb: "watch" },
+];
+
+export interface CacheChange {
+  object: KubeObject;
+  deleted: boolean;
+}
+
+export interface SnapshotCacheOptions {
+  api: Pick<KubeApi, "listNodes" | "listPods">;
+  watch: WatchFn;
+  logger: Logger;
+  /** A set's pod cache not read for this long is stopped (default 15 minutes). */
+  unusedMs?: number;
+  /** Milliseconds since the epoch (tests). */
+  clock?: () => number;
+}
+
+/** One collection, listed then watched. */
+class CollectionCache {
+  readonly #objects = new Map<string, KubeObject>();
+  #items: KubeObject[] | undefined;
+  #open = false;
+  readonly #watch: RunningWatch;
+  lastRead: number;
+
+  constructor(
+    path: string,
+    labelSelector: string | undefined,
+    kind: string,
+    list: () => Promise<{ items: KubeObject[]; resourceVersion: string }>,
+    options: SnapshotCacheOptions,
+    onChange: (change: CacheChange) => void,
+  ) {
+    this.lastRead = (options.clock ?? Date.now)();
+    const key = (o: KubeObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+    this.#watch = startWatch(options.watch, {
+      path,
+      labelSelector,
+      logger: options.logger,
+      // Nodes and pods change often; silence this long means a stalled watch.
+      idleMs: 60_000,
+      timeoutSeconds: 240,
+      relist: async () => {
+        const listed = await list();
+        this.#objects.clear();
+        for (const object of listed.items) this.#objects.set(key(object), { kind, ...object });
+        this.#items = undefined;
+        return listed.resourceVersion;
+      },
+      onState: (state) => this.#open = state === "watching",
+      onEvent: (type, object) => {
+        const deleted = type === "DELETED";
+        if (deleted) this.#objects.delete(key(object));
+        else this.#objects.set(key(object), object);
+        this.#items = undefined;
+        onChange({ object: { kind, ...object }, deleted });
+      },
+    });
+  }
+
+  /** The objects as last seen, or undefined while the watch is not open. */
+  items(now: number): KubeObject[] | undefined {
+    this.lastRead = now;
+    if (!this.#open) return undefined;
+    return this.#items ??= [...this.#objects.values()];
+  }
+
+  stop(): Promise<void> {
+    return this.#watch.stop();
+  }
+}
+
+export class SnapshotCache {
+  readonly #options: SnapshotCacheOptions;
+  readonly #listeners: ((change: CacheChange) => void)[] = [];
+  #nodes: CollectionCache | undefined;
+  readonly #pods = new Map<string, CollectionCache>();
+  #closed = false;
+
+  constructor(options: SnapshotCacheOptions) {
+    this.#options = options;
+  }
+
+  /** Calls `listener` for every change any cache applies. */
+  onChange(listener: (change: CacheChange) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** All nodes; the first call starts the cache and answers undefined. */
+  nodes(): KubeObject[] | undefined {
+    if (this.#closed) return undefined;
+    this.#nodes ??= new CollectionCache(
+      "/api/v1/nodes",
+      undefined,
+      "Node",
+      () => this.#options.api.listNodes({}),
+      this.#options,
+      (change) => this.#notify(change),
+    );
+    return this.#nodes.items(this.#now());
+  }
+
+  /** A set's pods (by namespace and selector); the first call starts that cache. */
+  pods(namespace: string, labelSelector: string): KubeObject[] | undefined {
+    if (this.#closed) return undefined;
+    const now = this.#now();
+    this.#stopUnused(now);
+    const key = `${namespace}?${labelSelector}`;
+    let cache = this.#pods.get(key);
+    if (!cache) {
+      cache = new CollectionCache(
+        `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+        labelSelector || undefined,
+        "Pod",
+        () => this.#options.api.listPods({ namespace, labelSelector }),
+        this.#options,
+        (change) => this.#notify(change),
+      );
+      this.#pods.set(key, cache);
+    }
+    return cache.items(now);
+  }
+
+  /** How many collections are cached (nodes counting as one). */
+  get size(): number {
+    return this.#pods.size + (this.#nodes ? 1 : 0);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const caches = [...this.#pods.values(), ...(this.#nodes ? [this.#nodes] : [])];
+    this.#pods.clear();
+    this.#nodes = undefined;
+    await Promise.all(caches.map((c) => c.stop()));
+  }
+
+  #now(): number {
+    return (this.#options.clock ?? Date.now)();
+  }
+
+  /** A set deleted or reconciled no more keeps no watch open. */
+  #stopUnused(now: number) {
+    const unusedMs = this.#options.unusedMs ?? 15 * 60_000;
+    for (const [key, cache] of this.#pods) {
+      if (now - cache.lastRead > unusedMs) {
+        this.#pods.delete(key);
+        void cache.stop();
+      }
+    }
+  }
+
+  #notify(change: CacheChange) {
+    for (const listener of this.#listeners) listener(change);
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * edgeroll as a user runs it: `main.ts sim`, `serve` and `relay`, each its own process, so
+ * none of them shares an event loop with another (as the API server, the controller and the
+ * relay do not in a cluster). Every process started here is stopped by SIGTERM in `finally`.
+ */
+
+const main = new URL("../main.ts", import.meta.url).pathname;
+
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  listener.close();
+  return port;
+}
+
+function spawnMain(args: string[]): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", main, ...args],
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+}
+
+async function stop(children: Deno.ChildProcess[]): Promise<void> {
+  for (const child of [...children].reverse()) {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* already exited */ }
+    await child.status;
+  }
+}
+
+/** Resolves once `url` answers 2xx; fails when `child` exits first or after `timeoutMs`. */
+async function untilAnswers(url: string, child: Deno.ChildProcess, timeoutMs = 60_000) {
+  let exited = false;
+  child.status.then(() => exited = true);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && !exited) {
+    const response = await fetch(url).catch(() => undefined);
+    await response?.body?.cancel();
+    if (response?.ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(exited ? `the process serving ${url} exited` : `${url} did not answer`);
+}
+
+export interface SimProcess {
+  url: string;
+  kubeconfigPath: string;
+}
+
+/** `main.ts sim` in its own process for the length of `body`. */
+export async function withSimProcess(
+  options: { nodes: number; zones?: number; speed?: number },
+  body: (sim: SimProcess) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "edgeroll-sim-" });
+  const port = freePort();
+  const sim: SimProcess = { url: `http://127.0.0.1:${port}`, kubeconfigPath: `${dir}/kubeconfig` };
+  const child = spawnMain([
+    "sim",
+    `--nodes=${options.nodes}`,
+    `--zones=${options.zones ?? 1}`,
+    `--speed=${options.speed ?? 1}`,
+    `--port=${port}`,
+    `--kubeconfig=${sim.kubeconfigPath}`,
+  ]);
+  try {
+    await untilAnswers(`${sim.url}/version`, child);
+    await body(sim);
+  } finally {
+    await stop([child]);
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+export interface EdgerollProcesses {
+  /** The controller's base URL. */
+  url: string;
+  /** The bearer token the controller accepts. */
+  token: string;
+}
+
+/**
+ * The controller (`serve`, with `serveArgs` such as `--tick=1s`) and the relay posting to it,
+ * two processes against `kubeconfigPath`, for the length of `body`.
+ */
+export async function withEdgeroll(
+  kubeconfigPath: string,
+  options: { serveArgs?: string[]; relayArgs?: string[] },
+  body: (edgeroll: EdgerollProcesses) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "edgeroll-" });
+  const tokenFile = `${dir}/token`;
+  const token = crypto.randomUUID();
+  await Deno.writeTextFile(tokenFile, token);
+  const port = freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const common = [`--kubeconfig=${kubeconfigPath}`, `--token-file=${tokenFile}`];
+  const children = [
+    spawnMain([
+      "serve",
+      "--host=127.0.0.1",
+      `--port=${port}`,
+      ...common,
+      ...(options.serveArgs ?? []),
+    ]),
+  ];
+  try {
+    await untilAnswers(`${url}/readyz`, children[0]);
+    children.push(spawnMain(["relay", `--target=${url}`, ...common, ...(options.relayArgs ?? [])]));
+    await body({ url, token });
+  } finally {
+    await stop(children);
+    await Deno.remove(dir, { recursive: true });
+  }
+}
