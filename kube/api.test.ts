@@ -38,6 +38,34 @@ Deno.test("clientNodeApi sends each call to the right path with the right conten
   }
 });
 
+Deno.test("clientNodeApi lists a node's pods in every namespace and reads one pod", async () => {
+  const server = startRecordingServer((r) =>
+    r.path.endsWith("/pods") ? emptyList : { body: { metadata: { name: "p" } } }
+  );
+  try {
+    const api = clientNodeApi(server.kubeConfig);
+    await api.listPods({ nodeName: "edge-1" });
+    await api.listPods({ namespace: "edge", labelSelector: "app=a", nodeName: "edge-2" });
+    assertEquals((await api.getPod({ namespace: "edge", name: "p" })).metadata.name, "p");
+    assertEquals(server.requests.map((r) => `${r.method} ${r.path}`), [
+      "GET /api/v1/pods",
+      "GET /api/v1/namespaces/edge/pods",
+      "GET /api/v1/namespaces/edge/pods/p",
+    ]);
+    assertEquals(server.requests[0].query.get("fieldSelector"), "spec.nodeName=edge-1");
+    assertEquals(server.requests[0].query.get("labelSelector"), null);
+    assertEquals(
+      [
+        server.requests[1].query.get("labelSelector"),
+        server.requests[1].query.get("fieldSelector"),
+      ],
+      ["app=a", "spec.nodeName=edge-2"],
+    );
+  } finally {
+    await server.stop();
+  }
+});
+
 Deno.test("clientNodeApi returns lists in wire form with their resourceVersion", async () => {
   const server = startRecordingServer(() => ({
     body: {

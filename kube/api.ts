@@ -30,7 +30,12 @@ export interface KubeApi {
   replaceSetStatus(p: { object: KubeObject }): Promise<KubeObject>;
   /** JSON merge patch of the set itself (its annotations, for plain DaemonSets). */
   patchSet(p: SetRef & { patch: MergePatch }): Promise<KubeObject>;
-  listPods(p: { namespace: string; labelSelector?: string }): Promise<KubeList>;
+  /**
+   * Pods of one namespace, or of all when `namespace` is absent; `nodeName` keeps those bound
+   * to that node (field selector `spec.nodeName`).
+   */
+  listPods(p: { namespace?: string; labelSelector?: string; nodeName?: string }): Promise<KubeList>;
+  getPod(p: { namespace: string; name: string }): Promise<KubeObject>;
   listNodes(p: { labelSelector?: string }): Promise<KubeList>;
   listRevisions(p: { namespace: string; labelSelector?: string }): Promise<KubeList>;
   createPod(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
@@ -77,6 +82,7 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   replaceSetStatus: [ads("update", "advanceddaemonsets/status")],
   patchSet: [apps("daemonsets", "patch")],
   listPods: [core("pods", "list")],
+  getPod: [core("pods", "get")],
   listNodes: [core("nodes", "list")],
   listRevisions: [apps("controllerrevisions", "list")],
   createPod: [core("pods", "create")],
@@ -144,9 +150,14 @@ function jsonLister(kc: k8s.KubeConfig) {
   if (!cluster) throw new Error("no current cluster in the kubeconfig");
   const server = new k8s.ServerConfiguration(cluster.server, {});
   const http = new k8s.IsomorphicFetchHttpLibrary();
-  return async (path: string, labelSelector?: string): Promise<KubeList> => {
+  return async (
+    path: string,
+    selectors: { labelSelector?: string; fieldSelector?: string } = {},
+  ): Promise<KubeList> => {
     const request = server.makeRequestContext(path, k8s.HttpMethod.GET);
-    if (labelSelector) request.setQueryParam("labelSelector", labelSelector);
+    for (const [name, value] of Object.entries(selectors)) {
+      if (value) request.setQueryParam(name, value);
+    }
     request.setHeaderParam("Accept", "application/json");
     await kc.applySecurityAuthentication(request);
     const response = await http.send(request).toPromise();
@@ -209,16 +220,22 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         )
         : toWire(await apps.patchNamespacedDaemonSet({ namespace, name, body: patch }, mergePatch));
     },
-    listPods({ namespace, labelSelector }) {
-      return listJson(inNamespace(namespace, "/api/v1", "pods"), labelSelector);
+    listPods({ namespace, labelSelector, nodeName }) {
+      return listJson(
+        namespace === undefined ? "/api/v1/pods" : inNamespace(namespace, "/api/v1", "pods"),
+        { labelSelector, fieldSelector: nodeName && `spec.nodeName=${nodeName}` },
+      );
+    },
+    async getPod({ namespace, name }) {
+      return toWire(await core.readNamespacedPod({ namespace, name }));
     },
     listNodes({ labelSelector }) {
-      return listJson("/api/v1/nodes", labelSelector);
+      return listJson("/api/v1/nodes", { labelSelector });
     },
     listRevisions({ namespace, labelSelector }) {
       return listJson(
         inNamespace(namespace, "/apis/apps/v1", "controllerrevisions"),
-        labelSelector,
+        { labelSelector },
       );
     },
     async createPod({ namespace, body }) {

@@ -64,13 +64,8 @@ export class KubeClient {
   }
 
   /** The set, or undefined when it does not exist. */
-  async readSet(ref: SetRef): Promise<KubeObject | undefined> {
-    try {
-      return await this.api.getSet(ref);
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  readSet(ref: SetRef): Promise<KubeObject | undefined> {
+    return undefinedIfNotFound(this.api.getSet(ref));
   }
 
   /**
@@ -122,6 +117,11 @@ export class KubeClient {
         },
       },
     });
+  }
+
+  /** The pod, or undefined when it does not exist. */
+  readPod(namespace: string, name: string): Promise<Pod | undefined> {
+    return undefinedIfNotFound(this.api.getPod({ namespace, name }) as Promise<Pod>);
   }
 
   /** A create that finds the pod already there counts as done: names are deterministic. */
@@ -221,6 +221,15 @@ export class KubeClient {
 
 function isoSeconds(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+async function undefinedIfNotFound<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
 }
 
 async function tolerateAlreadyExists(create: () => Promise<unknown>): Promise<CreateOutcome> {

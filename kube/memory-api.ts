@@ -132,8 +132,15 @@ export function memoryApi(): MemoryApi {
       }),
     patchSet: ({ kind, namespace, name, patch: body }) =>
       Promise.resolve().then(() => patch(kind, namespace, name, body)),
-    listPods: ({ namespace, labelSelector }) =>
-      Promise.resolve(list("pods", namespace, labelSelector)),
+    listPods: ({ namespace, labelSelector, nodeName }) => {
+      const pods = list("pods", namespace, labelSelector);
+      if (nodeName === undefined) return Promise.resolve(pods);
+      const onNode = (pod: KubeObject) =>
+        (pod.spec as { nodeName?: string })?.nodeName === nodeName;
+      return Promise.resolve({ ...pods, items: pods.items.filter(onNode) });
+    },
+    getPod: ({ namespace, name }) =>
+      Promise.resolve().then(() => copy(get("pods", namespace, name))),
     listNodes: ({ labelSelector }) => Promise.resolve(list("nodes", undefined, labelSelector)),
     listRevisions: ({ namespace, labelSelector }) =>
       Promise.resolve(list("controllerrevisions", namespace, labelSelector)),

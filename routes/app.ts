@@ -10,7 +10,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts";
 import { type Authenticator, requireBearer } from "./auth.ts";
 import { Coalescer } from "./coalescer.ts";
-import { badRequest, errorBody, errorHandler, HttpError } from "./errors.ts";
+import { errorBody, errorHandler, HttpError } from "./errors.ts";
 import {
   everySetKey,
   keysForChange,
@@ -20,6 +20,8 @@ import {
   routeEvent,
 } from "./events.ts";
 import { Metrics } from "./metrics.ts";
+import { registerOtaRoutes } from "./ota.ts";
+import { dnsName, rejectInvalid } from "./params.ts";
 import { createReconciler, type Planner } from "./reconciler.ts";
 import { createTicker, listManagedSets } from "./tick.ts";
 
@@ -41,11 +43,6 @@ export interface AppDeps {
   resyncSeconds?: number;
 }
 
-/** Namespace and object names as Kubernetes allows them (DNS-1123). */
-const dnsName = z.string().max(253).regex(
-  /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/,
-  "must be a DNS-1123 name: lower case letters, digits, '-' and '.'",
-);
 const ReconcileParams = z.object({
   kind: z.enum(setKinds as [SetKind, ...SetKind[]]),
   namespace: dnsName.max(63),
@@ -54,13 +51,6 @@ const ReconcileParams = z.object({
 const flag = z.enum(["true", "false", ""]).optional().transform((v) => v === "true" || v === "");
 const ReconcileQuery = z.object({ dryRun: flag });
 const TickQuery = z.object({ full: flag });
-
-/** Rejects with our 400 (zod issues included) instead of the validator's own answer. */
-const rejectInvalid = (
-  result: { success: true } | { success: false; error: z.core.$ZodError; target?: string },
-) => {
-  if (!result.success) throw badRequest(`invalid ${result.target ?? "input"}`, result.error.issues);
-};
 
 export function parseSetKey(key: string): SetRef {
   const [kind, namespace, name] = key.split("/");
@@ -129,6 +119,7 @@ export function createApp(deps: AppDeps) {
   );
 
   const guarded = requireBearer(deps.auth);
+  registerOtaRoutes(app, { kube: deps.kube, logger, guard: guarded });
   app.post(
     "/reconcile/:kind/:namespace/:name",
     guarded,

@@ -1,0 +1,16 @@
+/** What the routes' zod validators share: Kubernetes names, and one way to reject bad input. */
+import { z } from "zod";
+import { badRequest } from "./errors.ts";
+
+/** Namespace and object names as Kubernetes allows them (DNS-1123). */
+export const dnsName = z.string().max(253).regex(
+  /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/,
+  "must be a DNS-1123 name: lower case letters, digits, '-' and '.'",
+);
+
+/** Rejects with our 400 (zod issues included) instead of the validator's own answer. */
+export const rejectInvalid = (
+  result: { success: true } | { success: false; error: z.core.$ZodError; target?: string },
+) => {
+  if (!result.success) throw badRequest(`invalid ${result.target ?? "input"}`, result.error.issues);
+};
