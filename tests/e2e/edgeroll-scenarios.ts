@@ -78,6 +78,48 @@ async function completeOn(target: E2eTarget, kube: Kube, namespace: string, vers
   });
 }
 
+/**
+ * OpenYurt's walkthrough: `curl -X POST <api>/openyurt.io/v1/namespaces/NS/pods/POD/upgrade` on
+ * the pod of `node`; the DaemonSet recreates it on v2, and edgeroll marks the new pod False. A
+ * second call for the new pod is refused: it has nothing to upgrade to.
+ */
+async function upgradeThroughApi(
+  kube: Kube,
+  ns: string,
+  node: string,
+  marked: Pod[],
+  api: { url: string; token: string },
+): Promise<void> {
+  const old = marked.find((p) => p.spec.nodeName === node)!;
+  const upgrade = (pod: Pod) =>
+    fetch(`${api.url}/openyurt.io/v1/namespaces/${ns}/pods/${pod.metadata.name}/upgrade`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${api.token}` },
+    });
+  const listed = await fetch(`${api.url}/pods?node=${node}`, {
+    headers: { authorization: `Bearer ${api.token}` },
+  });
+  assertEquals(
+    (await listed.json()).items.map((p: Pod) => p.metadata.uid),
+    [old.metadata.uid],
+  );
+  const res = await upgrade(old);
+  assertEquals(
+    [res.status, await res.text()],
+    [200, `Start updating pod ${ns}/${old.metadata.name}`],
+  );
+  const replaced = await eventually(`the pod on ${node} replaced on v2, not marked`, async () => {
+    const now = podsByNode(await kube.pods(ns, "app=ota-agent")).get(node);
+    return now && now.metadata.uid !== old.metadata.uid && runsReady(now, "v2") &&
+        conditionStatus(now, "PodNeedUpgrade") === "False"
+      ? now
+      : undefined;
+  });
+  const again = await upgrade(replaced);
+  assertEquals(again.status, 403);
+  await again.body?.cancel();
+}
+
 export const edgerollScenarios: Scenario[] = [
   {
     name: "edgeroll rolls an AdvancedDaemonSet, passing over a cut node until it returns",
@@ -128,7 +170,7 @@ export const edgerollScenarios: Scenario[] = [
     },
   },
   {
-    name: "edgeroll marks OpenYurt OTA pods PodNeedUpgrade and deletes none",
+    name: "edgeroll marks OpenYurt OTA pods PodNeedUpgrade; the OTA API upgrades one, on request",
     async run(target, kube) {
       const ns = "e2e-edgeroll-ota";
       await kube.createNamespace(ns);
@@ -145,7 +187,10 @@ export const edgerollScenarios: Scenario[] = [
           updateStrategy: { type: "OnDelete" },
           template: {
             metadata: { labels: { app: "ota-agent" } },
-            spec: { containers: [{ name: "agent", image: image("v1") }] },
+            spec: {
+              terminationGracePeriodSeconds: 5,
+              containers: [{ name: "agent", image: image("v1") }],
+            },
           },
         },
       };
@@ -154,7 +199,7 @@ export const edgerollScenarios: Scenario[] = [
         const byNode = podsByNode(await kube.pods(ns, "app=ota-agent"));
         return target.nodes.every((n) => runsReady(byNode.get(n), "v1")) ? byNode : undefined;
       });
-      await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
+      await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async (edgeroll) => {
         await eventually("PodNeedUpgrade False on every pod", async () => {
           const pods = await kube.pods(ns, "app=ota-agent");
           return pods.length === target.nodes.length &&
@@ -186,6 +231,16 @@ export const edgerollScenarios: Scenario[] = [
           const condition = pod.status?.conditions?.find((c) => c.type === "PodNeedUpgrade");
           assertEquals(condition?.message?.startsWith("controllerrevision: "), true);
         }
+        await upgradeThroughApi(kube, ns, target.nodes[0], marked, edgeroll);
+        // The other nodes keep their marked v1 pods: only a node's owner upgrades it.
+        const others = (await kube.pods(ns, "app=ota-agent")).filter((p) =>
+          p.spec.nodeName !== target.nodes[0]
+        );
+        assertEquals(
+          others.map((p) => `${p.metadata.uid} ${conditionStatus(p, "PodNeedUpgrade")}`).sort(),
+          marked.filter((p) => p.spec.nodeName !== target.nodes[0])
+            .map((p) => `${p.metadata.uid} True`).sort(),
+        );
       });
     },
   },
