@@ -3,11 +3,12 @@
  *
  * Each room exports its own `Command`; this file only dispatches.
  */
-import { type Command, commandHelp, parseCommandArgs, UsageError } from "./cli/command.ts";
+import { type Command, runCommand } from "./cli/command.ts";
 import { crdCommand } from "./cli/crd-command.ts";
 import { simCommand } from "./sim/command.ts";
 import { demoCommand } from "./cli/demo.ts";
 import { serveCommand } from "./routes/serve.ts";
+import { edgeCommand } from "./edge/command.ts";
 import { reconcileCommand } from "./routes/reconcile-command.ts";
 import { statusCommand } from "./routes/status-command.ts";
 import { relayCommand } from "./relay/relay-command.ts";
@@ -19,6 +20,7 @@ const commands: Command[] = [
   simCommand,
   serveCommand,
   relayCommand,
+  edgeCommand,
   reconcileCommand,
   statusCommand,
   clusterUpCommand,
@@ -51,21 +53,7 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`edgeroll: unknown command "${name}"\n\n${overview()}`);
     return 2;
   }
-  try {
-    const args = parseCommandArgs(command, rest);
-    if (args.values.help) {
-      console.log(commandHelp(command));
-      return 0;
-    }
-    return await command.run(args);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      console.error(`edgeroll ${command.name}: ${err.message}\n\n${commandHelp(command)}`);
-      return 2;
-    }
-    console.error(`edgeroll ${command.name}: ${err instanceof Error ? err.message : String(err)}`);
-    return 1;
-  }
+  return await runCommand(command, rest);
 }
 
 if (import.meta.main) {

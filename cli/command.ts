@@ -59,6 +59,28 @@ export function commandHelp(command: Command): string {
   return lines.join("\n");
 }
 
+/**
+ * Parses `argv` and runs `command`: its exit code; 2 with the help for a bad command line, 1
+ * with the message for any other failure.
+ */
+export async function runCommand(command: Command, argv: string[]): Promise<number> {
+  try {
+    const args = parseCommandArgs(command, argv);
+    if (args.values.help) {
+      console.log(commandHelp(command));
+      return 0;
+    }
+    return await command.run(args);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`edgeroll ${command.name}: ${err.message}\n\n${commandHelp(command)}`);
+      return 2;
+    }
+    console.error(`edgeroll ${command.name}: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+}
+
 /** Reads an integer option, rejecting anything that is not a whole number in range. */
 export function intOption(
   args: ParsedArgs,

@@ -1,14 +1,21 @@
-/** Resolves with the first SIGINT or SIGTERM, for long-running commands that stop cleanly. */
-export async function untilStopSignal(): Promise<Deno.Signal> {
-  const stopped = Promise.withResolvers<Deno.Signal>();
+/**
+ * Resolves with the first SIGINT or SIGTERM, for long-running commands that stop cleanly.
+ * `node:process`, so the edge agent's Node executable stops the same way.
+ */
+import process from "node:process";
+
+export type StopSignal = "SIGINT" | "SIGTERM";
+
+export async function untilStopSignal(): Promise<StopSignal> {
+  const stopped = Promise.withResolvers<StopSignal>();
   const onInterrupt = () => stopped.resolve("SIGINT");
   const onTerminate = () => stopped.resolve("SIGTERM");
-  Deno.addSignalListener("SIGINT", onInterrupt);
-  Deno.addSignalListener("SIGTERM", onTerminate);
+  process.on("SIGINT", onInterrupt);
+  process.on("SIGTERM", onTerminate);
   try {
     return await stopped.promise;
   } finally {
-    Deno.removeSignalListener("SIGINT", onInterrupt);
-    Deno.removeSignalListener("SIGTERM", onTerminate);
+    process.off("SIGINT", onInterrupt);
+    process.off("SIGTERM", onTerminate);
   }
 }

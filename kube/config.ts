@@ -1,4 +1,8 @@
-/** Where the Kubernetes connection comes from: a kubeconfig file, in-cluster, or the default. */
+/**
+ * Where the Kubernetes connection comes from: a kubeconfig file, in-cluster, or the default.
+ * Runtime-neutral (`node:process`): the edge agent's Node executable loads it too.
+ */
+import process from "node:process";
 import * as k8s from "@kubernetes/client-node";
 
 /** `--kubeconfig`'s help line, the same for every command. */
@@ -13,7 +17,7 @@ export function loadKubeConfig(path?: string): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
   if (path) {
     kc.loadFromFile(path);
-  } else if (Deno.env.get("KUBERNETES_SERVICE_HOST")) {
+  } else if (process.env.KUBERNETES_SERVICE_HOST) {
     kc.loadFromCluster();
   } else {
     kc.loadFromDefault();

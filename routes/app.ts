@@ -10,7 +10,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts";
 import { type Authenticator, requireBearer } from "./auth.ts";
 import { Coalescer } from "./coalescer.ts";
-import { errorBody, errorHandler, HttpError } from "./errors.ts";
+import { errorBody, errorHandler, HttpError, notFound } from "./errors.ts";
 import {
   everySetKey,
   keysForChange,
@@ -94,9 +94,7 @@ export function createApp(deps: AppDeps) {
 
   const app = new Hono();
   app.onError(errorHandler(logger));
-  app.notFound((c) => {
-    throw new HttpError(404, "NotFound", `no route ${c.req.method} ${c.req.path}`);
-  });
+  app.notFound(notFound);
 
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/readyz", async (c) => {

@@ -71,6 +71,11 @@ export function errorBody(err: unknown): ErrorBody["error"] {
   };
 }
 
+/** Hono's `notFound`: an unknown route answers 404 in the same JSON as every error. */
+export function notFound(c: Context): never {
+  throw new HttpError(404, "NotFound", `no route ${c.req.method} ${c.req.path}`);
+}
+
 export function errorHandler(logger: Logger) {
   return (err: Error, c: Context) => {
     const body = errorBody(err);

@@ -1,5 +1,5 @@
 /**
- * edgeroll as a user runs it: `main.ts sim`, `serve` and `relay`, each its own process, so
+ * edgeroll as a user runs it: `main.ts sim`, `serve`, `relay` and `edge`, each its own process, so
  * none of them shares an event loop with another (as the API server, the controller and the
  * relay do not in a cluster). Every process started here is stopped by SIGTERM in `finally`.
  */
@@ -81,37 +81,73 @@ export interface EdgerollProcesses {
   token: string;
 }
 
+/** A fresh token in a file, the URL of a free loopback port; the file removed after `body`. */
+async function withTokenAndPort(
+  body: (tokenFile: string, caller: EdgerollProcesses, port: number) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "edgeroll-" });
+  try {
+    const tokenFile = `${dir}/token`;
+    const token = crypto.randomUUID();
+    await Deno.writeTextFile(tokenFile, token);
+    const port = freePort();
+    await body(tokenFile, { url: `http://127.0.0.1:${port}`, token }, port);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 /**
  * The controller (`serve`, with `serveArgs` such as `--tick=1s`) and the relay posting to it,
  * two processes against `kubeconfigPath`, for the length of `body`.
  */
-export async function withEdgeroll(
+export function withEdgeroll(
   kubeconfigPath: string,
   options: { serveArgs?: string[]; relayArgs?: string[] },
   body: (edgeroll: EdgerollProcesses) => Promise<void>,
 ): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "edgeroll-" });
-  const tokenFile = `${dir}/token`;
-  const token = crypto.randomUUID();
-  await Deno.writeTextFile(tokenFile, token);
-  const port = freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const common = [`--kubeconfig=${kubeconfigPath}`, `--token-file=${tokenFile}`];
-  const children = [
-    spawnMain([
-      "serve",
-      "--host=127.0.0.1",
+  return withTokenAndPort(async (tokenFile, edgeroll, port) => {
+    const common = [`--kubeconfig=${kubeconfigPath}`, `--token-file=${tokenFile}`];
+    const children = [
+      spawnMain([
+        "serve",
+        "--host=127.0.0.1",
+        `--port=${port}`,
+        ...common,
+        ...(options.serveArgs ?? []),
+      ]),
+    ];
+    try {
+      await untilAnswers(`${edgeroll.url}/readyz`, children[0]);
+      children.push(
+        spawnMain(["relay", `--target=${edgeroll.url}`, ...common, ...(options.relayArgs ?? [])]),
+      );
+      await body(edgeroll);
+    } finally {
+      await stop(children);
+    }
+  });
+}
+
+/** The edge agent (`main.ts edge`) for `node`, on loopback, for the length of `body`. */
+export function withEdgeAgent(
+  kubeconfigPath: string,
+  node: string,
+  body: (agent: EdgerollProcesses) => Promise<void>,
+): Promise<void> {
+  return withTokenAndPort(async (tokenFile, agent, port) => {
+    const child = spawnMain([
+      "edge",
+      `--kubeconfig=${kubeconfigPath}`,
+      `--node=${node}`,
       `--port=${port}`,
-      ...common,
-      ...(options.serveArgs ?? []),
-    ]),
-  ];
-  try {
-    await untilAnswers(`${url}/readyz`, children[0]);
-    children.push(spawnMain(["relay", `--target=${url}`, ...common, ...(options.relayArgs ?? [])]));
-    await body({ url, token });
-  } finally {
-    await stop(children);
-    await Deno.remove(dir, { recursive: true });
-  }
+      `--token-file=${tokenFile}`,
+    ]);
+    try {
+      await untilAnswers(`${agent.url}/healthz`, child);
+      await body(agent);
+    } finally {
+      await stop([child]);
+    }
+  });
 }

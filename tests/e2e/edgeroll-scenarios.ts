@@ -7,7 +7,8 @@ import { assertEquals } from "@std/assert";
 import { conditionStatus, eventually, type Kube, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
-import { withEdgeroll } from "../processes.ts";
+import { withEdgeAgent, withEdgeroll } from "../processes.ts";
+import { otaDaemonSet } from "../edge-ota.ts";
 
 const CRD =
   new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
@@ -99,8 +100,10 @@ async function upgradeThroughApi(
   const listed = await fetch(`${api.url}/pods?node=${node}`, {
     headers: { authorization: `Bearer ${api.token}` },
   });
+  // The controller lists OTA pods only; the edge agent, as YurtHub, every pod of its node.
+  const items: Pod[] = (await listed.json()).items;
   assertEquals(
-    (await listed.json()).items.map((p: Pod) => p.metadata.uid),
+    items.filter((p) => p.metadata.labels?.app === "ota-agent").map((p) => p.metadata.uid),
     [old.metadata.uid],
   );
   const res = await upgrade(old);
@@ -170,31 +173,12 @@ export const edgerollScenarios: Scenario[] = [
     },
   },
   {
-    name: "edgeroll marks OpenYurt OTA pods PodNeedUpgrade; the OTA API upgrades one, on request",
+    name:
+      "edgeroll marks OpenYurt OTA pods PodNeedUpgrade; the controller and the edge agent upgrade on request",
     async run(target, kube) {
       const ns = "e2e-edgeroll-ota";
       await kube.createNamespace(ns);
-      const set = {
-        apiVersion: "apps/v1",
-        kind: "DaemonSet",
-        metadata: {
-          name: "ota-agent",
-          namespace: ns,
-          annotations: { "apps.openyurt.io/update-strategy": "OTA" },
-        },
-        spec: {
-          selector: { matchLabels: { app: "ota-agent" } },
-          updateStrategy: { type: "OnDelete" },
-          template: {
-            metadata: { labels: { app: "ota-agent" } },
-            spec: {
-              terminationGracePeriodSeconds: 5,
-              containers: [{ name: "agent", image: image("v1") }],
-            },
-          },
-        },
-      };
-      await kube.apply(set);
+      await kube.apply(otaDaemonSet(ns, image("v1")));
       const first = await eventually("one Ready OTA pod per node", async () => {
         const byNode = podsByNode(await kube.pods(ns, "app=ota-agent"));
         return target.nodes.every((n) => runsReady(byNode.get(n), "v1")) ? byNode : undefined;
@@ -231,15 +215,22 @@ export const edgerollScenarios: Scenario[] = [
           const condition = pod.status?.conditions?.find((c) => c.type === "PodNeedUpgrade");
           assertEquals(condition?.message?.startsWith("controllerrevision: "), true);
         }
-        await upgradeThroughApi(kube, ns, target.nodes[0], marked, edgeroll);
-        // The other nodes keep their marked v1 pods: only a node's owner upgrades it.
-        const others = (await kube.pods(ns, "app=ota-agent")).filter((p) =>
-          p.spec.nodeName !== target.nodes[0]
+        // A fleet operator upgrades the first node through the controller, the second node's
+        // owner through the edge agent on that node.
+        const [firstNode, secondNode] = target.nodes;
+        await upgradeThroughApi(kube, ns, firstNode, marked, edgeroll);
+        await withEdgeAgent(
+          target.kubeconfigPath,
+          secondNode,
+          (agent) => upgradeThroughApi(kube, ns, secondNode, marked, agent),
         );
+        // The other nodes keep their marked v1 pods: only a node's owner upgrades it.
+        const untouched = (pods: Pod[]) =>
+          pods.filter((p) => p.spec.nodeName !== firstNode && p.spec.nodeName !== secondNode);
         assertEquals(
-          others.map((p) => `${p.metadata.uid} ${conditionStatus(p, "PodNeedUpgrade")}`).sort(),
-          marked.filter((p) => p.spec.nodeName !== target.nodes[0])
-            .map((p) => `${p.metadata.uid} True`).sort(),
+          untouched(await kube.pods(ns, "app=ota-agent"))
+            .map((p) => `${p.metadata.uid} ${conditionStatus(p, "PodNeedUpgrade")}`).sort(),
+          untouched(marked).map((p) => `${p.metadata.uid} True`).sort(),
         );
       });
     },

@@ -1,0 +1,50 @@
+import { assertEquals, assertStringIncludes } from "@std/assert";
+import { kubeConfigForServer } from "../kube/config.ts";
+import { startSim } from "../sim/start.ts";
+import { startEdgeAgent } from "../edge/agent.ts";
+import { staticTokenAuthenticator } from "../routes/auth.ts";
+import { memoryLogger } from "../cli/log.ts";
+import { Kube } from "./e2e/kube.ts";
+import { exerciseEdgeAgent, seedOtaUpgrade } from "./edge-ota.ts";
+
+Deno.test({
+  name: "edge agent on sim: lists its node's pods, refuses another node's, upgrades its own",
+  async fn() {
+    const sim = await startSim({ nodes: 2, speed: 20 });
+    const token = crypto.randomUUID();
+    const agent = await startEdgeAgent({
+      kubeConfig: kubeConfigForServer(sim.url, sim.token),
+      node: "edge-1",
+      auth: staticTokenAuthenticator(token),
+      port: 0,
+      logger: memoryLogger(),
+    });
+    try {
+      const kube = new Kube(sim.kubeconfigPath);
+      const byNode = await seedOtaUpgrade(kube, ["edge-1", "edge-2"]);
+      await exerciseEdgeAgent(kube, { url: agent.url, token, node: "edge-1" }, byNode);
+    } finally {
+      await agent.stop();
+      await sim.stop();
+    }
+  },
+});
+
+Deno.test("main.ts edge: --node and a token are required, exit 2 with the reason", async () => {
+  const main = new URL("../main.ts", import.meta.url).pathname;
+  const run = async (args: string[]) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", main, "edge", ...args],
+      env: { EDGEROLL_TOKEN: "" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
+  };
+  const noNode = await run([]);
+  assertEquals(noNode.code, 2);
+  assertStringIncludes(noNode.stderr, "--node is required");
+  const noToken = await run(["--node=edge-1"]);
+  assertEquals(noToken.code, 2);
+  assertStringIncludes(noToken.stderr, "--token-file (or EDGEROLL_TOKEN)");
+});
