@@ -46,10 +46,17 @@ go_version="$(go env GOVERSION)"
 key="k8s-${k8s_version}-etcd-${etcd_version}-kwok-${kwok_version}-${go_version}"
 cache="${EDGEROLL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeroll}/cluster-${key}"
 binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+# kwok reads its stages as Stage objects (ADR 0018): the pinned module's own CRD defines them.
+stage_crd="kwok-stage-crd.yaml"
+stage_crd_in_module="${cache}/mod/sigs.k8s.io/kwok@${kwok_version}/kustomize/crd/bases/kwok.x-k8s.io_stages.yaml"
 
 link_binaries() {
   mkdir -p "$bin_out"
-  for b in "${binaries[@]}"; do
+  # Builds cached before the CRD was needed have it only in their module cache.
+  if [ ! -f "${cache}/bin/${stage_crd}" ]; then
+    install -m 0644 "$stage_crd_in_module" "${cache}/bin/${stage_crd}"
+  fi
+  for b in "${binaries[@]}" "$stage_crd"; do
     # A hard link costs no space; fall back to a copy across file systems.
     ln -f "${cache}/bin/${b}" "${bin_out}/${b}" 2>/dev/null || cp -f "${cache}/bin/${b}" "${bin_out}/${b}"
   done
@@ -58,7 +65,7 @@ link_binaries() {
 
 if [ "$mod_mode" = readonly ] && [ -f "${cache}/bin/.complete" ]; then
   link_binaries
-  log "cached build ${key}: linked ${binaries[*]} into cluster/bin"
+  log "cached build ${key}: linked ${binaries[*]} ${stage_crd} into cluster/bin"
   exit 0
 fi
 

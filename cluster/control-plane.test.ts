@@ -1,10 +1,25 @@
 import { assert, assertEquals, assertRejects } from "@std/assert";
+import { parseAllDocuments } from "yaml";
 import { downCluster, nodeNames, readState, upCluster } from "./control-plane.ts";
 import { isAlive } from "./processes.ts";
 import { untilExeced } from "./test-helpers.ts";
 
 Deno.test("nodes are named edge-1…edge-N", () => {
   assertEquals(nodeNames(3), ["edge-1", "edge-2", "edge-3"]);
+});
+
+Deno.test("each kwok stage file holds the stages of one kind, so kwok starts Node before Pod", async () => {
+  // A pod stage among the node stages would start kwok's Pod controller first again (ADR 0018).
+  const kinds = async (file: string) =>
+    parseAllDocuments(await Deno.readTextFile(new URL(file, import.meta.url)))
+      .map((doc) => doc.toJS())
+      .map((stage) =>
+        `${stage.kind} ${stage.spec.resourceRef.apiGroup}/${stage.spec.resourceRef.kind}`
+      );
+  const nodeStages = await kinds("./kwok-node-stages.yaml");
+  const podStages = await kinds("./kwok-pod-stages.yaml");
+  assertEquals(new Set(nodeStages), new Set(["Stage v1/Node"]));
+  assertEquals(new Set(podStages), new Set(["Stage v1/Pod"]));
 });
 
 Deno.test("up without built binaries says to run the build, and starts nothing", async () => {

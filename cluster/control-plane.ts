@@ -25,7 +25,10 @@ const repoDir = new URL("..", import.meta.url).pathname;
 
 export const defaultBinDir = `${clusterDir}bin`;
 export const defaultStatePath = `${repoDir}.cache/cluster/state.json`;
-const stagesPath = `${clusterDir}kwok-stages.yaml`;
+const nodeStagesPath = `${clusterDir}kwok-node-stages.yaml`;
+const podStagesPath = `${clusterDir}kwok-pod-stages.yaml`;
+/** Put beside the binaries by cluster/build.sh, from the pinned kwok module. */
+const stageCrdFile = "kwok-stage-crd.yaml";
 const components = [
   "etcd",
   "kube-apiserver",
@@ -74,7 +77,7 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
     await Deno.remove(statePath).catch(() => {});
   }
   const binDir = options.binDir ?? defaultBinDir;
-  const missing = components.filter((name) => !exists(`${binDir}/${name}`));
+  const missing = [...components, stageCrdFile].filter((name) => !exists(`${binDir}/${name}`));
   if (missing.length > 0) {
     throw new Error(`${binDir} lacks ${missing.join(", ")}: run cluster/build.sh first`);
   }
@@ -174,9 +177,21 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       `--secure-port=${freePort()}`,
       `--cert-dir=${workDir}/kube-scheduler`,
     ]);
+    // kwok's pod controller honours Lease takeover only if kwok started its node controller
+    // first, which it does in map order, i.e. at random, for stages given with --config
+    // (ADR 0018). Given as Stage objects, each kind's controller starts when its first Stage
+    // appears: the node stages now, the pod stages once kwok manages the nodes.
+    await kubectl(state.kubeconfigPath, ["create", "-f", `${binDir}/${stageCrdFile}`]);
+    await kubectl(state.kubeconfigPath, [
+      "wait",
+      "--for=condition=Established",
+      "--timeout=60s",
+      "customresourcedefinition/stages.kwok.x-k8s.io",
+    ]);
+    await kubectl(state.kubeconfigPath, ["create", "-f", nodeStagesPath]);
     const kwok = await start("kwok", [
       `--kubeconfig=${await kubeconfigOf("kwok")}`,
-      `--config=${stagesPath}`,
+      "--enable-crds=Stage",
       "--manage-all-nodes=true",
       `--node-lease-duration-seconds=${nodeLeaseDurationSeconds}`,
       // Addresses only written into node and pod status; nothing is ever sent to them.
@@ -191,6 +206,8 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       const list = await kubectlJson<NodeList>(state.kubeconfigPath, ["get", "nodes"]);
       return list.items.filter(isReady).length === state.nodes.length;
     });
+    // Only kwok's node controller makes a node Ready: it has started, the pod controller has not.
+    await kubectl(state.kubeconfigPath, ["create", "-f", podStagesPath]);
     // Pods are refused until the service-account controller made the namespace's account.
     await waitFor("the default ServiceAccount", running, async () => {
       try {
