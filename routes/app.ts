@@ -87,9 +87,15 @@ export function createApp(deps: AppDeps) {
     logger,
   });
 
-  // The controller's own caches report what they apply, as the relay's events would.
+  // The controller's own caches report what they apply, as the relay's events would. Their
+  // node fingerprints are kept apart from the events': a node change the relay reported first
+  // (and whose reconcile found the cache behind) must still call a reconcile once the cache
+  // has it.
+  const cachedNodes = new NodeChanges();
   deps.kube.cache?.onChange(({ object, deleted }) => {
-    for (const key of keysForChange(object as ResourceData, deleted, nodes)) coalescer.add(key);
+    for (const key of keysForChange(object as ResourceData, deleted, cachedNodes)) {
+      coalescer.add(key);
+    }
   });
 
   const app = new Hono();

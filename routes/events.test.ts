@@ -1,4 +1,7 @@
 import { assertEquals } from "@std/assert";
+import { memoryLogger } from "../cli/log.ts";
+import { SnapshotCache } from "../kube/cache.ts";
+import type { WatchFn } from "../kube/watcher.ts";
 import { harness, podOfAgent } from "./test-fixtures.ts";
 
 const pod = (name: string) => ({ apiVersion: "v1", kind: "Pod", ...podOfAgent(name) });
@@ -142,4 +145,34 @@ Deno.test("malformed events answer 400", async () => {
   const badJson = await h.request("/events", { ...binary(update, {}), body: "{not json" });
   assertEquals(badJson.status, 400);
   assertEquals(h.plans.length, 0);
+});
+
+Deno.test("a node change the relay reported first still reconciles once the cache has it", async () => {
+  const watches = new Map<string, (type: string, object: unknown) => void>();
+  const watch: WatchFn = (path, _query, onLine) => {
+    watches.set(path, onLine);
+    return Promise.resolve(new AbortController());
+  };
+  await using h = harness({
+    nodes: 1,
+    cache: (api) => new SnapshotCache({ api, watch, logger: memoryLogger() }),
+  });
+  assertEquals((await h.request("/reconcile/advanceddaemonsets/edge/agent")).status, 200);
+  await new Promise((resolve) => setTimeout(resolve, 5)); // the caches list and watch
+  const notReady = {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: "node-0", resourceVersion: "20" },
+    status: { conditions: [{ type: "Ready", status: "False" }] },
+  };
+  // The relay is quicker than the controller's own watch: its reconcile reads a stale cache.
+  await h.request("/events", binary(update, notReady));
+  await h.controller.coalescer.idle();
+  const before = h.plans.length;
+  watches.get("/api/v1/nodes")!("MODIFIED", notReady);
+  await h.controller.coalescer.idle();
+  assertEquals(h.plans.length, before + 1, "the cache's change calls a reconcile of its own");
+  const ready = (n: { status?: unknown }) =>
+    (n.status as { conditions?: { status: string }[] } | undefined)?.conditions?.[0]?.status;
+  assertEquals(h.plans.at(-1)?.nodes.map(ready), ["False"]);
 });

@@ -4,7 +4,8 @@
  */
 import { memoryLogger } from "../cli/log.ts";
 import { KubeClient } from "../kube/client.ts";
-import { interceptApi, type Overrides } from "../kube/api.ts";
+import { interceptApi, type KubeApi, type Overrides } from "../kube/api.ts";
+import type { SnapshotCache } from "../kube/cache.ts";
 import { memoryApi } from "../kube/memory-api.ts";
 import type { Plan, Snapshot } from "../engine/types.ts";
 import type { Pod } from "../api/kube-objects.ts";
@@ -101,6 +102,8 @@ export function harness(
     overrides?: Overrides;
     deps?: Partial<AppDeps>;
     plan?: (s: Snapshot) => Plan;
+    /** Node and pod caches over the memory API (as `serve` has). */
+    cache?: (api: KubeApi) => SnapshotCache;
   } = {},
 ): Harness {
   const api = memoryApi();
@@ -114,6 +117,7 @@ export function harness(
   const kube = new KubeClient(interceptApi(api, options.overrides ?? {}), {
     retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 1, sleep: () => Promise.resolve() },
     onRequest: (record) => metrics.observeRequest(record),
+    cache: options.cache,
   });
   const plan = options.plan ?? onePodPerNode;
   const controller = createApp({
@@ -138,6 +142,9 @@ export function harness(
       if (auth) headers.set("authorization", `Bearer ${token}`);
       return Promise.resolve(controller.app.request(path, { method: "POST", ...init, headers }));
     },
-    [Symbol.asyncDispose]: () => controller.close(),
+    [Symbol.asyncDispose]: async () => {
+      await controller.close();
+      await kube.cache?.close();
+    },
   };
 }

@@ -81,15 +81,16 @@ Deno.test("a rollout on the simulator converges with the right status, then writ
         `${verb} requests`,
       );
     }
+    // Node heartbeats may call a few reconciles of their own meanwhile: count per reconcile.
+    const delta = (resource: string, verb: string) =>
+      (after.requests.byResource[resource]?.[verb] ?? 0) -
+      (before.requests.byResource[resource]?.[verb] ?? 0);
+    const reconciles = delta("advanceddaemonsets", "get");
+    assertEquals(reconciles >= 100, true, `${reconciles} reconciles read the set`);
     assertEquals(
-      after.requests.byVerb.list - before.requests.byVerb.list,
-      100,
+      [delta("pods", "list"), delta("nodes", "list"), delta("controllerrevisions", "list")],
+      [0, 0, reconciles],
       "one list a reconcile (its ControllerRevisions): nodes and pods come from the caches",
-    );
-    assertEquals(
-      after.requests.byVerb.get - before.requests.byVerb.get,
-      100,
-      "one get a reconcile",
     );
   });
 });
