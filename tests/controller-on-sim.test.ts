@@ -39,7 +39,7 @@ async function reconcileUntilComplete(post: (p: string) => Promise<{ status: num
 }
 
 Deno.test("a rollout on the simulator converges with the right status, then writes nothing", async () => {
-  await withControllerOnSim({ nodes: 4 }, async ({ sim, kc, post }) => {
+  await withControllerOnSim({ nodes: 4 }, async ({ sim, kc, controller, post }) => {
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     const core = kc.makeApiClient(k8s.CoreV1Api);
     await createAgentSet(kc, "agent:1");
@@ -68,11 +68,15 @@ Deno.test("a rollout on the simulator converges with the right status, then writ
     assertEquals(pods.every((p) => p.spec?.containers[0].image === "agent:2"), true);
 
     // Converged: 100 more reconciles write nothing (the simulator counts every request).
+    // Reconciles the caches call (node heartbeats) must not straddle the counts.
+    const { coalescer } = controller.controller;
+    await coalescer.idle();
     const before = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
     for (let i = 0; i < 100; i++) {
       const { status, body } = await post("/reconcile/advanceddaemonsets/default/agent");
       assertEquals([status, body.claimed, body.actions.length], [200, false, 0]);
     }
+    await coalescer.idle();
     const after = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
     for (const verb of ["create", "update", "patch", "delete"]) {
       assertEquals(
@@ -81,7 +85,7 @@ Deno.test("a rollout on the simulator converges with the right status, then writ
         `${verb} requests`,
       );
     }
-    // Node heartbeats may call a few reconciles of their own meanwhile: count per reconcile.
+    // Heartbeats may call a few reconciles of their own meanwhile: count per reconcile.
     const delta = (resource: string, verb: string) =>
       (after.requests.byResource[resource]?.[verb] ?? 0) -
       (before.requests.byResource[resource]?.[verb] ?? 0);
