@@ -42,9 +42,12 @@ NODE_PATH="$work/node_modules" "$work/node_modules/.bin/esbuild" "$root/edge/nod
   --bundle --platform=node --format=cjs --target=node22 --minify --log-level=warning \
   --outfile="$work/edge.cjs"
 
+# The code cache (V8's compiled bundle, for this very Node) costs about 1 MB of file and saves
+# about 15 MB of resident memory: the bundle is not compiled again at start (ADR 0018).
 log "single executable"
 cat >"$work/sea-config.json" <<JSON
-{ "main": "$work/edge.cjs", "output": "$work/sea-prep.blob", "disableExperimentalSEAWarning": true }
+{ "main": "$work/edge.cjs", "output": "$work/sea-prep.blob", "disableExperimentalSEAWarning": true,
+  "useCodeCache": true }
 JSON
 "$node" --experimental-sea-config "$work/sea-config.json" >&2
 cp "$node" "$work/edgeroll-edge"
