@@ -6,6 +6,7 @@ import { staticTokenAuthenticator } from "../routes/auth.ts";
 import { memoryLogger } from "../cli/log.ts";
 import { Kube } from "./e2e/kube.ts";
 import { exerciseEdgeAgent, seedOtaUpgrade } from "./edge-ota.ts";
+import { freePort } from "./processes.ts";
 
 Deno.test({
   name: "edge agent on sim: lists its node's pods, refuses another node's, upgrades its own",
@@ -28,6 +29,35 @@ Deno.test({
       await sim.stop();
     }
   },
+});
+
+Deno.test("edge agent: an API server that cannot be reached answers 503, not a hang", async () => {
+  const token = crypto.randomUUID();
+  const agent = await startEdgeAgent({
+    // A port nothing listens on: every request is refused, as on a node cut off from the cloud.
+    kubeConfig: kubeConfigForServer(`http://127.0.0.1:${freePort()}`),
+    node: "edge-1",
+    auth: staticTokenAuthenticator(token),
+    port: 0,
+    logger: memoryLogger(),
+  });
+  try {
+    for (
+      const [path, method] of [
+        ["/pods", "GET"],
+        ["/openyurt.io/v1/namespaces/default/pods/ota-agent-x/upgrade", "POST"],
+      ]
+    ) {
+      const res = await fetch(`${agent.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assertEquals(res.status, 503, path);
+      assertEquals((await res.json()).error.reason, "KubernetesUnavailable");
+    }
+  } finally {
+    await agent.stop();
+  }
 });
 
 Deno.test("main.ts edge: --node and a token are required, exit 2 with the reason", async () => {
