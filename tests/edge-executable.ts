@@ -23,11 +23,17 @@ async function firstLine(stream: ReadableStreamDefaultReader<string>): Promise<s
   return text.split("\n")[0];
 }
 
-/** VmRSS of `pid` (Deno reads /proc only with every permission; `cat` needs --allow-run). */
-async function residentKiB(pid: number): Promise<number> {
+/**
+ * Resident memory of `pid` in MiB: all of it, the process's own (anonymous) pages, and the pages
+ * of files (the executable, shared and clean). Deno reads /proc only with every permission;
+ * `cat` needs --allow-run.
+ */
+async function resident(pid: number): Promise<string> {
   const read = await new Deno.Command("cat", { args: [`/proc/${pid}/status`] }).output();
   const status = new TextDecoder().decode(read.stdout);
-  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]);
+  const mib = (field: string) =>
+    (Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1]) / 1024).toFixed(1);
+  return `${mib("VmRSS")} MiB (anon ${mib("RssAnon")}, file ${mib("RssFile")})`;
 }
 
 Deno.test("edge executable: built from npm packages, runs alone, lists and upgrades on sim", async () => {
@@ -57,16 +63,16 @@ Deno.test("edge executable: built from npm packages, runs alone, lists and upgra
     // The agent's first log line says where it listens.
     const first = await firstLine(logs);
     assertEquals(JSON.parse(first || "{}").msg, "edge agent listening", first);
-    const idle = await residentKiB(agent.pid);
+    const idle = await resident(agent.pid);
     const kube = new Kube(sim.kubeconfigPath);
     const byNode = await seedOtaUpgrade(kube, ["edge-1", "edge-2"]);
     const url = `http://127.0.0.1:${port}`;
     await exerciseEdgeAgent(kube, { url, token, node: "edge-1" }, byNode);
-    const busy = await residentKiB(agent.pid);
+    const busy = await resident(agent.pid);
     console.log(
-      `| edge executable | ${(size / 2 ** 20).toFixed(1)} MiB | RSS idle ${
-        (idle / 1024).toFixed(1)
-      } MiB | RSS after the exercise ${(busy / 1024).toFixed(1)} MiB |`,
+      `| edge executable | ${
+        (size / 2 ** 20).toFixed(1)
+      } MiB | RSS idle ${idle} | RSS after the exercise ${busy} |`,
     );
     agent.kill("SIGTERM");
     assertEquals((await agent.status).code, 0, "SIGTERM stops the agent cleanly");
