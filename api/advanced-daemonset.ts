@@ -112,6 +112,12 @@ export const AdvancedDaemonSetStatus = z.object({
   expectations: z.array(Expectation).optional(),
   /** RFC 3339: when this set wants to be reconciled again even if nothing is reported. */
   nextCheckAt: z.string().optional(),
+  /**
+   * The resourceVersion of the pods the last status write was planned from. A controller whose
+   * cached pods are older lists them instead, so it never plans from less than the writer saw
+   * (an expectation dropped for a pod it has not seen yet).
+   */
+  observedPodsVersion: z.string().optional(),
 });
 export type AdvancedDaemonSetStatus = z.infer<typeof AdvancedDaemonSetStatus>;
 

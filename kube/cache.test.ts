@@ -1,6 +1,6 @@
 import { assertEquals } from "@std/assert";
 import { memoryLogger } from "../cli/log.ts";
-import { type CacheChange, SnapshotCache } from "./cache.ts";
+import { type CacheChange, isAtLeast, SnapshotCache } from "./cache.ts";
 import type { KubeList, KubeObject } from "./objects.ts";
 import type { WatchFn } from "./watcher.ts";
 
@@ -131,7 +131,7 @@ Deno.test("a set's pods are cached by namespace and selector; an unread cache is
         "app=other",
       ]],
     );
-    assertEquals(cache.pods("edge", "app=agent")?.map((p) => [p.kind, p.metadata.name]), [
+    assertEquals(cache.pods("edge", "app=agent")?.items.map((p) => [p.kind, p.metadata.name]), [
       ["Pod", "p"],
     ]);
     now = 30_000;
@@ -142,4 +142,37 @@ Deno.test("a set's pods are cached by namespace and selector; an unread cache is
   } finally {
     await cache.close();
   }
+});
+
+Deno.test("pods older than what the set's last status was planned from are not read", async () => {
+  const server = fakeServer();
+  server.listed.pods = [{ metadata: { name: "p", namespace: "edge", resourceVersion: "3" } }];
+  const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
+  try {
+    cache.pods("edge", "app=agent");
+    await settle();
+    assertEquals(cache.pods("edge", "app=agent", "10")?.resourceVersion, "10", "listed at 10");
+    assertEquals(cache.pods("edge", "app=agent", "11"), undefined, "a writer saw 11: list");
+    server.watches[0].onLine("ADDED", {
+      kind: "Pod",
+      metadata: { name: "q", namespace: "edge", resourceVersion: "12" },
+    });
+    assertEquals(cache.pods("edge", "app=agent", "11")?.items.length, 2, "caught up at 12");
+  } finally {
+    await cache.close();
+  }
+});
+
+Deno.test("resourceVersions compare as etcd revisions; anything else is not known to be newer", () => {
+  assertEquals(
+    [
+      isAtLeast("12", "9"),
+      isAtLeast("9", "12"),
+      isAtLeast("12", "12"),
+      isAtLeast("99999999999999999999", "99999999999999999998"),
+      isAtLeast("abc", "1"),
+      isAtLeast("5", ""),
+    ],
+    [true, false, true, true, false, false],
+  );
 });

@@ -6,13 +6,15 @@
  * list, and between a failed watch and the next, it answers undefined and the reader lists.
  *
  * Only a copy of what the API server says: no rollout state lives here. A stale read is what
- * the expectations in the set's status are for (as upstream's informer caches), and every
- * change a cache applies is reported to `onChange`, so the reconcile it calls for reads the
- * cache after that change.
+ * the expectations in the set's status are for (as upstream's informer caches), with one
+ * more guard: the status records the pods' resourceVersion it was planned from, and a pod
+ * cache older than that is not read (another replica, or this one's last LIST, saw more).
+ * Every change a cache applies is reported to `onChange`, so the reconcile it calls for reads
+ * the cache after that change.
  */
 import type { Logger } from "../cli/log.ts";
 import type { Access, KubeApi } from "./api.ts";
-import type { KubeObject } from "./objects.ts";
+import type { KubeList, KubeObject } from "./objects.ts";
 import { type RunningWatch, startWatch, type WatchFn } from "./watcher.ts";
 
 /** The watches a cache adds to the lists `accessOf` names (the controller's ClusterRole). */
@@ -79,16 +81,31 @@ class CollectionCache {
     });
   }
 
-  /** The objects as last seen, or undefined while the watch is not open. */
-  items(now: number): KubeObject[] | undefined {
+  /**
+   * The objects as last seen, with the resourceVersion they are current at; undefined while
+   * the watch is not open or when that is older than `notOlderThan`.
+   */
+  read(now: number, notOlderThan?: string): KubeList | undefined {
     this.lastRead = now;
-    if (!this.#open) return undefined;
-    return this.#items ??= [...this.#objects.values()];
+    const resourceVersion = this.#watch.resourceVersion;
+    if (!this.#open || resourceVersion === undefined) return undefined;
+    if (notOlderThan !== undefined && !isAtLeast(resourceVersion, notOlderThan)) return undefined;
+    return { items: this.#items ??= [...this.#objects.values()], resourceVersion };
   }
 
   stop(): Promise<void> {
     return this.#watch.stop();
   }
+}
+
+/**
+ * Whether resourceVersion `rv` is at least `min`. Kubernetes calls them opaque; every built-in
+ * store hands out etcd's revision, one counter for all objects, so they compare as integers.
+ * Anything else is not known to be newer: the reader lists.
+ */
+export function isAtLeast(rv: string, min: string): boolean {
+  if (!/^\d+$/.test(rv) || !/^\d+$/.test(min)) return false;
+  return BigInt(rv) >= BigInt(min);
 }
 
 export class SnapshotCache {
@@ -118,11 +135,14 @@ export class SnapshotCache {
       this.#options,
       (change) => this.#notify(change),
     );
-    return this.#nodes.items(this.#now());
+    return this.#nodes.read(this.#now())?.items;
   }
 
-  /** A set's pods (by namespace and selector); the first call starts that cache. */
-  pods(namespace: string, labelSelector: string): KubeObject[] | undefined {
+  /**
+   * A set's pods (by namespace and selector) and the resourceVersion they are current at,
+   * when that is at least `notOlderThan`; the first call starts that cache.
+   */
+  pods(namespace: string, labelSelector: string, notOlderThan?: string): KubeList | undefined {
     if (this.#closed) return undefined;
     const now = this.#now();
     this.#stopUnused(now);
@@ -139,7 +159,7 @@ export class SnapshotCache {
       );
       this.#pods.set(key, cache);
     }
-    return cache.items(now);
+    return cache.read(now, notOlderThan);
   }
 
   /** How many collections are cached (nodes counting as one). */

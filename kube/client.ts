@@ -12,7 +12,7 @@ import {
   verbOf,
 } from "./api.ts";
 import { isAlreadyExists, isConflict, isNotFound, toKubeError } from "./errors.ts";
-import type { KubeList, KubeObject, SetKind, SetRef } from "./objects.ts";
+import type { KubeObject, SetKind, SetRef } from "./objects.ts";
 import type { SnapshotCache } from "./cache.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
@@ -50,6 +50,26 @@ export interface EventNote {
   message: string;
 }
 
+/** A snapshot as read, with the resourceVersion its pods are current at. */
+export type SnapshotRead = Snapshot & { podsVersion: string };
+
+/** The set's status as its last claim wrote it: `.status`, or a DaemonSet's annotation. */
+export function writtenStatus(kind: SetKind, set: KubeObject): unknown {
+  if (kind === "advanceddaemonsets") return set.status;
+  const raw = set.metadata.annotations?.[rolloutStatusAnnotation];
+  if (raw === undefined) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+function observedPodsVersion(kind: SetKind, set: KubeObject): string | undefined {
+  const status = writtenStatus(kind, set) as { observedPodsVersion?: unknown } | undefined;
+  return typeof status?.observedPodsVersion === "string" ? status.observedPodsVersion : undefined;
+}
+
 export class KubeClient {
   /** The raw calls, each retried and counted; for what the methods below do not cover. */
   readonly api: KubeApi;
@@ -72,25 +92,26 @@ export class KubeClient {
    * The set, its pods and ControllerRevisions (by the set's selector) and all nodes: one
    * GET then three LISTs in parallel, never per-object reads. The set is always read from
    * the API server (its resourceVersion is the claim's precondition); pods and nodes come
-   * from the cache where one is open.
+   * from the cache where one is open, pods only if it is at least as new as the pods the
+   * set's last status write was planned from (`observedPodsVersion`).
    */
-  async readSnapshot(ref: SetRef): Promise<Snapshot | undefined> {
+  async readSnapshot(ref: SetRef): Promise<SnapshotRead | undefined> {
     const set = await this.readSet(ref);
     if (!set) return undefined;
     const spec = set.spec as { selector?: LabelSelector } | undefined;
     const labelSelector = labelSelectorString(spec?.selector);
-    const items = (list: Promise<KubeList>) => list.then((l) => l.items);
     const [pods, nodes, revisions] = await Promise.all([
-      this.cache?.pods(ref.namespace, labelSelector) ??
-        items(this.api.listPods({ namespace: ref.namespace, labelSelector })),
-      this.cache?.nodes() ?? items(this.api.listNodes({})),
-      items(this.api.listRevisions({ namespace: ref.namespace, labelSelector })),
+      this.cache?.pods(ref.namespace, labelSelector, observedPodsVersion(ref.kind, set)) ??
+        this.api.listPods({ namespace: ref.namespace, labelSelector }),
+      this.cache?.nodes() ?? this.api.listNodes({}).then((l) => l.items),
+      this.api.listRevisions({ namespace: ref.namespace, labelSelector }),
     ]);
     // Trusted as read: plan() validates the set's spec; the others are the API server's own.
     const objects = {
-      pods: pods as Pod[],
+      pods: pods.items as Pod[],
       nodes: nodes as Node[],
-      revisions: revisions as ControllerRevision[],
+      revisions: revisions.items as ControllerRevision[],
+      podsVersion: pods.resourceVersion,
     };
     return ref.kind === "advanceddaemonsets"
       ? { kind: "AdvancedDaemonSet", set, ...objects }

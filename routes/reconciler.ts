@@ -3,13 +3,12 @@
  * `reconcileHandler`): read → plan → claim → act → answer. Stateless: what must survive
  * between two calls is in the set's status, written by the claim.
  */
-import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
 import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../engine/types.ts";
 import type { Expectation } from "../api/advanced-daemonset.ts";
 import { readSet, resolve } from "../engine/config.ts";
-import type { KubeClient } from "../kube/client.ts";
+import { type KubeClient, writtenStatus } from "../kube/client.ts";
 import { isConflict } from "../kube/errors.ts";
 import {
   type ActionOutcome,
@@ -155,11 +154,16 @@ async function reconcileOnce(
     );
   }
 
-  const statusChanged = !deepEqual(plan.status, statusRead(snapshot));
+  const statusChanged = !deepEqual(
+    unstamped(plan.status),
+    unstamped(writtenStatus(ref.kind, snapshot.set as KubeObject)),
+  );
+  // What this plan saw of the pods, so no later reader plans from less (kube/cache.ts).
+  const stamped = { ...plan.status, observedPodsVersion: snapshot.podsVersion };
   let claimed: KubeObject | undefined;
   if (statusChanged) {
     try {
-      claimed = await deps.kube.claimStatus(ref.kind, snapshot.set as KubeObject, plan.status);
+      claimed = await deps.kube.claimStatus(ref.kind, snapshot.set as KubeObject, stamped);
     } catch (err) {
       if (!isConflict(err)) throw err;
       log.info("status claim lost, reading again", { attempt: conflicts + 1 });
@@ -177,8 +181,8 @@ async function reconcileOnce(
   deps.metrics?.observeActions(outcomes);
   const notLanded = outcomes.filter((o) => o.result === "failed" || o.result === "skipped");
   const status = claimed && notLanded.length > 0
-    ? await withdrawExpectations(deps, ref, claimed, plan.status, notLanded, log)
-    : plan.status;
+    ? await withdrawExpectations(deps, ref, claimed, stamped, notLanded, log)
+    : stamped;
   const missing = new Set(notLanded.map((o) => podOf(o.action)));
   await recordEvents(
     deps,
@@ -216,16 +220,11 @@ class PhaseTimer {
   }
 }
 
-/** What the last claim wrote: `.status`, or the annotation of a plain DaemonSet. */
-function statusRead(snapshot: Snapshot): unknown {
-  if (snapshot.kind === "AdvancedDaemonSet") return snapshot.set.status;
-  const raw = snapshot.set.metadata.annotations?.[rolloutStatusAnnotation];
-  if (raw === undefined) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
+/** A status as the engine sees it: without the stamp the reconciler adds. */
+function unstamped(status: unknown): unknown {
+  if (typeof status !== "object" || status === null) return status;
+  const { observedPodsVersion: _stamp, ...rest } = status as Record<string, unknown>;
+  return rest;
 }
 
 /** The set's `burstReplicas` (an int or a percent of the nodes), upstream's 250 otherwise. */
