@@ -3,8 +3,9 @@
  * randomness; the same snapshot and `now` always give the same plan.
  *
  * Assumptions (what the executor and the next call guarantee):
- * - Actions are applied in order after the status claim; any prefix may land. Expectations in
- *   the written status stop the next call from repeating what has not been observed yet.
+ * - Actions are applied after the status claim, revisions first; any subset of the pod
+ *   actions may land (kube/executor.ts). Expectations in the written status stop the next call
+ *   from repeating what has not been observed yet.
  * - A pod is created with a deterministic name, so a repeated create is a harmless 409.
  *
  * Invariants (each one is a test in `plan.test.ts` / `plan.property.test.ts`):

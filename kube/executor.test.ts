@@ -44,7 +44,7 @@ Deno.test("at most burst actions are sent; the rest are skipped", async () => {
   ]);
 });
 
-Deno.test("slow start: a failure in a batch stops the run after that batch", async () => {
+Deno.test("slow start: a failed creation skips the creations after its batch", async () => {
   const actions = Array.from({ length: 10 }, (_, i) => createPod(`p${i}`));
   const { outcomes, requests } = await execute(actions, 250, (r) => {
     const name = (r.body as { metadata: { name: string } }).metadata.name;
@@ -54,6 +54,55 @@ Deno.test("slow start: a failure in a batch stops the run after that batch", asy
   assertEquals(requests.length, 3);
   assertEquals(outcomes.slice(0, 4).map((o) => o.result), ["done", "failed", "done", "skipped"]);
   assertEquals(outcomes[1].error?.status, 500);
+});
+
+const deletePod = (name: string): Action => ({
+  type: "deletePod",
+  reason: "old revision",
+  name,
+  uid: `u-${name}`,
+});
+
+Deno.test("deletions go all at once, as upstream's: a failed one or a failed creation stops none", async () => {
+  const actions = [
+    createPod("c0"),
+    ...Array.from({ length: 8 }, (_, i) => deletePod(`d${i}`)),
+  ];
+  const { outcomes, requests } = await execute(
+    actions,
+    250,
+    (r) =>
+      r.method === "POST" || r.path.endsWith("/d3")
+        ? statusAnswer(500, "InternalError")
+        : { body: {} },
+  );
+  assertEquals(requests.length, 9);
+  assertEquals(outcomes.map((o) => o.result), [
+    "failed",
+    ...Array(3).fill("done"),
+    "failed",
+    ...Array(4).fill("done"),
+  ]);
+});
+
+Deno.test("a failed revision write stops the run: the pods name their revision", async () => {
+  const actions: Action[] = [
+    {
+      type: "createRevision",
+      reason: "new template",
+      revisionObject: { metadata: { name: "r2" }, revision: 2 },
+    },
+    createPod("c0"),
+    deletePod("d0"),
+  ];
+  const { outcomes, requests } = await execute(
+    actions,
+    250,
+    (r) =>
+      r.path.includes("controllerrevisions") ? statusAnswer(500, "InternalError") : { body: {} },
+  );
+  assertEquals(requests.length, 1);
+  assertEquals(outcomes.map((o) => o.result), ["failed", "skipped", "skipped"]);
 });
 
 Deno.test("AlreadyExists and gone count as already done, not as failures", async () => {

@@ -1,8 +1,11 @@
 /**
  * The one executor of a plan's actions, as upstream's `syncNodes`: at most `burst` pod
- * creations and deletions per call, sent in slow-start batches (1, 2, 4, …) so that a failing API server costs one
- * request, not a whole burst. A batch with a failure ends the run; the rest is left for the
- * next reconcile, which re-plans from what it observes.
+ * creations and deletions per call. Revisions go first (the pods name theirs; a failure there
+ * ends the run). Creations go in slow-start batches (1, 2, 4, …), so a failing API server or an
+ * exhausted quota costs one request, not a whole burst: a batch with a failure skips the
+ * creations after it. Deletions, patches and pod conditions then go all at once (a few dozen
+ * in flight), as upstream deletes. What did not land is left for the next reconcile, which
+ * re-plans from what it observes.
  */
 import type { Action } from "../engine/types.ts";
 import type { KubeClient } from "./client.ts";
@@ -20,13 +23,22 @@ export interface ActionOutcome {
 export interface ExecuteOptions {
   /** Most pod creations and deletions sent in one call (the set's `burstReplicas`). */
   burst: number;
-  /** First batch size; doubled after each batch that fully succeeded. */
+  /** First batch of creations; doubled after each batch that fully succeeded. */
   initialBatch?: number;
   now: Date;
 }
 
 /** Upstream's default `burstReplicas`. */
 export const defaultBurst = 250;
+
+/** Requests in flight at once for the writes that are not slow-started. */
+const inFlight = 32;
+
+const revisionActions = new Set<Action["type"]>([
+  "createRevision",
+  "patchRevision",
+  "deleteRevision",
+]);
 
 export async function executeActions(
   client: KubeClient,
@@ -42,21 +54,37 @@ export async function executeActions(
     if (action.type !== "createPod" && action.type !== "deletePod") return true;
     return ++podWrites <= Math.max(0, burst);
   });
+  const apply = async (outcome: ActionOutcome) => {
+    try {
+      outcome.result = await applyAction(client, namespace, outcome.action, now);
+    } catch (err) {
+      outcome.result = "failed";
+      outcome.error = toKubeError(err, outcome.action.type);
+    }
+  };
+  const failed = (batch: ActionOutcome[]) => batch.some((o) => o.result === "failed");
+
+  const revisions = sendable.filter((o) => revisionActions.has(o.action.type));
+  await Promise.all(revisions.map(apply));
+  if (failed(revisions)) return outcomes;
+
+  const creations = sendable.filter((o) => o.action.type === "createPod");
   let start = 0;
-  for (let size = Math.max(1, initialBatch); start < sendable.length; size *= 2) {
-    const end = Math.min(sendable.length, start + size);
-    const batch = sendable.slice(start, end);
-    await Promise.all(batch.map(async (outcome) => {
-      try {
-        outcome.result = await applyAction(client, namespace, outcome.action, now);
-      } catch (err) {
-        outcome.result = "failed";
-        outcome.error = toKubeError(err, outcome.action.type);
-      }
-    }));
-    start = end;
-    if (batch.some((o) => o.result === "failed")) break;
+  for (let size = Math.max(1, initialBatch); start < creations.length; size *= 2) {
+    const batch = creations.slice(start, start + size);
+    await Promise.all(batch.map(apply));
+    start += batch.length;
+    if (failed(batch)) break;
   }
+
+  const rest = sendable.filter((o) =>
+    o.action.type !== "createPod" && !revisionActions.has(o.action.type)
+  );
+  let next = 0;
+  const worker = async () => {
+    while (next < rest.length) await apply(rest[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, rest.length) }, worker));
   return outcomes;
 }
 
