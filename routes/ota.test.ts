@@ -2,13 +2,13 @@ import { assertEquals, assertStringIncludes } from "@std/assert";
 import { Hono } from "hono";
 import { memoryLogger } from "../cli/log.ts";
 import { interceptApi, type Overrides } from "../kube/api.ts";
-import { KubeClient } from "../kube/client.ts";
+import { KubeClient, type RequestRecord } from "../kube/client.ts";
 import { KubeError } from "../kube/errors.ts";
 import { type MemoryApi, memoryApi } from "../kube/memory-api.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { requireBearer, staticTokenAuthenticator } from "./auth.ts";
 import { errorHandler } from "./errors.ts";
-import { registerOtaRoutes } from "./ota.ts";
+import { edgeOtaCalls, registerOtaRoutes } from "./ota.ts";
 import { harness, token } from "./test-fixtures.ts";
 
 const upgrade = (ns: string, pod: string) => `/openyurt.io/v1/namespaces/${ns}/pods/${pod}/upgrade`;
@@ -82,12 +82,20 @@ function seed(api: MemoryApi) {
 }
 
 /** The OTA routes as the edge agent serves them: one node, a short deadline. */
-function edgeApp(options: { node?: string; overrides?: Overrides; deadlineMs?: number } = {}) {
+function edgeApp(
+  options: {
+    node?: string;
+    overrides?: Overrides;
+    deadlineMs?: number;
+    onRequest?: (record: RequestRecord) => void;
+  } = {},
+) {
   const api = memoryApi();
   seed(api);
   const logs = memoryLogger();
   const kube = new KubeClient(interceptApi(api, options.overrides ?? {}), {
     retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 1, sleep: () => Promise.resolve() },
+    onRequest: options.onRequest,
   });
   const app = new Hono();
   app.onError(errorHandler(logs));
@@ -294,4 +302,29 @@ Deno.test("imagepull answers 501: edgeroll has no image pre-puller", async () =>
   assertEquals(error.reason, "NotImplemented");
   assertStringIncludes(error.message, "pre-pull");
   assertEquals(api.writes, []);
+});
+
+Deno.test("the edge agent's OTA routes call exactly edgeOtaCalls; the only set they read is a DaemonSet", async () => {
+  const called = new Set<string>();
+  const setKinds = new Set<string>();
+  const { request } = edgeApp({
+    onRequest: ({ method }) => called.add(method),
+    overrides: {
+      getSet: (p, next) => {
+        setKinds.add(p.kind);
+        return next(p);
+      },
+    },
+  });
+  for (
+    const [path, method] of [
+      ["/pods", "GET"],
+      ["/openyurt.io/v1/pods", "GET"],
+      [upgrade("default", "rolling-abcde"), "POST"], // refused: not OTA, after reading its set
+      [upgrade("default", "nginx-daemonset-bwzss"), "POST"],
+      ["/openyurt.io/v1/namespaces/default/pods/standalone/imagepull", "POST"],
+    ]
+  ) await request(path, method);
+  assertEquals([...called].sort(), [...edgeOtaCalls].sort());
+  assertEquals([...setKinds], ["daemonsets"]);
 });

@@ -11,6 +11,7 @@ import { z } from "zod";
 import type { Logger } from "../cli/log.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import { type DaemonSet, Keys, type Pod } from "../api/kube-objects.ts";
+import type { KubeMethod } from "../kube/api.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { labelSelectorString } from "../kube/selector.ts";
@@ -31,6 +32,13 @@ export interface OtaDeps {
    */
   deadlineMs?: number;
 }
+
+/**
+ * The Kubernetes calls the OTA routes make on the edge agent (`node` set): list the node's
+ * pods, read one pod and the DaemonSet controlling it, delete it. Its ClusterRole
+ * (manifests/edge-agent) is checked against these. On the controller, `GET /pods` also lists sets.
+ */
+export const edgeOtaCalls: readonly KubeMethod[] = ["listPods", "getPod", "getSet", "deletePod"];
 
 /** OpenYurt's condition set by its image pre-pull controller; honoured when present. */
 export const podImageReady = "PodImageReady";

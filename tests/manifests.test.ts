@@ -1,6 +1,6 @@
 /**
- * The kustomize base and the Knative overlay render with `kubectl kustomize` and pass a
- * server-side dry-run against the simulator: the API server validates every object.
+ * The kustomize base, the Knative overlay and the edge agent render with `kubectl kustomize`
+ * and pass a server-side dry-run against the simulator: the API server validates every object.
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { parseAllDocuments } from "yaml";
@@ -77,18 +77,54 @@ Deno.test("manifests: knative overlay swaps the relay for an ApiServerSource", a
   assertEquals(rendered.includes("ApiServerSource/edgeroll-events"), true);
 });
 
-for (const dir of ["base", "overlays/knative"]) {
+Deno.test("manifests: edge-agent runs the controller's image on every node, on loopback", async () => {
+  const objects = parseAllDocuments(await kustomize("edge-agent")).map((doc) => doc.toJS());
+  const controller = parseAllDocuments(await kustomize("base")).map((doc) => doc.toJS())
+    .find((o) => o.kind === "Deployment" && o.metadata.name === "edgeroll-controller");
+  assertEquals(objects.some((o) => o.kind === "Secret"), false, "the operator creates the Secret");
+  const set = objects.find((o) => o.kind === "DaemonSet");
+  assertEquals(set.metadata.namespace, "edgeroll-system");
+  const pod = set.spec.template.spec;
+  const [container] = pod.containers;
+  assertEquals(container.image, controller.spec.template.spec.containers[0].image);
+  assertEquals(pod.hostNetwork, true);
+  assertEquals(pod.tolerations, [{ operator: "Exists", effect: "NoSchedule" }]);
+  assertEquals(container.args.includes("--node=$(NODE_NAME)"), true);
+  assertEquals(container.args.some((a: string) => a.startsWith("--kubeconfig")), false);
+  assertEquals(container.env, [
+    { name: "NODE_NAME", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
+  ]);
+  // The token file is the Secret's key `token`, under a path the image may read.
+  const mount = container.volumeMounts.find((m: { name: string }) => m.name === "token");
+  assertEquals(container.args.includes(`--token-file=${mount.mountPath}/token`), true);
+  assertEquals(mount.mountPath.startsWith("/var/run/secrets/"), true);
+  assertEquals(pod.volumes, [{ name: "token", secret: { secretName: "edgeroll-edge-token" } }]);
+  for (const probe of [container.livenessProbe, container.readinessProbe]) {
+    assertEquals(probe.httpGet, { host: "127.0.0.1", path: "/healthz", port: "ota" });
+  }
+});
+
+const dryRuns: [dir: string, created: string][] = [
+  ["base", "deployment.apps/edgeroll-controller"],
+  ["overlays/knative", "deployment.apps/edgeroll-controller"],
+  ["edge-agent", "daemonset.apps/edgeroll-edge"],
+];
+
+for (const [dir, created] of dryRuns) {
   Deno.test(`manifests: ${dir} passes a server-side dry-run`, async () => {
     await withSim({ nodes: 1 }, async (sim) => {
+      // Everything goes on top of the base's namespace and CRD (the edge agent has neither).
+      const base = split(await kustomize("base")).first;
       const { first, rest } = split(await kustomize(dir));
-      const setup = await kubectl(sim, ["apply", "-f", "-"], first + "---\n" + APISERVERSOURCE_CRD);
+      const setup = await kubectl(
+        sim,
+        ["apply", "-f", "-"],
+        [base, first, APISERVERSOURCE_CRD].filter((part) => part.trim()).join("---\n"),
+      );
       assertEquals(setup.code, 0, setup.stderr);
       const dry = await kubectl(sim, ["apply", "--dry-run=server", "-f", "-"], rest);
       assertEquals(dry.code, 0, dry.stderr);
-      assertStringIncludes(
-        dry.stdout,
-        "deployment.apps/edgeroll-controller created (server dry run)",
-      );
+      assertStringIncludes(dry.stdout, `${created} created (server dry run)`);
     });
   });
 }

@@ -1,13 +1,14 @@
 /**
  * Least privilege, checked both ways: the ClusterRoles in manifests/base allow everything the
  * controller (`accessOf` in kube/api.ts) and the relay (`watchedPaths`) ask of the API server,
- * and nothing they never ask.
+ * and nothing they never ask; so does the edge agent's (`edgeOtaCalls`) in manifests/edge-agent.
  */
 import { assertEquals } from "@std/assert";
 import { parseAllDocuments } from "yaml";
 import { accessOf } from "../kube/api.ts";
 import { cacheAccess } from "../kube/cache.ts";
 import { watchedPaths } from "../relay/relay.ts";
+import { edgeOtaCalls } from "../routes/ota.ts";
 
 interface Rule {
   apiGroups: string[];
@@ -15,11 +16,13 @@ interface Rule {
   verbs: string[];
 }
 
-const rbac = await Deno.readTextFile(new URL("../manifests/base/rbac.yaml", import.meta.url));
+const readRbac = (dir: string) =>
+  Deno.readTextFile(new URL(`../manifests/${dir}/rbac.yaml`, import.meta.url));
+const rbac = await readRbac("base");
 
 /** Every (group, resource, verb) a ClusterRole grants, as `group/resource:verb`. */
-function granted(role: string): string[] {
-  const found = parseAllDocuments(rbac)
+function granted(role: string, yaml = rbac): string[] {
+  const found = parseAllDocuments(yaml)
     .map((doc) => doc.toJS() as { kind: string; metadata: { name: string }; rules?: Rule[] })
     .find((o) => o.kind === "ClusterRole" && o.metadata.name === role);
   if (!found) throw new Error(`no ClusterRole ${role} in rbac.yaml`);
@@ -46,4 +49,13 @@ Deno.test("rbac: the relay's ClusterRole is list and watch on what it watches", 
     return ["list", "watch"].map((verb) => `${group}/${resource}:${verb}`);
   });
   assertEquals(unique(granted("edgeroll-relay")), unique(needed));
+});
+
+Deno.test("rbac: the edge agent's ClusterRole is exactly what its OTA routes call", async () => {
+  const needed = edgeOtaCalls.flatMap((method) => accessOf[method])
+    // getSet covers both kinds of set; the agent reads only the DaemonSet that controls a pod
+    // (the pre-check refuses any other owner first; routes/ota.test.ts checks the kind).
+    .filter(({ resource }) => resource !== "advanceddaemonsets")
+    .map(({ group, resource, verb }) => `${group}/${resource}:${verb}`);
+  assertEquals(unique(granted("edgeroll-edge", await readRbac("edge-agent"))), unique(needed));
 });
