@@ -487,3 +487,33 @@ Deno.test("property: OpenYurt OTA only marks pods, and marks each one right", ()
     { numRuns: 40 },
   );
 });
+
+Deno.test("regression (fast-check counterexample): the budget's waiting count does not depend on where in the order it filled", () => {
+  // Surge 1, burst 2, a failed new pod on node-3 being deleted (its replacement has the same
+  // name, so it cannot start yet) and a third revision on node-1: the first plan filled the
+  // budget after passing node-3, the repeat on its own status before it ("1 node" / "2 nodes").
+  const spec: FleetSpec = {
+    nodes: 4,
+    canary: [...Array(7).fill(false), true, ...Array(6).fill(false), true, false],
+    surge: true,
+    inPlace: false,
+    amount: 1,
+    partition: null,
+    selector: false,
+    minReadySeconds: 0,
+    burst: 2,
+  };
+  const calm = { failMask: 0, flip: 0, crash: 0, lag: false, bump: false };
+  const steps: Disturbance[] = [
+    calm,
+    { ...calm, failMask: 15200 },
+    { ...calm, bump: true },
+    { ...calm, failMask: 35112 },
+    calm,
+  ];
+  const [c, now] = midRollout(spec, steps);
+  const first = plan(c.snapshot, now);
+  const statusOnly = structuredClone(c.snapshot);
+  statusOnly.set.status = first.status;
+  assertEquals(plan(statusOnly, now).status, first.status);
+});

@@ -92,6 +92,10 @@ export function planBudgetedUpdate(
   budget: UpdateBudget,
 ) {
   const holders = budgetHolderNames(desired, budget.holds, b.hash);
+  // Nodes whose available old pod was not replaced this call (budget full, or the replacement
+  // could not start yet): counted once the walk is over, so the count does not depend on where
+  // in the order the budget filled up, and a plan repeated on its own status says the same.
+  let notStarted = 0;
   for (const view of order) {
     const active = activePods(view);
     const old = active.find((p) => podRevision(p) !== b.hash);
@@ -106,10 +110,12 @@ export function planBudgetedUpdate(
     } else if (holders.length < budget.limit) {
       const holder = budget.replace(view, old);
       if (holder !== undefined) holders.push(holder);
+      else notStarted++;
     } else {
-      b.budgetBlocked++;
+      notStarted++;
     }
   }
+  if (holders.length >= budget.limit) b.budgetBlocked = notStarted;
   if (b.budgetBlocked > 0) {
     b.budgetHolders = [...holders].sort();
     b.budgetMessage = `${budget.name} ${budget.limit} is used by ${plural(holders.length, "pod")}`;
