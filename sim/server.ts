@@ -649,7 +649,6 @@ export class SimServer {
 
   #create(target: Target, body: unknown, params: URLSearchParams): Response {
     const { type } = target;
-    const { store } = this.ctx;
     if (target.subresource === "eviction") return this.#evict(target, body);
     if (target.subresource === "binding") return this.#bind(target, body);
     if (type.storage === "bindings") {
@@ -659,13 +658,7 @@ export class SimServer {
     if (type.storage === "tokenreviews.authentication.k8s.io") return this.#tokenReview(body);
     const object = this.#toStorage(type, this.#normalize(target, body));
     this.#requireNamespace(target);
-    const warnings = this.#fieldValidation(
-      type,
-      admit(type, object, undefined, store.now()),
-      params,
-    );
-    if (params.get("dryRun")) return json(this.#present(type, object), 201, warnings);
-    return json(this.#present(type, store.create(type.storage, object)), 201, warnings);
+    return this.#admitAndStore(type, object, undefined, params);
   }
 
   #update(target: Target, body: unknown, params: URLSearchParams): Response {
@@ -674,9 +667,7 @@ export class SimServer {
     const incoming = this.#toStorage(type, this.#normalize(target, body));
     const stored = store.get(type.storage, target.namespace, target.name!);
     const next = splitStatus(type, target.subresource, incoming, stored);
-    const warnings = this.#fieldValidation(type, admit(type, next, stored, store.now()), params);
-    if (params.get("dryRun")) return json(this.#present(type, next), 200, warnings);
-    return json(this.#present(type, store.update(type.storage, next)), 200, warnings);
+    return this.#admitAndStore(type, next, stored, params);
   }
 
   async #patch(req: Request, target: Target, params: URLSearchParams): Promise<Response> {
@@ -730,9 +721,7 @@ export class SimServer {
     object.metadata.name = stored.metadata.name;
     object.metadata.namespace = stored.metadata.namespace;
     const next = splitStatus(type, target.subresource, this.#toStorage(type, object), stored);
-    const warnings = this.#fieldValidation(type, admit(type, next, stored, store.now()), params);
-    if (params.get("dryRun")) return json(this.#present(type, next), 200, warnings);
-    return json(this.#present(type, store.update(type.storage, next)), 200, warnings);
+    return this.#admitAndStore(type, next, stored, params);
   }
 
   #apply(
@@ -771,13 +760,7 @@ export class SimServer {
       }
       this.#requireNamespace(target);
       const object = this.#toStorage(type, serverSideApply(undefined, config, options));
-      const warnings = this.#fieldValidation(
-        type,
-        admit(type, object, undefined, store.now()),
-        params,
-      );
-      if (params.get("dryRun")) return json(this.#present(type, object), 201, warnings);
-      return json(this.#present(type, store.create(type.storage, object)), 201, warnings);
+      return this.#admitAndStore(type, object, undefined, params);
     }
     const live = this.#present(type, stored);
     const merged = this.#toStorage(type, serverSideApply(live, config, options));
@@ -787,9 +770,25 @@ export class SimServer {
     if (target.subresource === "status") {
       next.metadata.managedFields = merged.metadata.managedFields;
     }
+    return this.#admitAndStore(type, next, stored, params);
+  }
+
+  /**
+   * Admits `next` against what is `stored` (nothing: a create) and stores it, or only answers
+   * on a dry run: 201 for a create, 200 for an update, with the field-validation warnings.
+   */
+  #admitAndStore(
+    type: ResourceType,
+    next: KubeObject,
+    stored: KubeObject | undefined,
+    params: URLSearchParams,
+  ): Response {
+    const { store } = this.ctx;
     const warnings = this.#fieldValidation(type, admit(type, next, stored, store.now()), params);
-    if (params.get("dryRun")) return json(this.#present(type, next), 200, warnings);
-    return json(this.#present(type, store.update(type.storage, next)), 200, warnings);
+    const status = stored ? 200 : 201;
+    if (params.get("dryRun")) return json(this.#present(type, next), status, warnings);
+    const saved = stored ? store.update(type.storage, next) : store.create(type.storage, next);
+    return json(this.#present(type, saved), status, warnings);
   }
 
   /**
