@@ -7,12 +7,18 @@ export class KubectlError extends Error {
   }
 }
 
-/** `kubectl --kubeconfig K args…`, returning stdout; throws KubectlError on a non-zero exit. */
-export async function kubectl(
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `kubectl --kubeconfig K args…` with `stdin` piped in when given, whatever its exit code. */
+export async function runKubectl(
   kubeconfigPath: string,
   args: string[],
   stdin?: string,
-): Promise<string> {
+): Promise<KubectlResult> {
   const child = new Deno.Command(Deno.env.get("KUBECTL") ?? "kubectl", {
     args: ["--kubeconfig", kubeconfigPath, ...args],
     stdin: stdin === undefined ? "null" : "piped",
@@ -26,8 +32,18 @@ export async function kubectl(
   }
   const { code, stdout, stderr } = await child.output();
   const decoder = new TextDecoder();
-  if (code !== 0) throw new KubectlError(args, code, decoder.decode(stderr));
-  return decoder.decode(stdout);
+  return { code, stdout: decoder.decode(stdout), stderr: decoder.decode(stderr) };
+}
+
+/** `kubectl --kubeconfig K args…`, returning stdout; throws KubectlError on a non-zero exit. */
+export async function kubectl(
+  kubeconfigPath: string,
+  args: string[],
+  stdin?: string,
+): Promise<string> {
+  const { code, stdout, stderr } = await runKubectl(kubeconfigPath, args, stdin);
+  if (code !== 0) throw new KubectlError(args, code, stderr);
+  return stdout;
 }
 
 /** `kubectl … -o json`, parsed. */

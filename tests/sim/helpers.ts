@@ -6,6 +6,7 @@
 import * as k8s from "@kubernetes/client-node";
 import { type Sim, type SimOptions, startSim } from "../../sim/start.ts";
 import type { StartBehaviour } from "../../sim/behaviour.ts";
+import { type KubectlResult, runKubectl } from "../../cluster/kubectl.ts";
 
 export async function withSim(
   options: SimOptions,
@@ -25,30 +26,11 @@ export async function withSim(
 /** A cluster where nothing moves on its own: no nodes, kubelets or controllers. */
 export const stillCluster: StartBehaviour = () => ({ stop() {} });
 
-export interface KubectlResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real kubectl against `sim`; `stdin` is piped in when given. */
+/** Runs the real kubectl against `sim` with a private discovery cache; `stdin` is piped in. */
 export async function kubectl(sim: Sim, args: string[], stdin?: string): Promise<KubectlResult> {
   const cacheDir = await Deno.makeTempDir({ prefix: "edgeroll-kubectl-cache-" });
   try {
-    const child = new Deno.Command("kubectl", {
-      args: ["--kubeconfig", sim.kubeconfigPath, "--cache-dir", cacheDir, ...args],
-      stdin: stdin === undefined ? "null" : "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    if (stdin !== undefined) {
-      const writer = child.stdin.getWriter();
-      await writer.write(new TextEncoder().encode(stdin));
-      await writer.close();
-    }
-    const out = await child.output();
-    const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-    return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
+    return await runKubectl(sim.kubeconfigPath, ["--cache-dir", cacheDir, ...args], stdin);
   } finally {
     await Deno.remove(cacheDir, { recursive: true });
   }
