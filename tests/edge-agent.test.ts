@@ -6,7 +6,7 @@ import { staticTokenAuthenticator } from "../routes/auth.ts";
 import { memoryLogger } from "../cli/log.ts";
 import { Kube } from "./e2e/kube.ts";
 import { exerciseEdgeAgent, seedOtaUpgrade } from "./edge-ota.ts";
-import { freePort } from "./processes.ts";
+import { freePort } from "../cluster/processes.ts";
 
 Deno.test({
   name: "edge agent on sim: lists its node's pods, refuses another node's, upgrades its own",

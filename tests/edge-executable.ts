@@ -8,7 +8,7 @@ import { assertEquals } from "@std/assert";
 import { startSim } from "../sim/start.ts";
 import { Kube } from "./e2e/kube.ts";
 import { exerciseEdgeAgent, seedOtaUpgrade } from "./edge-ota.ts";
-import { freePort } from "./processes.ts";
+import { freePort } from "../cluster/processes.ts";
 
 const buildScript = new URL("../edge/build.sh", import.meta.url).pathname;
 

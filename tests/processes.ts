@@ -4,14 +4,9 @@
  * relay do not in a cluster). Every process started here is stopped by SIGTERM in `finally`.
  */
 
-const main = new URL("../main.ts", import.meta.url).pathname;
+import { freePort } from "../cluster/processes.ts";
 
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
+const main = new URL("../main.ts", import.meta.url).pathname;
 
 function spawnMain(args: string[]): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
