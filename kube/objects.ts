@@ -35,3 +35,25 @@ export function setKey(ref: SetRef): string {
 export function toWire<T>(value: unknown): T {
   return JSON.parse(JSON.stringify(value));
 }
+
+/**
+ * What of a node decides which pods a set wants there or may touch: its labels, whether it is
+ * unschedulable, its taints and its Ready status. The relay sends only this and the controller
+ * fingerprints it, so a heartbeat (which changes none of it) is dropped by both.
+ */
+export function nodeSchedulingView(node: {
+  metadata: { name?: string; labels?: Record<string, string> };
+  spec?: unknown;
+  status?: unknown;
+}) {
+  const spec = (node.spec ?? {}) as { unschedulable?: boolean; taints?: unknown[] };
+  const status = (node.status ?? {}) as { conditions?: { type: string; status?: string }[] };
+  return {
+    metadata: { name: node.metadata.name, labels: node.metadata.labels ?? {} },
+    spec: { unschedulable: spec.unschedulable ?? false, taints: spec.taints ?? [] },
+    status: {
+      conditions: (status.conditions ?? []).filter((c) => c.type === "Ready")
+        .map(({ type, status }) => ({ type, status })),
+    },
+  };
+}

@@ -8,7 +8,7 @@ import type * as k8s from "@kubernetes/client-node";
 import { group, plural, version } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import type { Logger } from "../cli/log.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import { type KubeObject, nodeSchedulingView } from "../kube/objects.ts";
 import { type BearerToken, EventSender } from "./sender.ts";
 import {
   clientNodeWatch,
@@ -86,19 +86,7 @@ const sources: Source[] = [
     path: "/api/v1/nodes",
     apiVersion: "v1",
     kind: "Node",
-    trim: (o) => {
-      const spec = (o.spec ?? {}) as { unschedulable?: boolean; taints?: unknown[] };
-      const status = (o.status ?? {}) as { conditions?: { type: string; status?: string }[] };
-      return {
-        metadata: { name: o.metadata.name, labels: o.metadata.labels },
-        spec: { unschedulable: spec.unschedulable, taints: spec.taints },
-        status: {
-          conditions: status.conditions?.filter((c) => c.type === "Ready").map((
-            { type, status },
-          ) => ({ type, status })),
-        },
-      };
-    },
+    trim: nodeSchedulingView,
     unchangedIsNothing: true,
   },
 ];

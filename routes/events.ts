@@ -8,7 +8,7 @@ import { type CloudEventV1, HTTP } from "cloudevents";
 import { z } from "zod";
 import { group } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
-import { setKey, type SetKind } from "../kube/objects.ts";
+import { nodeSchedulingView, setKey, type SetKind } from "../kube/objects.ts";
 import { badRequest } from "./errors.ts";
 
 export const eventTypePrefix = "dev.knative.apiserver.";
@@ -80,9 +80,9 @@ function setKindOf(apiVersion: string | undefined, kind: string): SetKind | unde
 }
 
 /**
- * What of a node can change which pods a set wants or may touch. Node heartbeats change
- * nothing of it: remembering the last fingerprint per node drops them (a lost memory only
- * costs one extra fan-out).
+ * Whether a node's `nodeSchedulingView` moved since it was last seen. Node heartbeats do not
+ * move it: remembering the last fingerprint per node drops them (a lost memory only costs one
+ * extra fan-out).
  */
 export class NodeChanges {
   readonly #seen = new Map<string, string>();
@@ -93,12 +93,7 @@ export class NodeChanges {
       this.#seen.delete(name);
       return true;
     }
-    const fingerprint = JSON.stringify([
-      node.metadata.labels ?? {},
-      node.spec?.unschedulable ?? false,
-      node.spec?.taints ?? [],
-      node.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "Unknown",
-    ]);
+    const fingerprint = JSON.stringify(nodeSchedulingView(node));
     if (this.#seen.get(name) === fingerprint) return false;
     this.#seen.set(name, fingerprint);
     return true;
