@@ -9,6 +9,7 @@
 import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
 import { advancedDaemonSetCrd } from "../api/crd.ts";
+import { markdownTable } from "./markdown-table.ts";
 import { DEFAULT_DURATIONS } from "../sim/cluster/context.ts";
 import { adsResource, createAgentSet, setAgentImage } from "../tests/controller-on-sim.ts";
 import { type SimProcess, withEdgeroll, withSimProcess } from "../tests/processes.ts";
@@ -24,13 +25,8 @@ const rolloutSpeed = 5;
 const reconcilePath = "/reconcile/advanceddaemonsets/default/agent";
 
 function table(title: string, header: string[], rows: string[][]) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) =>
-    "| " + cells.map((c, i) => c.padEnd(widths[i])).join(" | ") + " |";
   console.log(`\n${title}\n`);
-  console.log(line(header));
-  console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|");
-  for (const row of rows) console.log(line(row));
+  console.log(markdownTable(header, rows));
 }
 
 const percentile = (sorted: number[], p: number) =>

@@ -8,6 +8,7 @@
 import { plan } from "../engine/plan.ts";
 import * as f from "../engine/testdata/fleet.ts";
 import type { Snapshot } from "../engine/types.ts";
+import { markdownTable } from "./markdown-table.ts";
 
 type RollingUpdate = { maxUnavailable?: number | string; maxSurge?: number | string };
 
@@ -104,19 +105,12 @@ function measureWaves(nodes: number, mode: "Standard" | "Surging", budget: numbe
   ];
 }
 
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(" | ")} |`;
-  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)]
-    .join("\n");
-}
-
 export function benchEngine(): string {
-  const timing = table(
+  const timing = markdownTable(
     ["nodes", "plan median (21 runs)", "fastest", "heap allocated by one plan", "snapshot"],
     [1000, 5000].map(measurePlan),
   );
-  const waves = table(
+  const waves = markdownTable(
     ["strategy", "nodes", "budget", "waves", "ceil(nodes/budget)", "plan calls"],
     [
       measureWaves(1000, "Standard", 100),

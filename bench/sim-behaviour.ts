@@ -8,6 +8,7 @@
 import process from "node:process";
 import { Store } from "../sim/store.ts";
 import { startClusterBehaviour } from "../sim/cluster/mod.ts";
+import { markdownTable } from "./markdown-table.ts";
 
 export interface BehaviourRow {
   measure: string;
@@ -91,8 +92,5 @@ if (import.meta.main) {
   const nodes = Number(Deno.args[0] ?? 5000);
   const seconds = Number(Deno.args[1] ?? 10);
   const rows = await benchSimBehaviour(nodes, seconds);
-  const width = Math.max(...rows.map((r) => r.measure.length));
-  console.log(`| ${"sim behaviour".padEnd(width)} | result |`);
-  console.log(`|${"-".repeat(width + 2)}|--------|`);
-  for (const row of rows) console.log(`| ${row.measure.padEnd(width)} | ${row.value} |`);
+  console.log(markdownTable(["sim behaviour", "result"], rows.map((r) => [r.measure, r.value])));
 }

@@ -5,6 +5,7 @@
  */
 import { startSim } from "../sim/start.ts";
 import type { KubeObject } from "../sim/store.ts";
+import { markdownTable } from "./markdown-table.ts";
 
 const NODES = 5_000;
 const PODS = 5_000;
@@ -208,14 +209,10 @@ async function main(): Promise<void> {
   } finally {
     await sim.stop();
   }
-  const width = [0, 1, 2].map((i) =>
-    Math.max(...rows.map((r) => [r.measure, r.value, r.target][i].length), 8)
-  );
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(width[i])).join(" | ")} |`;
   console.log(`sim API server, ${NODES} nodes, ${PODS} pods`);
-  console.log(line(["measure", "value", "target"]));
-  console.log(`|${width.map((w) => "-".repeat(w + 2)).join("|")}|`);
-  for (const row of rows) console.log(line([row.measure, row.value, row.target]));
+  console.log(
+    markdownTable(["measure", "value", "target"], rows.map((r) => [r.measure, r.value, r.target])),
+  );
 }
 
 if (import.meta.main) await main();
