@@ -185,7 +185,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const authn = kc.makeApiClient(k8s.AuthenticationV1Api);
-  const version = kc.makeApiClient(k8s.VersionApi);
+  const versionApi = kc.makeApiClient(k8s.VersionApi);
   const preconditions = (uid: string) => ({ body: { preconditions: { uid } } });
   const listJson = jsonLister(kc);
   const inNamespace = (namespace: string, group: string, resource: string) =>
@@ -290,7 +290,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
       };
     },
     async getVersion() {
-      const info = await version.getCode();
+      const info = await versionApi.getCode();
       return { gitVersion: info.gitVersion };
     },
   };
