@@ -65,6 +65,7 @@ function parseStatus(raw: unknown): AdvancedDaemonSetStatus {
   return parsed.success ? parsed.data : StatusSchema.parse({});
 }
 
+/** Not JSON (edited by hand) reads as no status, as `writtenStatus` in kube/ has it. */
 function statusFromAnnotation(text: string | undefined): AdvancedDaemonSetStatus {
   if (text === undefined) return parseStatus({});
   try {

@@ -6,6 +6,7 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { group, plural, version } from "../api/advanced-daemonset.ts";
+import { toKubeError } from "./errors.ts";
 import { type KubeList, type KubeObject, type SetKind, type SetRef, toWire } from "./objects.ts";
 
 export type MergePatch = Record<string, unknown>;
@@ -50,6 +51,15 @@ export interface KubeApi {
   createEvent(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
   createTokenReview(p: { token: string; audiences?: string[] }): Promise<TokenReviewResult>;
   getVersion(p: Record<string, never>): Promise<{ gitVersion: string }>;
+  /** Discovery (`GET /apis`): every API group the server serves, with its versions. */
+  listApiGroups(p: Record<string, never>): Promise<ApiGroup[]>;
+}
+
+/** One entry of discovery's `APIGroupList`, as far as edgeroll reads it. */
+export interface ApiGroup {
+  name: string;
+  /** `group/version` strings, e.g. `apps.edgeroll.dev/v1alpha1`. */
+  versions: string[];
 }
 
 export type KubeMethod = keyof KubeApi;
@@ -74,7 +84,8 @@ const core = (resource: string, verb: string): Access => ({ group: "", resource,
 /**
  * What each method may ask of the API server, for both kinds of set where the kind is a
  * parameter. The controller's ClusterRole is checked against this table (tests/rbac.test.ts):
- * it must allow all of it and nothing more. `getVersion` reads `/version`, open to everyone.
+ * it must allow all of it and nothing more. `getVersion` and `listApiGroups` read `/version`
+ * and `/apis`, open to every authenticated user (`system:discovery`).
  */
 export const accessOf: Record<KubeMethod, Access[]> = {
   getSet: [ads("get"), apps("daemonsets", "get")],
@@ -95,6 +106,7 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   createEvent: [core("events", "create")],
   createTokenReview: [{ group: "authentication.k8s.io", resource: "tokenreviews", verb: "create" }],
   getVersion: [],
+  listApiGroups: [],
 };
 
 /** The HTTP verb each method uses, for the `API requests by verb` metric. */
@@ -140,42 +152,44 @@ const strategicMergePatch = k8s.setHeaderOptions(
 const advancedDaemonSets = { group, version, plural };
 
 /**
- * A LIST answered as plain JSON: client-node's request context, authentication and transport,
+ * A GET answered as plain JSON: client-node's request context, authentication and transport,
  * without its model classes. Those turn every object into class instances with `Date`s,
  * which `toWire` then undoes: four times the cost of `JSON.parse` on a 1,000-node list, and
- * every reconcile reads the whole fleet (measured in bench/controller.ts).
+ * every reconcile reads the whole fleet (measured in bench/controller.ts). A failure names
+ * the path it asked, so a wrong URL is never mistaken for an absent resource.
  */
-function jsonLister(kc: k8s.KubeConfig) {
+function jsonGetter(kc: k8s.KubeConfig) {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error("no current cluster in the kubeconfig");
   const server = new k8s.ServerConfiguration(cluster.server, {});
   const http = new k8s.IsomorphicFetchHttpLibrary();
-  return async (
-    path: string,
-    selectors: { labelSelector?: string; fieldSelector?: string } = {},
-  ): Promise<KubeList> => {
+  return async <T>(path: string, query: Record<string, string | undefined> = {}): Promise<T> => {
     const request = server.makeRequestContext(path, k8s.HttpMethod.GET);
-    for (const [name, value] of Object.entries(selectors)) {
+    for (const [name, value] of Object.entries(query)) {
       if (value) request.setQueryParam(name, value);
     }
     request.setHeaderParam("Accept", "application/json");
     await kc.applySecurityAuthentication(request);
-    const response = await http.send(request).toPromise();
+    let response;
+    try {
+      response = await http.send(request).toPromise();
+    } catch (err) {
+      throw toKubeError(err, `GET ${path}`);
+    }
     const text = await response.body.text();
     if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
-      // The shape client-node's own methods throw, so errors.ts reads both alike.
-      throw new k8s.ApiException(
-        response.httpStatusCode,
-        `HTTP ${response.httpStatusCode} from GET ${path}`,
-        text,
-        response.headers,
+      // The shape client-node's own methods throw, read by the same toKubeError.
+      throw toKubeError(
+        new k8s.ApiException(
+          response.httpStatusCode,
+          `HTTP ${response.httpStatusCode}`,
+          text,
+          response.headers,
+        ),
+        `GET ${path}`,
       );
     }
-    const raw = JSON.parse(text) as {
-      items?: KubeObject[];
-      metadata?: { resourceVersion?: string };
-    };
-    return { items: raw.items ?? [], resourceVersion: raw.metadata?.resourceVersion ?? "" };
+    return JSON.parse(text) as T;
   };
 }
 
@@ -187,7 +201,17 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   const authn = kc.makeApiClient(k8s.AuthenticationV1Api);
   const versionApi = kc.makeApiClient(k8s.VersionApi);
   const preconditions = (uid: string) => ({ body: { preconditions: { uid } } });
-  const listJson = jsonLister(kc);
+  const getJson = jsonGetter(kc);
+  const listJson = async (
+    path: string,
+    selectors: { labelSelector?: string; fieldSelector?: string } = {},
+  ): Promise<KubeList> => {
+    const raw = await getJson<{ items?: KubeObject[]; metadata?: { resourceVersion?: string } }>(
+      path,
+      selectors,
+    );
+    return { items: raw.items ?? [], resourceVersion: raw.metadata?.resourceVersion ?? "" };
+  };
   const inNamespace = (namespace: string, group: string, resource: string) =>
     `${group}/namespaces/${encodeURIComponent(namespace)}/${resource}`;
 
@@ -292,6 +316,15 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
     async getVersion() {
       const info = await versionApi.getCode();
       return { gitVersion: info.gitVersion };
+    },
+    async listApiGroups() {
+      const list = await getJson<{
+        groups?: { name: string; versions?: { groupVersion: string }[] }[];
+      }>("/apis");
+      return (list.groups ?? []).map((g) => ({
+        name: g.name,
+        versions: (g.versions ?? []).map((v) => v.groupVersion),
+      }));
     },
   };
 }

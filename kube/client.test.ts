@@ -1,4 +1,4 @@
-import { assertEquals, assertRejects } from "@std/assert";
+import { assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import { clientNodeApi, interceptApi, type Overrides } from "./api.ts";
 import { KubeClient, type RequestRecord } from "./client.ts";
 import { isConflict, KubeError } from "./errors.ts";
@@ -208,18 +208,51 @@ Deno.test("no answer at all is a retryable KubeError with status 0", async () =>
   assertEquals([err.status, err.reason, err.retryable], [0, "Unreachable", true]);
 });
 
-Deno.test("listSets: no CRD installed means no AdvancedDaemonSets, while DaemonSets still list", async () => {
-  await withClient((r) => {
-    if (r.path.endsWith("/advanceddaemonsets")) return statusAnswer(404, "NotFound");
-    return list([{ metadata: { name: "yurt-agent", namespace: "edge" } }]);
-  }, async (client) => {
-    assertEquals(await client.listSets("advanceddaemonsets"), []);
-    assertEquals((await client.listSets("daemonsets")).map((s) => s.metadata.name), ["yurt-agent"]);
+const discovery = (groups: string[]): Answer => ({
+  body: {
+    kind: "APIGroupList",
+    groups: groups.map((gv) => ({
+      name: gv.split("/")[0],
+      versions: [{ groupVersion: gv, version: gv.split("/")[1] }],
+    })),
+  },
+});
+
+Deno.test("servedSetKinds: AdvancedDaemonSets are served when discovery lists their group version", async () => {
+  const changes: string[][] = [];
+  let groups = ["apps/v1"];
+  const server = startRecordingServer(() => discovery(groups));
+  try {
+    const client = new KubeClient(clientNodeApi(server.kubeConfig), {
+      retry: noWait,
+      onServedChange: (served) => changes.push(served),
+    });
+    assertEquals(await client.servedSetKinds(), ["daemonsets"]);
+    assertEquals(await client.servedSetKinds(), ["daemonsets"]);
+    // Another version of the group is not ours.
+    groups = ["apps/v1", "apps.edgeroll.dev/v1beta9"];
+    assertEquals(await client.servedSetKinds(), ["daemonsets"]);
+    groups = ["apps/v1", "apps.edgeroll.dev/v1alpha1"];
+    assertEquals(await client.servedSetKinds(), ["advanceddaemonsets", "daemonsets"]);
+    assertEquals(server.requests.map((r) => `${r.method} ${r.path}`), Array(4).fill("GET /apis"));
+    // Said once, and again only when it changed.
+    assertEquals(changes, [["daemonsets"], ["advanceddaemonsets", "daemonsets"]]);
+  } finally {
+    await server.stop();
+  }
+});
+
+Deno.test("listSets: a 404 is an error naming the path, never an empty list", async () => {
+  await withClient(() => statusAnswer(404, "NotFound"), async (client) => {
+    for (const kind of ["advanceddaemonsets", "daemonsets"] as const) {
+      const err = await assertRejects(() => client.listSets(kind), KubeError);
+      assertEquals(err.status, 404);
+      assertStringIncludes(
+        err.message,
+        kind === "daemonsets"
+          ? "GET /apis/apps/v1/daemonsets"
+          : "GET /apis/apps.edgeroll.dev/v1alpha1/advanceddaemonsets",
+      );
+    }
   });
-  await withClient(
-    () => statusAnswer(404, "NotFound"),
-    async (client) => {
-      await assertRejects(() => client.listSets("daemonsets"), KubeError);
-    },
-  );
 });

@@ -16,7 +16,7 @@ import type { KubeObject, SetKind, SetRef } from "./objects.ts";
 import type { SnapshotCache } from "./cache.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
-import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
+import { group, rolloutStatusAnnotation, version } from "../api/advanced-daemonset.ts";
 import type { ControllerRevision, DaemonSet, Node, Pod } from "../api/kube-objects.ts";
 import type { Snapshot } from "../engine/types.ts";
 
@@ -39,6 +39,8 @@ export interface KubeClientOptions {
    * from the client's own retried and counted calls.
    */
   cache?: (api: KubeApi) => SnapshotCache;
+  /** Called when discovery first answers and whenever the served kinds of set change. */
+  onServedChange?: (served: SetKind[]) => void;
 }
 
 export type CreateOutcome = "created" | "existed";
@@ -53,7 +55,11 @@ export interface EventNote {
 /** A snapshot as read, with the resourceVersion its pods are current at. */
 export type SnapshotRead = Snapshot & { podsVersion: string };
 
-/** The set's status as its last claim wrote it: `.status`, or a DaemonSet's annotation. */
+/**
+ * The set's status as its last claim wrote it: `.status`, or a DaemonSet's annotation. An
+ * annotation that is not JSON (edited by hand) counts as no status written: the set then
+ * looks unobserved, so the next reconcile plans afresh and its claim writes a valid one.
+ */
 export function writtenStatus(kind: SetKind, set: KubeObject): unknown {
   if (kind === "advanceddaemonsets") return set.status;
   const raw = set.metadata.annotations?.[rolloutStatusAnnotation];
@@ -75,12 +81,15 @@ export class KubeClient {
   readonly api: KubeApi;
   readonly cache: SnapshotCache | undefined;
   readonly #component: string;
+  readonly #onServedChange: ((served: SetKind[]) => void) | undefined;
+  #servedSeen: string | undefined;
   #eventSeq = 0;
 
   constructor(api: KubeApi, options: KubeClientOptions = {}) {
     this.api = meteredApi(api, options.retry ?? defaultRetryPolicy, options.onRequest);
     this.#component = options.component ?? "edgeroll";
     this.cache = options.cache?.(this.api);
+    this.#onServedChange = options.onServedChange;
   }
 
   /** The set, or undefined when it does not exist. */
@@ -217,17 +226,26 @@ export class KubeClient {
     await this.api.createEvent({ namespace, body });
   }
 
-  /**
-   * Lists every set of a kind across namespaces. Where the CRD is not installed there are no
-   * AdvancedDaemonSets (404): the list is empty, and plain DaemonSets are still served.
-   */
+  /** Lists every set of a kind across namespaces; any failure, a 404 included, is thrown. */
   async listSets(kind: SetKind): Promise<KubeObject[]> {
-    try {
-      return (await this.api.listSets({ kind })).items;
-    } catch (err) {
-      if (kind === "advanceddaemonsets" && isNotFound(err)) return [];
-      throw err;
+    return (await this.api.listSets({ kind })).items;
+  }
+
+  /**
+   * The kinds of set the API server serves, learned from discovery (`GET /apis`): plain
+   * DaemonSets always, AdvancedDaemonSets once their CRD is installed and established.
+   * Asked on every call, so a CRD installed later is seen at the next tick.
+   */
+  async servedSetKinds(): Promise<SetKind[]> {
+    const groups = await this.api.listApiGroups({});
+    const crd = groups.find((g) => g.name === group)?.versions.includes(`${group}/${version}`);
+    const served: SetKind[] = crd ? ["advanceddaemonsets", "daemonsets"] : ["daemonsets"];
+    const seen = served.join(",");
+    if (seen !== this.#servedSeen) {
+      this.#servedSeen = seen;
+      this.#onServedChange?.(served);
     }
+    return served;
   }
 
   reviewToken(token: string, audiences?: string[]): Promise<TokenReviewResult> {

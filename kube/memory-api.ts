@@ -4,7 +4,7 @@
  * and a count of writes. Route tests run on it without a network; integration tests use the
  * simulator instead.
  */
-import type { KubeApi, MergePatch } from "./api.ts";
+import type { ApiGroup, KubeApi, MergePatch } from "./api.ts";
 import { KubeError } from "./errors.ts";
 import type { KubeObject, SetKind } from "./objects.ts";
 
@@ -18,6 +18,8 @@ export interface MemoryApi extends KubeApi {
   /** Tokens TokenReview accepts, with their user. */
   tokens: Map<string, { username: string; groups?: string[]; audiences?: string[] }>;
   put(resource: Resource, object: KubeObject): KubeObject;
+  /** What discovery serves; drop `apps.edgeroll.dev` to stand for a cluster without the CRD. */
+  apiGroups: ApiGroup[];
 }
 
 const key = (namespace: string | undefined, name: string | undefined) =>
@@ -57,6 +59,12 @@ export function memoryApi(): MemoryApi {
   const tokens = new Map<string, { username: string; groups?: string[]; audiences?: string[] }>();
   let version = 0;
   let uid = 0;
+  const apiGroups: ApiGroup[] = [
+    { name: "apps", versions: ["apps/v1"] },
+    { name: "apps.edgeroll.dev", versions: ["apps.edgeroll.dev/v1alpha1"] },
+  ];
+  const served = (kind: SetKind) =>
+    kind === "daemonsets" || apiGroups.some((g) => g.name === "apps.edgeroll.dev");
 
   const notFound = (what: string) => new KubeError(404, "NotFound", `${what} not found`, "memory");
   const copy = <T>(o: T): T => structuredClone(o);
@@ -114,9 +122,15 @@ export function memoryApi(): MemoryApi {
     writes,
     tokens,
     put,
+    apiGroups,
     getSet: ({ kind, namespace, name }) =>
       Promise.resolve().then(() => copy(get(kind, namespace, name))),
-    listSets: ({ kind }) => Promise.resolve(list(kind)),
+    // As kube-apiserver: a resource nobody serves answers 404 to a list.
+    listSets: ({ kind }) =>
+      Promise.resolve().then(() => {
+        if (!served(kind)) throw notFound(`the server could not find the requested resource`);
+        return list(kind);
+      }),
     replaceSetStatus: ({ object }) =>
       Promise.resolve().then(() => {
         const found = get(
@@ -196,5 +210,6 @@ export function memoryApi(): MemoryApi {
       );
     },
     getVersion: () => Promise.resolve({ gitVersion: "v1.32.0-memory" }),
+    listApiGroups: () => Promise.resolve(structuredClone(apiGroups)),
   };
 }

@@ -73,7 +73,7 @@ export function createApp(deps: AppDeps) {
   const coalescer: Coalescer = new Coalescer(async (key) => {
     if (key === everySetKey || key.endsWith("/*")) {
       const namespace = key === everySetKey ? undefined : key.slice(0, -2);
-      for (const { ref } of await listManagedSets(deps.kube)) {
+      for (const { ref } of (await listManagedSets(deps.kube)).sets) {
         if (namespace === undefined || ref.namespace === namespace) coalescer.add(setKey(ref));
       }
       return;
@@ -105,7 +105,11 @@ export function createApp(deps: AppDeps) {
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/readyz", async (c) => {
     try {
-      return c.json({ ok: true, kubernetes: await deps.kube.ping() });
+      const [kubernetes, served] = await Promise.all([
+        deps.kube.ping(),
+        deps.kube.servedSetKinds(),
+      ]);
+      return c.json({ ok: true, kubernetes, served });
     } catch (err) {
       throw new HttpError(
         503,

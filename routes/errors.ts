@@ -46,8 +46,9 @@ export function errorBody(err: unknown): ErrorBody["error"] {
     return { status: 400, reason: "BadRequest", message: "invalid input", issues: err.issues };
   }
   if (err instanceof KubeError) {
-    // The API server's answer to us, translated to what our caller can do about it.
-    if (err.status === 404) return { status: 404, reason: "NotFound", message: err.message };
+    // The API server's answer to us, translated to what our caller can do about it. A 404
+    // from it is a gateway error too: a missing set or pod is answered 404 by the route that
+    // looked for it, so a 404 reaching here is a path the server does not serve.
     if (err.status === 409) {
       return { status: 409, reason: err.reason, message: err.message, retryable: true };
     }

@@ -6,7 +6,9 @@ Deno.test("healthz is always ok; readyz says whether Kubernetes answers", async 
   await using up = harness();
   assertEquals(await (await up.controller.app.request("/healthz")).json(), { ok: true });
   const ready = await up.controller.app.request("/readyz");
-  assertEquals([ready.status, (await ready.json()).kubernetes], [200, "v1.32.0-memory"]);
+  const readyBody = await ready.json();
+  assertEquals([ready.status, readyBody.kubernetes], [200, "v1.32.0-memory"]);
+  assertEquals(readyBody.served, ["advanceddaemonsets", "daemonsets"]);
   await using down = harness({
     overrides: {
       getVersion: () => Promise.reject(new KubeError(0, "Unreachable", "refused", "get")),

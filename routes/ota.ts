@@ -124,7 +124,7 @@ function podList(items: KubeObject[], resourceVersion = "") {
 
 /** Pods of every DaemonSet in OTA mode, on `node` if given. */
 async function otaPods(kube: KubeClient, node: string | undefined): Promise<KubeObject[]> {
-  const sets = (await listManagedSets(kube)).filter(({ ref, object }) => {
+  const sets = (await listManagedSets(kube)).sets.filter(({ ref, object }) => {
     if (ref.kind !== "daemonsets") return false;
     const rollout = readOpenYurtRollout(object as unknown as DaemonSet);
     return rollout.managed && rollout.ok && rollout.rollout.mode === "OTA";

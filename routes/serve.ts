@@ -48,30 +48,34 @@ export interface RunningController {
 }
 
 /**
- * Builds a Kubernetes client whose requests are counted in `metrics`, with node and pod
- * caches when `logger` is given for their watches.
+ * Builds a Kubernetes client whose requests are counted in `metrics`, that logs which kinds of
+ * set the API server serves when that changes, with node and pod caches if `cache` is set.
  */
 export function meteredKubeClient(
   kubeConfig: k8s.KubeConfig,
   metrics: Metrics,
-  cacheLogger?: Logger,
+  logger: Logger,
+  cache: boolean,
 ): KubeClient {
   return new KubeClient(clientNodeApi(kubeConfig), {
     onRequest: (record) => metrics.observeRequest(record),
-    cache: cacheLogger &&
-      ((api) =>
-        new SnapshotCache({ api, watch: clientNodeWatch(kubeConfig), logger: cacheLogger })),
+    onServedChange: (served) =>
+      logger.info(
+        served.includes("advanceddaemonsets")
+          ? "AdvancedDaemonSets and DaemonSets are served"
+          : "AdvancedDaemonSets are not served (no apps.edgeroll.dev/v1alpha1 in discovery: is the CRD installed?); DaemonSets are",
+        { served },
+      ),
+    cache: cache
+      ? (api) => new SnapshotCache({ api, watch: clientNodeWatch(kubeConfig), logger })
+      : undefined,
   });
 }
 
 export function startController(options: ControllerOptions): RunningController {
   const logger = options.logger ?? createLogger();
   const metrics = new Metrics();
-  const kube = meteredKubeClient(
-    options.kubeConfig,
-    metrics,
-    options.cache === false ? undefined : logger,
-  );
+  const kube = meteredKubeClient(options.kubeConfig, metrics, logger, options.cache !== false);
   const controller = createApp({
     kube,
     plan,
@@ -102,10 +106,11 @@ export function startController(options: ControllerOptions): RunningController {
         (answer) =>
           logger.info("tick", {
             full: answer.full,
+            served: answer.served,
             sets: answer.sets,
             reconciled: answer.reconciled.length,
           }),
-        (err) => logger.warn("tick failed", { error: (err as Error).message }),
+        (err) => logger.error("tick failed", { error: (err as Error).message }),
       )
     );
   }, options.tickEveryMs);

@@ -1,4 +1,5 @@
-import { assertEquals } from "@std/assert";
+import { assertEquals, assertStringIncludes } from "@std/assert";
+import { KubeError } from "../kube/errors.ts";
 import { advancedDaemonSet, harness } from "./test-fixtures.ts";
 
 function withStatus(name: string, status: Record<string, unknown>, generation = 1) {
@@ -55,4 +56,48 @@ Deno.test("a tick skips DaemonSets edgeroll does not manage and reports failures
     ],
   );
   assertEquals(body.reconciled[0].error, "planner exploded");
+});
+
+Deno.test("without the CRD in discovery a tick lists DaemonSets only and says which kinds are served", async () => {
+  await using h = harness({ nodes: 1 });
+  h.api.apiGroups.splice(h.api.apiGroups.findIndex((g) => g.name === "apps.edgeroll.dev"), 1);
+  h.api.put("daemonsets", {
+    metadata: {
+      name: "yurt",
+      namespace: "edge",
+      annotations: { "apps.openyurt.io/update-strategy": "OTA" },
+    },
+    spec: {},
+  });
+  const res = await h.request("/tick?full=true");
+  const body = await res.json();
+  assertEquals([res.status, body.served, body.sets], [200, ["daemonsets"], 1]);
+  assertEquals(body.reconciled.map((e: { set: string }) => e.set), ["daemonsets/edge/yurt"]);
+});
+
+Deno.test("a list that fails when discovery says the kind is served fails the tick with its path", async () => {
+  await using h = harness({
+    nodes: 1,
+    overrides: {
+      listSets: ({ kind }, next) =>
+        kind === "advanceddaemonsets"
+          ? Promise.reject(
+            new KubeError(
+              404,
+              "NotFound",
+              "the server could not find the requested resource",
+              `GET /apis/apps.edgeroll.dev/v1alpha1/${kind}`,
+            ),
+          )
+          : next({ kind }),
+    },
+  });
+  const res = await h.request("/tick?full=true");
+  const body = await res.json();
+  assertEquals([res.status, body.error.reason], [502, "KubernetesNotFound"]);
+  assertStringIncludes(
+    body.error.message,
+    "GET /apis/apps.edgeroll.dev/v1alpha1/advanceddaemonsets",
+  );
+  assertEquals(h.logs.lines.some((l) => l.level === "error" && l.status === 502), true);
 });

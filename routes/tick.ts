@@ -3,10 +3,9 @@
  * passed) or whose spec moved (`metadata.generation` ahead of `status.observedGeneration`),
  * and every set at a slower full resync, because events can be lost.
  */
-import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
-import type { KubeClient } from "../kube/client.ts";
-import { type KubeObject, setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts";
+import { type KubeClient, writtenStatus } from "../kube/client.ts";
+import { type KubeObject, setKey, type SetKind, type SetRef } from "../kube/objects.ts";
 import { errorBody } from "./errors.ts";
 import type { Reconcile } from "./reconciler.ts";
 
@@ -30,6 +29,8 @@ export interface TickEntry {
 
 export interface TickAnswer {
   full: boolean;
+  /** The kinds of set the API server serves (discovery): AdvancedDaemonSets need the CRD. */
+  served: SetKind[];
   sets: number;
   reconciled: TickEntry[];
 }
@@ -39,23 +40,13 @@ interface StatusSeen {
   observedGeneration?: number;
 }
 
-/** edgeroll's status of a set: `.status`, or the annotation of a plain DaemonSet. */
-function statusOf(kind: SetKind, set: KubeObject): StatusSeen {
-  if (kind === "advanceddaemonsets") return (set.status ?? {}) as StatusSeen;
-  try {
-    return JSON.parse(set.metadata.annotations?.[rolloutStatusAnnotation] ?? "{}");
-  } catch {
-    return {};
-  }
-}
-
 export function dueReason(
   kind: SetKind,
   set: KubeObject,
   now: number,
   full: boolean,
 ): TickEntry["why"] | undefined {
-  const status = statusOf(kind, set);
+  const status = (writtenStatus(kind, set) ?? {}) as StatusSeen;
   const generation = set.metadata.generation;
   if (generation !== undefined && generation !== status.observedGeneration) return "generation";
   if (status.nextCheckAt !== undefined && Date.parse(status.nextCheckAt) <= now) {
@@ -64,14 +55,18 @@ export function dueReason(
   return full ? "resync" : undefined;
 }
 
-/** Every set edgeroll manages: all AdvancedDaemonSets, DaemonSets with the OpenYurt annotation. */
+/**
+ * Every set edgeroll manages: all AdvancedDaemonSets, DaemonSets with the OpenYurt annotation.
+ * Only kinds that discovery says are served are listed; a list that fails still fails.
+ */
 export async function listManagedSets(
   kube: KubeClient,
-): Promise<{ ref: SetRef; object: KubeObject }[]> {
+): Promise<{ served: SetKind[]; sets: { ref: SetRef; object: KubeObject }[] }> {
+  const served = await kube.servedSetKinds();
   const lists = await Promise.all(
-    setKinds.map(async (kind) => ({ kind, items: await kube.listSets(kind) })),
+    served.map(async (kind) => ({ kind, items: await kube.listSets(kind) })),
   );
-  return lists.flatMap(({ kind, items }) =>
+  const sets = lists.flatMap(({ kind, items }) =>
     items
       .filter((o) =>
         kind === "advanceddaemonsets" ||
@@ -82,6 +77,7 @@ export async function listManagedSets(
         object,
       }))
   );
+  return { served, sets };
 }
 
 export function createTicker(deps: TickDeps) {
@@ -89,7 +85,7 @@ export function createTicker(deps: TickDeps) {
   return async (forceFull = false): Promise<TickAnswer> => {
     const now = deps.clock();
     const full = forceFull || now - lastFull >= deps.resyncSeconds * 1000;
-    const sets = await listManagedSets(deps.kube);
+    const { served, sets } = await listManagedSets(deps.kube);
     if (full) lastFull = now;
     const due = sets.flatMap(({ ref, object }) => {
       const why = dueReason(ref.kind, object, now, full);
@@ -114,7 +110,7 @@ export function createTicker(deps: TickDeps) {
     };
     await Promise.all(Array.from({ length: Math.max(1, deps.concurrency ?? 4) }, worker));
     reconciled.sort((a, b) => a.set.localeCompare(b.set));
-    return { full, sets: sets.length, reconciled };
+    return { full, served, sets: sets.length, reconciled };
   };
 }
 

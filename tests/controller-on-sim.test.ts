@@ -99,6 +99,32 @@ Deno.test("a rollout on the simulator converges with the right status, then writ
   });
 });
 
+Deno.test("POST /tick over the real client finds and rolls an AdvancedDaemonSet; readyz names the served kinds", async () => {
+  await withControllerOnSim({ nodes: 3 }, async ({ kc, controller, post }) => {
+    const ready = await (await fetch(`${controller.url}/readyz`)).json();
+    assertEquals(ready.served, ["advanceddaemonsets", "daemonsets"]);
+    await createAgentSet(kc, "agent:1");
+    const first = await post("/tick?full=true");
+    assertEquals([first.status, first.body.served, first.body.sets], [
+      200,
+      ["advanceddaemonsets", "daemonsets"],
+      1,
+    ]);
+    assertEquals(first.body.reconciled.map((e: any) => `${e.set} ${e.result}`), [
+      "advanceddaemonsets/default/agent ok",
+    ]);
+    assertEquals(first.body.reconciled[0].actions > 0, true);
+    // Ticks alone (what is due: nextCheckAt, generation) bring it to Complete.
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    await eventually("the set Complete on 3 nodes through ticks alone", async () => {
+      assertEquals((await post("/tick")).status, 200);
+      const status = (await readStatus(custom)).status;
+      return status?.conditions?.find((c: any) => c.type === "Complete")?.status === "True" &&
+        status.numberAvailable === 3;
+    }, 30_000);
+  });
+});
+
 Deno.test("without caches (serve --no-cache) a reconcile lists pods, nodes and revisions", async () => {
   await withControllerOnSim({ nodes: 2, cache: false }, async ({ sim, kc, post }) => {
     await createAgentSet(kc, "agent:1");
