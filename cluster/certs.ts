@@ -65,26 +65,7 @@ export async function writePki(dir: string): Promise<ClusterPki> {
     "/CN=edgeroll-test-cluster-ca",
   );
   const signed = (subject: string, certPath: string, keyPath: string, ...extensions: string[]) =>
-    openssl(
-      "req",
-      "-x509",
-      ...curve,
-      "-CA",
-      pki.caCertPath,
-      "-CAkey",
-      pki.caKeyPath,
-      "-keyout",
-      keyPath,
-      "-out",
-      certPath,
-      "-days",
-      "7",
-      "-subj",
-      subject,
-      "-addext",
-      "basicConstraints=critical,CA:FALSE",
-      ...extensions.flatMap((e) => ["-addext", e]),
-    );
+    signWithCa(pki, subject, certPath, keyPath, ...extensions);
   await signed(
     "/CN=kube-apiserver",
     pki.servingCertPath,
@@ -120,6 +101,56 @@ export async function writePki(dir: string): Promise<ClusterPki> {
     pki.serviceAccountPublicKeyPath,
   );
   return pki;
+}
+
+/** A certificate for `subject`, signed by the cluster's CA, with a fresh P-256 key. */
+function signWithCa(
+  pki: Pick<ClusterPki, "caCertPath" | "caKeyPath">,
+  subject: string,
+  certPath: string,
+  keyPath: string,
+  ...extensions: string[]
+): Promise<void> {
+  return openssl(
+    "req",
+    "-x509",
+    ...curve,
+    "-CA",
+    pki.caCertPath,
+    "-CAkey",
+    pki.caKeyPath,
+    "-keyout",
+    keyPath,
+    "-out",
+    certPath,
+    "-days",
+    "7",
+    "-subj",
+    subject,
+    "-addext",
+    "basicConstraints=critical,CA:FALSE",
+    ...extensions.flatMap((e) => ["-addext", e]),
+  );
+}
+
+/**
+ * A kubelet's client certificate for `node` (`system:node:<node>` in `system:nodes`): what the
+ * Node authorizer and NodeRestriction recognise, so whoever holds it reaches that node's pods only.
+ */
+export async function writeNodeCertificate(
+  pki: Pick<ClusterPki, "caCertPath" | "caKeyPath">,
+  dir: string,
+  node: string,
+): Promise<ClientCertificate> {
+  const certificate = { certPath: `${dir}/node-${node}.crt`, keyPath: `${dir}/node-${node}.key` };
+  await signWithCa(
+    pki,
+    `/O=system:nodes/CN=system:node:${node}`,
+    certificate.certPath,
+    certificate.keyPath,
+    "extendedKeyUsage=clientAuth",
+  );
+  return certificate;
 }
 
 async function openssl(...args: string[]): Promise<void> {

@@ -8,7 +8,13 @@
  * `downCluster` to clean.
  */
 import { stringify } from "yaml";
-import { type ClientName, type ClusterPki, writePki } from "./certs.ts";
+import {
+  type ClientCertificate,
+  type ClientName,
+  type ClusterPki,
+  writeNodeCertificate,
+  writePki,
+} from "./certs.ts";
 import { kubectl, kubectlJson } from "./kubectl.ts";
 import {
   freePort,
@@ -98,7 +104,7 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
   const save = () => writeState(statePath, state);
   await save();
   const kubeconfigOf = async (client: ClientName, path = `${workDir}/${client}.kubeconfig`) => {
-    await Deno.writeTextFile(path, await kubeconfigYaml(server, pki, client));
+    await Deno.writeTextFile(path, await kubeconfigYaml(server, pki, pki.clients[client], client));
     return path;
   };
   const start = async (name: typeof components[number], args: string[]) => {
@@ -143,6 +149,8 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       `--service-account-signing-key-file=${pki.serviceAccountKeyPath}`,
       "--service-cluster-ip-range=10.96.0.0/16",
       "--authorization-mode=Node,RBAC",
+      // As kubeadm: a node (the edge agent with its node's credentials) writes only its own pods.
+      "--enable-admission-plugins=NodeRestriction",
       // No real endpoints behind the kubernetes Service: nothing here would route to them.
       "--endpoint-reconciler-type=none",
       "--allow-privileged=true",
@@ -295,7 +303,28 @@ function nodeListJson(names: string[]): string {
   });
 }
 
-async function kubeconfigYaml(server: string, pki: ClusterPki, client: ClientName) {
+/**
+ * A kubeconfig with the client certificate of the kubelet of `node`, as an edge agent on that
+ * node has its kubelet's (the Node authorizer and NodeRestriction limit it to the node's pods).
+ */
+export async function nodeKubeconfig(state: ClusterState, node: string): Promise<string> {
+  const pkiDir = `${state.workDir}/pki`;
+  const pki = { caCertPath: `${pkiDir}/ca.crt`, caKeyPath: `${pkiDir}/ca.key` };
+  const certificate = await writeNodeCertificate(pki, pkiDir, node);
+  const path = `${state.workDir}/node-${node}.kubeconfig`;
+  await Deno.writeTextFile(
+    path,
+    await kubeconfigYaml(state.server, pki, certificate, `node-${node}`),
+  );
+  return path;
+}
+
+async function kubeconfigYaml(
+  server: string,
+  pki: Pick<ClusterPki, "caCertPath">,
+  certificate: ClientCertificate,
+  user: string,
+) {
   const base64 = async (path: string) => btoa(String.fromCharCode(...await Deno.readFile(path)));
   return stringify({
     apiVersion: "v1",
@@ -305,13 +334,13 @@ async function kubeconfigYaml(server: string, pki: ClusterPki, client: ClientNam
       cluster: { server, "certificate-authority-data": await base64(pki.caCertPath) },
     }],
     users: [{
-      name: client,
+      name: user,
       user: {
-        "client-certificate-data": await base64(pki.clients[client].certPath),
-        "client-key-data": await base64(pki.clients[client].keyPath),
+        "client-certificate-data": await base64(certificate.certPath),
+        "client-key-data": await base64(certificate.keyPath),
       },
     }],
-    contexts: [{ name: "edgeroll", context: { cluster: "edgeroll", user: client } }],
+    contexts: [{ name: "edgeroll", context: { cluster: "edgeroll", user } }],
     "current-context": "edgeroll",
   });
 }

@@ -657,6 +657,23 @@ Deno.test("OpenYurt OTA: pods marked PodNeedUpgrade, never deleted by edgeroll",
   assertEquals(condition(p, "Progressing"), "False WaitingForNodes");
 });
 
+Deno.test("OpenYurt OTA marks left from OTA mode are set False once the set leaves it", () => {
+  let c = f.yurtCluster("OTA", f.nodes(2));
+  c.snapshot.pods[1].metadata.labels![Keys.revisionHash] = "v2hash";
+  [, c] = step(c, f.t0);
+  // The operator switches to AdvancedRollingUpdate: the edge agent trusts the mark alone, so
+  // the one still True must not outlive OTA mode, or a node could delete outside the budget.
+  c.snapshot.set.metadata.annotations!["apps.openyurt.io/update-strategy"] =
+    "AdvancedRollingUpdate";
+  const p = plan(c.snapshot, f.t0 + 1000);
+  assertEquals(
+    podActions(p).filter((a) => a.startsWith("condition")),
+    ["condition nginx-node-0 PodNeedUpgrade=False"],
+  );
+  const mark = p.actions.find((a) => a.type === "setPodCondition");
+  assertEquals(mark?.reason, "the set is not in OTA mode: the node no longer decides");
+});
+
 Deno.test("a DaemonSet without the OpenYurt annotation is left alone", () => {
   const c = f.yurtCluster("auto", f.nodes(1));
   const s = structuredClone(c.snapshot);

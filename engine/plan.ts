@@ -180,7 +180,8 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
   const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
   if (config.mode === "OTA") planOta(b, views, pending);
-  else if (config.mode !== "OnDelete" && !config.paused) {
+  else planOta(b, views, pending, false);
+  if (config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused) {
     const budget = config.mode === "Surge"
       ? surgeBudget(b, desiredCount, available)
       : recreateBudget(b, desiredCount, available);

@@ -184,8 +184,18 @@ export function surgeBudget(
   };
 }
 
-/** OpenYurt OTA: mark each pod `PodNeedUpgrade` True (old revision) or False (current). */
-export function planOta(b: PlanBuilder, views: NodeView[], pending: Expectation[]) {
+/**
+ * OpenYurt OTA: mark each pod `PodNeedUpgrade` True (old revision) or False (current). Out of OTA
+ * mode (`ota` false) a mark left True from when the set was in OTA mode is set False: the edge
+ * agent trusts the mark alone (it may not read DaemonSets), so a stale one would let a node
+ * delete its pod outside the rollout's budget.
+ */
+export function planOta(
+  b: PlanBuilder,
+  views: NodeView[],
+  pending: Expectation[],
+  ota = true,
+) {
   const expected = new Set(
     pending.filter((e) => e.action === "setCondition" && e.revision === b.hash).map((e) => e.uid),
   );
@@ -193,8 +203,9 @@ export function planOta(b: PlanBuilder, views: NodeView[], pending: Expectation[
   for (const view of views) {
     for (const pod of view.live) {
       const uid = pod.metadata.uid ?? "";
-      const status = podRevision(pod) === b.hash ? "False" : "True";
       const current = pod.status?.conditions?.find((c) => c.type === Keys.podNeedUpgrade);
+      if (!ota && current?.status !== "True") continue;
+      const status = ota && podRevision(pod) !== b.hash ? "True" : "False";
       if ((current?.status === status && current.message === message) || expected.has(uid)) {
         continue;
       }
@@ -205,7 +216,9 @@ export function planOta(b: PlanBuilder, views: NodeView[], pending: Expectation[
       b.deletionsLeft--;
       b.actions.push({
         type: "setPodCondition",
-        reason: status === "True"
+        reason: !ota
+          ? "the set is not in OTA mode: the node no longer decides"
+          : status === "True"
           ? `a new revision ${b.hash} is available`
           : "the pod runs the current revision",
         name: pod.metadata.name ?? "",

@@ -81,10 +81,13 @@ function seed(api: MemoryApi) {
   api.put("pods", pod("standalone", "worker2", undefined));
 }
 
-/** The OTA routes as the edge agent serves them: one node, a short deadline. */
+/**
+ * The OTA routes as the edge agent serves them (one node, a short deadline), or as the
+ * controller does (`node: null`).
+ */
 function edgeApp(
   options: {
-    node?: string;
+    node?: string | null;
     overrides?: Overrides;
     deadlineMs?: number;
     onRequest?: (record: RequestRecord) => void;
@@ -103,7 +106,7 @@ function edgeApp(
     kube,
     logger: logs,
     guard: requireBearer(staticTokenAuthenticator(token)),
-    node: options.node ?? "worker2",
+    node: options.node === null ? undefined : options.node ?? "worker2",
     deadlineMs: options.deadlineMs,
   });
   const request = (path: string, method = "POST") =>
@@ -134,40 +137,50 @@ Deno.test("OTA upgrade: deletes the pod with its UID and answers as YurtHub", as
 });
 
 Deno.test("OTA upgrade: pre-checks fail with 403 and the reason; nothing is deleted", async () => {
-  const { api, request } = edgeApp();
-  api.put("pods", pod("nginx-daemonset-gone1", "worker2", nginx, [need("True")]));
-  const going = api.objects.pods.get("default/nginx-daemonset-gone1")!;
-  going.metadata.deletionTimestamp = "2026-06-01T12:00:00Z";
-  api.put(
-    "pods",
-    pod("nginx-daemonset-img01", "worker2", nginx, [need("True"), {
-      type: "PodImageReady",
-      status: "True",
-      message: "controllerrevision: v1hash",
-    }]),
-  );
-  api.put(
-    "pods",
-    pod("nginx-daemonset-orph1", "worker2", { set: "nginx-daemonset", uid: "old" }, [
-      need("True"),
-    ]),
-  );
-  const cases: [string, string][] = [
-    ["nginx-daemonset-ppf9p", "runs on node worker, not on worker2"],
-    ["nginx-daemonset-gone1", "is being deleted"],
-    ["nginx-daemonset-img01", "is not ready (PodImageReady True: controllerrevision: v1hash)"],
-    ["nginx-daemonset-orph1", "its DaemonSet default/nginx-daemonset no longer exists"],
-    ["rolling-abcde", "is not in OTA mode"],
-    ["standalone", "is not controlled by a DaemonSet"],
-  ];
-  for (const [name, reason] of cases) {
-    const res = await request(upgrade("default", name));
-    assertEquals(res.status, 403, name);
-    const { error } = await res.json();
-    assertEquals(error.reason, "PreCheckFailed");
-    assertStringIncludes(error.message, reason);
+  for (const where of ["edge", "controller"] as const) {
+    const { api, request } = edgeApp({ node: where === "edge" ? "worker2" : null });
+    api.put("pods", pod("nginx-daemonset-gone1", "worker2", nginx, [need("True")]));
+    const going = api.objects.pods.get("default/nginx-daemonset-gone1")!;
+    going.metadata.deletionTimestamp = "2026-06-01T12:00:00Z";
+    api.put(
+      "pods",
+      pod("nginx-daemonset-img01", "worker2", nginx, [need("True"), {
+        type: "PodImageReady",
+        status: "True",
+        message: "controllerrevision: v1hash",
+      }]),
+    );
+    api.put(
+      "pods",
+      pod("nginx-daemonset-orph1", "worker2", { set: "nginx-daemonset", uid: "old" }, [
+        need("True"),
+      ]),
+    );
+    const cases: [string, string][] = [
+      ["nginx-daemonset-gone1", "is being deleted"],
+      ["nginx-daemonset-img01", "is not ready (PodImageReady True: controllerrevision: v1hash)"],
+      ["standalone", "is not controlled by a DaemonSet"],
+      ...(where === "edge"
+        ? [
+          ["nginx-daemonset-ppf9p", "runs on node worker, not on worker2"],
+          ["plain-fghij", "PodNeedUpgrade is not True"],
+        ] as [string, string][]
+        // Only the controller may read DaemonSets: the edge agent, with its node's credentials,
+        // trusts the mark, which edgeroll sets False out of OTA mode (engine tests).
+        : [
+          ["nginx-daemonset-orph1", "its DaemonSet default/nginx-daemonset no longer exists"],
+          ["rolling-abcde", "is not in OTA mode"],
+        ] as [string, string][]),
+    ];
+    for (const [name, reason] of cases) {
+      const res = await request(upgrade("default", name));
+      assertEquals(res.status, 403, `${where} ${name}`);
+      const { error } = await res.json();
+      assertEquals(error.reason, "PreCheckFailed");
+      assertStringIncludes(error.message, reason);
+    }
+    assertEquals(api.writes, [], where);
   }
-  assertEquals(api.writes, []);
 });
 
 Deno.test("OTA upgrade: PodNeedUpgrade False is refused; a ready image of that revision is not", async () => {
@@ -304,27 +317,39 @@ Deno.test("imagepull answers 501: edgeroll has no image pre-puller", async () =>
   assertEquals(api.writes, []);
 });
 
-Deno.test("the edge agent's OTA routes call exactly edgeOtaCalls; the only set they read is a DaemonSet", async () => {
+Deno.test("the edge agent's OTA routes call exactly edgeOtaCalls, never a set", async () => {
   const called = new Set<string>();
-  const setKinds = new Set<string>();
-  const { request } = edgeApp({
-    onRequest: ({ method }) => called.add(method),
-    overrides: {
-      getSet: (p, next) => {
-        setKinds.add(p.kind);
-        return next(p);
-      },
-    },
-  });
+  const { request } = edgeApp({ onRequest: ({ method }) => called.add(method) });
   for (
     const [path, method] of [
       ["/pods", "GET"],
       ["/openyurt.io/v1/pods", "GET"],
-      [upgrade("default", "rolling-abcde"), "POST"], // refused: not OTA, after reading its set
+      [upgrade("default", "plain-fghij"), "POST"], // refused: no mark
       [upgrade("default", "nginx-daemonset-bwzss"), "POST"],
       ["/openyurt.io/v1/namespaces/default/pods/standalone/imagepull", "POST"],
     ]
   ) await request(path, method);
   assertEquals([...called].sort(), [...edgeOtaCalls].sort());
-  assertEquals([...setKinds], ["daemonsets"]);
+});
+
+Deno.test("OTA upgrade on the edge: a pod the node's credentials may not read is refused as not on this node", async () => {
+  const { api, request } = edgeApp({
+    overrides: {
+      getPod: () =>
+        Promise.reject(
+          new KubeError(
+            403,
+            "Forbidden",
+            "no relationship found between node 'worker2' and this object",
+            "get getPod",
+          ),
+        ),
+    },
+  });
+  const res = await request(upgrade("default", "nginx-daemonset-rgp9h"));
+  assertEquals(res.status, 403);
+  const { error } = await res.json();
+  assertEquals(error.reason, "PreCheckFailed");
+  assertStringIncludes(error.message, "is not bound to node worker2");
+  assertEquals(api.writes, []);
 });

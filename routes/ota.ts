@@ -12,6 +12,7 @@ import type { Logger } from "../cli/log.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import { type DaemonSet, Keys, type Pod } from "../api/kube-objects.ts";
 import type { KubeMethod } from "../kube/api.ts";
+import { KubeError } from "../kube/errors.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { labelSelectorString } from "../kube/selector.ts";
@@ -35,10 +36,12 @@ export interface OtaDeps {
 
 /**
  * The Kubernetes calls the OTA routes make on the edge agent (`node` set): list the node's
- * pods, read one pod and the DaemonSet controlling it, delete it. Its ClusterRole
- * (manifests/edge-agent) is checked against these. On the controller, `GET /pods` also lists sets.
+ * pods (field selector `spec.nodeName`), read one, delete it. Exactly what the API server's Node
+ * authorizer and NodeRestriction allow the node's own credentials, which the agent uses
+ * (manifests/edge-agent; tests/rbac.test.ts). On the controller, the upgrade also reads the
+ * DaemonSet and `GET /pods` lists sets.
  */
-export const edgeOtaCalls: readonly KubeMethod[] = ["listPods", "getPod", "getSet", "deletePod"];
+export const edgeOtaCalls: readonly KubeMethod[] = ["listPods", "getPod", "deletePod"];
 
 /** OpenYurt's condition set by its image pre-pull controller; honoured when present. */
 export const podImageReady = "PodImageReady";
@@ -77,10 +80,11 @@ async function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
 const refused = (message: string) => new HttpError(403, "PreCheckFailed", message);
 
 /**
- * YurtHub's pre-checks, plus the DaemonSet's own mode (YurtHub trusts the condition alone):
- * the pod is not being deleted, runs on this agent's node, is controlled by a DaemonSet that
- * edgeroll rolls in OTA mode, has `PodNeedUpgrade` True, and, where OpenYurt's pre-pull
- * controller has set `PodImageReady`, its image is ready for that same revision.
+ * YurtHub's pre-checks: the pod is not being deleted, runs on this agent's node, is controlled
+ * by a DaemonSet, has `PodNeedUpgrade` True, and, where OpenYurt's pre-pull controller has set
+ * `PodImageReady`, its image is ready for that same revision. The controller (no `node`) also
+ * reads the DaemonSet and checks it is still in OTA mode; the edge agent, with its node's
+ * credentials, may not read DaemonSets and trusts the mark edgeroll wrote, as YurtHub does.
  */
 async function preCheck(kube: KubeClient, pod: Pod, node: string | undefined): Promise<void> {
   const { namespace = "", name = "" } = pod.metadata;
@@ -93,15 +97,17 @@ async function preCheck(kube: KubeClient, pod: Pod, node: string | undefined): P
   if (owner?.kind !== "DaemonSet" || !owner.apiVersion.startsWith("apps/")) {
     throw refused(`${what} is not controlled by a DaemonSet`);
   }
-  const set = await kube.readSet({ kind: "daemonsets", namespace, name: owner.name });
-  if (!set || set.metadata.uid !== owner.uid) {
-    throw refused(`${what}: its DaemonSet ${namespace}/${owner.name} no longer exists`);
-  }
-  const rollout = readOpenYurtRollout(set as unknown as DaemonSet);
-  if (!rollout.managed || !rollout.ok || rollout.rollout.mode !== "OTA") {
-    throw refused(
-      `${what}: DaemonSet ${namespace}/${owner.name} is not in OTA mode (annotation apps.openyurt.io/update-strategy: OTA, updateStrategy OnDelete)`,
-    );
+  if (node === undefined) {
+    const set = await kube.readSet({ kind: "daemonsets", namespace, name: owner.name });
+    if (!set || set.metadata.uid !== owner.uid) {
+      throw refused(`${what}: its DaemonSet ${namespace}/${owner.name} no longer exists`);
+    }
+    const rollout = readOpenYurtRollout(set as unknown as DaemonSet);
+    if (!rollout.managed || !rollout.ok || rollout.rollout.mode !== "OTA") {
+      throw refused(
+        `${what}: DaemonSet ${namespace}/${owner.name} is not in OTA mode (annotation apps.openyurt.io/update-strategy: OTA, updateStrategy OnDelete)`,
+      );
+    }
   }
   const need = condition(pod, Keys.podNeedUpgrade);
   if (need?.status !== "True") {
@@ -148,6 +154,29 @@ async function otaPods(kube: KubeClient, node: string | undefined): Promise<Kube
   );
 }
 
+/**
+ * The pod, or undefined when it does not exist. On the edge agent the API server refuses (403)
+ * a pod that is not bound to the agent's node: that is the pre-check "not on this node",
+ * answered by the API server rather than by us.
+ */
+async function readPodAsAgent(
+  kube: KubeClient,
+  ns: string,
+  name: string,
+  node: string | undefined,
+): Promise<Pod | undefined> {
+  try {
+    return await kube.readPod(ns, name);
+  } catch (err) {
+    if (node !== undefined && err instanceof KubeError && err.status === 403) {
+      throw refused(
+        `pod ${ns}/${name} is not bound to node ${node} (the API server: ${err.message})`,
+      );
+    }
+    throw err;
+  }
+}
+
 /** Adds `GET /pods` (and its OpenYurt alias) and the upgrade and imagepull routes to `app`. */
 export function registerOtaRoutes(app: Hono, deps: OtaDeps): void {
   const { kube, logger, guard, node } = deps;
@@ -171,7 +200,7 @@ export function registerOtaRoutes(app: Hono, deps: OtaDeps): void {
   app.post("/openyurt.io/v1/namespaces/:ns/pods/:pod/upgrade", guard, podParams, async (c) => {
     const { ns, pod: name } = c.req.valid("param");
     await deadline((async () => {
-      const pod = await kube.readPod(ns, name);
+      const pod = await readPodAsAgent(kube, ns, name, node);
       if (!pod) throw new HttpError(404, "NotFound", `pod ${ns}/${name} not found`);
       await preCheck(kube, pod, node);
       // The UID precondition: a pod recreated under this name since the check is not deleted.

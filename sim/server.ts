@@ -26,6 +26,7 @@ import { openApiDocument, openApiIndex } from "./openapi.ts";
 import { type FaultInjector, FaultsSchema, type RequestStats, type Verb } from "./faults.ts";
 import { type ClusterBehaviour, NODE_ACTIONS } from "./behaviour.ts";
 import { decodeProtobufObject, isUnsupportedKind } from "./protobuf.ts";
+import { authorizeNode } from "./node-authorizer.ts";
 
 export interface UserInfo {
   username: string;
@@ -181,8 +182,8 @@ export class SimServer {
         return new Response("ok", { headers: { "content-type": "text/plain" } });
       }
       if (path === "/version") return json(KUBERNETES_VERSION);
-      this.#authenticate(req);
-      return await this.#api(req, url, path);
+      const user = this.#authenticate(req);
+      return await this.#api(req, url, path, user);
     } catch (err) {
       return failure(err);
     }
@@ -193,14 +194,21 @@ export class SimServer {
    * served as on kube-apiserver's old insecure port: client-go never sends credentials over
    * plain http, and the simulator listens on loopback only (ADR 0008).
    */
-  #authenticate(req: Request): void {
+  #authenticate(req: Request): UserInfo | undefined {
     const header = req.headers.get("authorization");
-    if (header === null) return;
+    if (header === null) return undefined;
     const token = header.startsWith("Bearer ") ? header.slice(7).trim() : "";
-    if (!this.ctx.tokens.has(token)) throw new ApiError(401, "Unauthorized", "Unauthorized");
+    const user = this.ctx.tokens.get(token);
+    if (!user) throw new ApiError(401, "Unauthorized", "Unauthorized");
+    return user;
   }
 
-  #api(req: Request, url: URL, path: string): Promise<Response> | Response {
+  #api(
+    req: Request,
+    url: URL,
+    path: string,
+    user: UserInfo | undefined,
+  ): Promise<Response> | Response {
     const { registry } = this.ctx;
     const accept = req.headers.get("accept") ?? "";
     if (path === "/api" || path === "/apis") {
@@ -241,7 +249,7 @@ export class SimServer {
       if (!list) throw notFound();
       return json(list);
     }
-    return this.#resource(req, url, this.#target(group, version, rest));
+    return this.#resource(req, url, this.#target(group, version, rest), user);
   }
 
   #target(group: string, version: string, rest: string[]): Target {
@@ -283,9 +291,19 @@ export class SimServer {
     );
   }
 
-  async #resource(req: Request, url: URL, target: Target): Promise<Response> {
+  async #resource(
+    req: Request,
+    url: URL,
+    target: Target,
+    user: UserInfo | undefined,
+  ): Promise<Response> {
     const verb = this.#verb(req, url, target);
     const { type, subresource } = target;
+    authorizeNode(
+      user,
+      { verb, ...target, fieldSelector: url.searchParams.get("fieldSelector") },
+      this.ctx.store,
+    );
     this.ctx.stats.count(verb, subresource ? `${type.plural}/${subresource}` : type.plural);
     const allowed = subresource === "status"
       ? ["get", "update", "patch"].includes(verb) && type.statusSubresource

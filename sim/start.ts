@@ -11,6 +11,7 @@ import { serveCrds } from "./crds.ts";
 import { FaultInjector, type Faults, FaultsSchema, RequestStats } from "./faults.ts";
 import { type ClusterBehaviour, clusterBehaviour, type StartBehaviour } from "./behaviour.ts";
 import { SimServer, type UserInfo } from "./server.ts";
+import { selfSignedCertificate } from "./tls.ts";
 
 export interface SimOptions {
   /** Simulated nodes `edge-1`…`edge-N`. Default 3. */
@@ -41,6 +42,12 @@ export interface Sim {
   store: Store;
   server: SimServer;
   behaviour: ClusterBehaviour;
+  /**
+   * A kubeconfig that authenticates as the node `name` (`system:node:<name>`, group
+   * `system:nodes`), restricted as kube-apiserver restricts a kubelet (sim/node-authorizer.ts);
+   * written to a temporary file that `stop()` removes.
+   */
+  nodeKubeconfig(name: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -50,13 +57,16 @@ const ADMIN: UserInfo = {
   groups: ["system:masters", "system:authenticated"],
 };
 
-export function kubeconfigYaml(url: string, token: string): string {
+/** A kubeconfig for `url`; with `caPem` the server's certificate is checked against it. */
+export function kubeconfigYaml(url: string, token: string, caPem?: string): string {
   return toYaml({
     apiVersion: "v1",
     kind: "Config",
     clusters: [{
       name: "edgeroll-sim",
-      cluster: { server: url, "insecure-skip-tls-verify": true },
+      cluster: caPem === undefined
+        ? { server: url, "insecure-skip-tls-verify": true }
+        : { server: url, "certificate-authority-data": btoa(caPem) },
     }],
     users: [{ name: "edgeroll-sim", user: { token } }],
     contexts: [{
@@ -118,6 +128,22 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const kubeconfigPath = options.kubeconfigPath ??
     await Deno.makeTempFile({ prefix: "edgeroll-sim-", suffix: ".kubeconfig" });
   await Deno.writeTextFile(kubeconfigPath, kubeconfigYaml(url, token));
+  const nodeKubeconfigs: string[] = [];
+  // Node identities are served over TLS, on a listener of their own started on first use.
+  let tlsListener: Promise<{ url: string; caPem: string; server: Deno.HttpServer }> | undefined;
+  const startTlsListener = async () => {
+    const { cert, key } = await selfSignedCertificate();
+    const { promise, resolve: listened } = Promise.withResolvers<Deno.NetAddr>();
+    const tls = Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      cert,
+      key,
+      signal: abort.signal,
+      onListen: (addr) => listened(addr as Deno.NetAddr),
+    }, server.handle);
+    return { url: `https://127.0.0.1:${(await promise).port}`, caPem: cert, server: tls };
+  };
   let stopped: Promise<void> | undefined;
   return {
     url,
@@ -127,6 +153,22 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     store,
     server,
     behaviour,
+    async nodeKubeconfig(name) {
+      const nodeToken = crypto.randomUUID().replaceAll("-", "");
+      tokens.set(nodeToken, {
+        username: `system:node:${name}`,
+        uid: `node-${name}`,
+        groups: ["system:nodes", "system:authenticated"],
+      });
+      const path = await Deno.makeTempFile({
+        prefix: `edgeroll-sim-${name}-`,
+        suffix: ".kubeconfig",
+      });
+      nodeKubeconfigs.push(path);
+      const listener = await (tlsListener ??= startTlsListener());
+      await Deno.writeTextFile(path, kubeconfigYaml(listener.url, nodeToken, listener.caPem));
+      return path;
+    },
     stop() {
       stopped ??= (async () => {
         await behaviour.stop();
@@ -136,7 +178,11 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         server.closeWatches();
         abort.abort();
         await http.finished;
-        if (temporary) await Deno.remove(kubeconfigPath).catch(() => {});
+        if (tlsListener) await (await tlsListener).server.finished;
+        // Already gone is fine: the files are ours and temporary.
+        for (const path of [...nodeKubeconfigs, ...(temporary ? [kubeconfigPath] : [])]) {
+          await Deno.remove(path).catch(() => {});
+        }
       })();
       return stopped;
     },

@@ -77,28 +77,38 @@ Deno.test("manifests: knative overlay swaps the relay for an ApiServerSource", a
   assertEquals(rendered.includes("ApiServerSource/edgeroll-events"), true);
 });
 
-Deno.test("manifests: edge-agent runs the controller's image on every node, on loopback", async () => {
+Deno.test("manifests: edge-agent runs the controller's image on every node, on loopback, as its node", async () => {
   const objects = parseAllDocuments(await kustomize("edge-agent")).map((doc) => doc.toJS());
   const controller = parseAllDocuments(await kustomize("base")).map((doc) => doc.toJS())
     .find((o) => o.kind === "Deployment" && o.metadata.name === "edgeroll-controller");
-  assertEquals(objects.some((o) => o.kind === "Secret"), false, "the operator creates the Secret");
-  const set = objects.find((o) => o.kind === "DaemonSet");
+  // No Secret shared by every node, and no role of its own: the node's credentials are the role.
+  assertEquals(objects.map((o) => o.kind), ["DaemonSet"]);
+  const set = objects[0];
   assertEquals(set.metadata.namespace, "edgeroll-system");
   const pod = set.spec.template.spec;
   const [container] = pod.containers;
   assertEquals(container.image, controller.spec.template.spec.containers[0].image);
   assertEquals(pod.hostNetwork, true);
+  assertEquals(pod.automountServiceAccountToken, false);
+  assertEquals(pod.serviceAccountName, undefined);
   assertEquals(pod.tolerations, [{ operator: "Exists", effect: "NoSchedule" }]);
   assertEquals(container.args.includes("--node=$(NODE_NAME)"), true);
-  assertEquals(container.args.some((a: string) => a.startsWith("--kubeconfig")), false);
   assertEquals(container.env, [
     { name: "NODE_NAME", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
   ]);
-  // The token file is the Secret's key `token`, under a path the image may read.
-  const mount = container.volumeMounts.find((m: { name: string }) => m.name === "token");
-  assertEquals(container.args.includes(`--token-file=${mount.mountPath}/token`), true);
-  assertEquals(mount.mountPath.startsWith("/var/run/secrets/"), true);
-  assertEquals(pod.volumes, [{ name: "token", secret: { secretName: "edgeroll-edge-token" } }]);
+  // Every file an argument names is a read-only mount of the same path from the node.
+  const hostPaths = new Map<string, string>(
+    pod.volumes.map((v: { name: string; hostPath: { path: string } }) => [v.name, v.hostPath.path]),
+  );
+  const mounted = (file: string) =>
+    container.volumeMounts.some((m: { name: string; mountPath: string; readOnly: boolean }) =>
+      m.readOnly && file.startsWith(m.mountPath) && hostPaths.get(m.name) === m.mountPath
+    );
+  for (const flag of ["--kubeconfig=", "--token-file="]) {
+    const file = container.args.find((a: string) => a.startsWith(flag))?.slice(flag.length);
+    assertEquals(file !== undefined && mounted(file), true, `${flag} names a mounted file`);
+  }
+  assertEquals(mounted("/var/lib/kubelet/pki/kubelet-client-current.pem"), true);
   for (const probe of [container.livenessProbe, container.readinessProbe]) {
     assertEquals(probe.httpGet, { host: "127.0.0.1", path: "/healthz", port: "ota" });
   }

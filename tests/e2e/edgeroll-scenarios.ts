@@ -3,8 +3,9 @@
  * target as a user runs them (kubeconfig, HTTP, CloudEvents), rolling sets on sim and on the
  * real control plane alike.
  */
-import { assertEquals } from "@std/assert";
-import { conditionStatus, eventually, type Kube, type Pod } from "./kube.ts";
+import { assertEquals, assertStringIncludes } from "@std/assert";
+import { KubectlError } from "../../cluster/kubectl.ts";
+import { conditionStatus, eventually, Kube, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
@@ -123,6 +124,89 @@ async function upgradeThroughApi(
   await again.body?.cancel();
 }
 
+/** Runs kubectl expecting a refusal; answers its stderr. */
+async function refused(kube: Kube, args: string[]): Promise<string> {
+  try {
+    await kube.run(args);
+  } catch (err) {
+    if (err instanceof KubectlError) return err.stderr;
+    throw err;
+  }
+  throw new Error(`kubectl ${args.join(" ")} was allowed`);
+}
+
+/**
+ * The edge agent's credentials are its node's (manifests/edge-agent): whoever holds them, the
+ * agent or a hand-made request, reaches that node's pods and no other's (Node authorizer,
+ * NodeRestriction).
+ */
+const nodeCredentialsScenario: Scenario = {
+  name: "an edge node's credentials reach its own pods only, even with hand-made requests",
+  async run(target, kube) {
+    const ns = "e2e-node-credentials";
+    await kube.createNamespace(ns);
+    await kube.apply(otaDaemonSet(ns, image("v1")));
+    const byNode = await eventually("one pod per node", async () => {
+      const pods = podsByNode(await kube.pods(ns, "app=ota-agent"));
+      return target.nodes.every((n) => pods.has(n)) ? pods : undefined;
+    });
+    const [own, other] = target.nodes;
+    const ownPod = byNode.get(own)!;
+    const otherPod = byNode.get(other)!;
+    const asNode = new Kube(await target.nodeKubeconfig(own));
+
+    assertStringIncludes(
+      await refused(asNode, ["get", "pods", "--all-namespaces"]),
+      "can only list/watch pods with spec.nodeName field selector",
+    );
+    const listed = await asNode.json<{ items: Pod[] }>([
+      "get",
+      "pods",
+      "--all-namespaces",
+      `--field-selector=spec.nodeName=${own}`,
+    ]);
+    assertEquals(listed.items.every((p) => p.spec.nodeName === own), true);
+    assertEquals(listed.items.some((p) => p.metadata.uid === ownPod.metadata.uid), true);
+    assertStringIncludes(
+      await refused(asNode, ["--namespace", ns, "get", "pod", otherPod.metadata.name]),
+      "forbidden",
+    );
+    assertStringIncludes(
+      await refused(asNode, ["--namespace", ns, "get", "daemonset", "ota-agent"]),
+      "forbidden",
+    );
+    assertStringIncludes(
+      await refused(asNode, [
+        "--namespace",
+        ns,
+        "delete",
+        "pod",
+        otherPod.metadata.name,
+        "--wait=false",
+      ]),
+      `node "${own}" can only delete pods with spec.nodeName set to itself`,
+    );
+    const still = podsByNode(await kube.pods(ns, "app=ota-agent")).get(other);
+    assertEquals(still?.metadata.uid, otherPod.metadata.uid);
+
+    // The agent itself, on those credentials: its node's pods, and a refusal for another's.
+    await withEdgeAgent(asNode.kubeconfigPath, own, async (agent) => {
+      const headers = { authorization: `Bearer ${agent.token}` };
+      const listedByAgent = await fetch(`${agent.url}/pods`, { headers });
+      const items: Pod[] = (await listedByAgent.json()).items;
+      assertEquals(items.some((p) => p.metadata.uid === ownPod.metadata.uid), true);
+      assertEquals(items.every((p) => p.spec.nodeName === own), true);
+      const upgradeOther = await fetch(
+        `${agent.url}/openyurt.io/v1/namespaces/${ns}/pods/${otherPod.metadata.name}/upgrade`,
+        { method: "POST", headers },
+      );
+      assertEquals(upgradeOther.status, 403);
+      await upgradeOther.body?.cancel();
+    });
+    await kube.run(["delete", "namespace", ns, "--wait=false"]);
+  },
+};
+
 export const edgerollScenarios: Scenario[] = [
   {
     name: "edgeroll rolls an AdvancedDaemonSet, passing over a cut node until it returns",
@@ -219,8 +303,9 @@ export const edgerollScenarios: Scenario[] = [
         // owner through the edge agent on that node.
         const [firstNode, secondNode] = target.nodes;
         await upgradeThroughApi(kube, ns, firstNode, marked, edgeroll);
+        // The edge agent acts with its node's own credentials, as in manifests/edge-agent.
         await withEdgeAgent(
-          target.kubeconfigPath,
+          await target.nodeKubeconfig(secondNode),
           secondNode,
           (agent) => upgradeThroughApi(kube, ns, secondNode, marked, agent),
         );
@@ -235,4 +320,5 @@ export const edgerollScenarios: Scenario[] = [
       });
     },
   },
+  nodeCredentialsScenario,
 ];

@@ -3,7 +3,7 @@
  * Both give a kubeconfig for the real `kubectl` and the same four node-link verbs, so a
  * scenario says `target.disconnect("edge-2")` and does not care which cluster it runs on.
  */
-import { downCluster, nodeNames, upCluster } from "../../cluster/control-plane.ts";
+import { downCluster, nodeKubeconfig, nodeNames, upCluster } from "../../cluster/control-plane.ts";
 import { type NodeLinkVerb, setNodeLink } from "../../cluster/node-link.ts";
 import { startClusterBehaviour } from "../../sim/cluster/mod.ts";
 import { startSim } from "../../sim/start.ts";
@@ -22,6 +22,11 @@ export interface E2eTarget {
   /** The node keeps its link but reports Ready=False. */
   notready(node: string): Promise<void>;
   ready(node: string): Promise<void>;
+  /**
+   * A kubeconfig with the node's own credentials (`system:node:<node>`), as its kubelet has:
+   * the API server lets it reach that node's pods only.
+   */
+  nodeKubeconfig(node: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -60,6 +65,7 @@ async function startClusterTarget(options: { nodes: number }): Promise<E2eTarget
       kind: "cluster",
       kubeconfigPath: state.kubeconfigPath,
       nodes: nodeNames(options.nodes),
+      nodeKubeconfig: (node) => nodeKubeconfig(state, node),
       stop: async () => {
         await downCluster();
       },
@@ -85,6 +91,7 @@ async function startSimTarget(options: { nodes: number }): Promise<E2eTarget> {
       kind: "sim",
       kubeconfigPath: sim.kubeconfigPath,
       nodes: nodeNames(options.nodes),
+      nodeKubeconfig: (node) => sim.nodeKubeconfig(node),
       stop: () => sim.stop(),
     },
     // Through the admin API, as a person with curl would.
