@@ -307,14 +307,19 @@ function nodeListJson(names: string[]): string {
  * A kubeconfig with the client certificate of the kubelet of `node`, as an edge agent on that
  * node has its kubelet's (the Node authorizer and NodeRestriction limit it to the node's pods).
  */
-export async function nodeKubeconfig(state: ClusterState, node: string): Promise<string> {
+export async function nodeKubeconfig(
+  state: ClusterState,
+  node: string,
+  /** Where the node reaches the API server (a NodeProxy's URL); default directly. */
+  server = state.server,
+): Promise<string> {
   const pkiDir = `${state.workDir}/pki`;
   const pki = { caCertPath: `${pkiDir}/ca.crt`, caKeyPath: `${pkiDir}/ca.key` };
   const certificate = await writeNodeCertificate(pki, pkiDir, node);
   const path = `${state.workDir}/node-${node}.kubeconfig`;
   await Deno.writeTextFile(
     path,
-    await kubeconfigYaml(state.server, pki, certificate, `node-${node}`),
+    await kubeconfigYaml(server, pki, certificate, `node-${node}`),
   );
   return path;
 }

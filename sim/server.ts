@@ -44,6 +44,8 @@ export interface ServerContext {
   behaviour: () => ClusterBehaviour;
   /** How often a watch that allows bookmarks gets one. */
   bookmarkIntervalMs: number;
+  /** Told when the admin API cuts or heals a node's link, after the behaviour was. */
+  onNodeLink?: (node: string, link: "disconnect" | "reconnect") => Promise<void>;
 }
 
 interface Target {
@@ -1046,6 +1048,7 @@ export class SimServer {
         );
       }
       action.call(behaviour, node);
+      if (m[2] === "disconnect" || m[2] === "reconnect") await this.ctx.onNodeLink?.(node, m[2]);
       return json({ node, action: m[2] });
     }
     throw notFound();

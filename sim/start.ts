@@ -11,7 +11,7 @@ import { serveCrds } from "./crds.ts";
 import { FaultInjector, type Faults, FaultsSchema, RequestStats } from "./faults.ts";
 import { type ClusterBehaviour, clusterBehaviour, type StartBehaviour } from "./behaviour.ts";
 import { SimServer, type UserInfo } from "./server.ts";
-import { selfSignedCertificate } from "./tls.ts";
+import { selfSignedCertificate, type ServingCertificate } from "./tls.ts";
 
 export interface SimOptions {
   /** Simulated nodes `edge-1`…`edge-N`. Default 3. */
@@ -44,8 +44,9 @@ export interface Sim {
   behaviour: ClusterBehaviour;
   /**
    * A kubeconfig that authenticates as the node `name` (`system:node:<name>`, group
-   * `system:nodes`), restricted as kube-apiserver restricts a kubelet (sim/node-authorizer.ts);
-   * written to a temporary file that `stop()` removes.
+   * `system:nodes`), restricted as kube-apiserver restricts a kubelet (sim/node-authorizer.ts),
+   * through the node's own TLS listener: while the node is disconnected nothing answers there,
+   * so its agents are cut off with it. Written to a temporary file that `stop()` removes.
    */
   nodeKubeconfig(name: string): Promise<string>;
   stop(): Promise<void>;
@@ -78,6 +79,14 @@ export function kubeconfigYaml(url: string, token: string, caPem?: string): stri
   });
 }
 
+/** One node's own TLS listener (its identity's way in), closed while the node is cut. */
+interface NodeListener {
+  port: number;
+  caPem: string;
+  abort: AbortController;
+  served: Deno.HttpServer;
+}
+
 const NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 export async function startSim(options: SimOptions = {}): Promise<Sim> {
@@ -105,6 +114,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     zones: options.zones ?? 1,
     speed: options.speed ?? 1,
   });
+  let onNodeLink: (name: string, link: "disconnect" | "reconnect") => Promise<void> = () =>
+    Promise.resolve();
   const server = new SimServer({
     store,
     registry,
@@ -113,6 +124,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     stats: new RequestStats(),
     behaviour: () => behaviour,
     bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
+    onNodeLink: (name, link) => onNodeLink(name, link),
   });
   const abort = new AbortController();
   const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
@@ -129,20 +141,42 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     await Deno.makeTempFile({ prefix: "edgeroll-sim-", suffix: ".kubeconfig" });
   await Deno.writeTextFile(kubeconfigPath, kubeconfigYaml(url, token));
   const nodeKubeconfigs: string[] = [];
-  // Node identities are served over TLS, on a listener of their own started on first use.
-  let tlsListener: Promise<{ url: string; caPem: string; server: Deno.HttpServer }> | undefined;
-  const startTlsListener = async () => {
-    const { cert, key } = await selfSignedCertificate();
+  // Node identities are served over TLS (kubectl sends tokens over HTTPS only), each node on a
+  // listener of its own, opened on first use: cutting a node's link closes its listener and
+  // every connection on it, so the node's own agents lose the API server as the node does.
+  let certificate: Promise<ServingCertificate> | undefined;
+  const nodeListeners = new Map<string, NodeListener>();
+  const cutNodes = new Set<string>();
+  const openNodeListener = async (name: string, port = 0): Promise<NodeListener> => {
+    const { cert, key } = await (certificate ??= selfSignedCertificate());
+    const listenerAbort = new AbortController();
     const { promise, resolve: listened } = Promise.withResolvers<Deno.NetAddr>();
-    const tls = Deno.serve({
+    const served = Deno.serve({
       hostname: "127.0.0.1",
-      port: 0,
+      port,
       cert,
       key,
-      signal: abort.signal,
+      signal: listenerAbort.signal,
       onListen: (addr) => listened(addr as Deno.NetAddr),
     }, server.handle);
-    return { url: `https://127.0.0.1:${(await promise).port}`, caPem: cert, server: tls };
+    const listener = { port: (await promise).port, caPem: cert, abort: listenerAbort, served };
+    nodeListeners.set(name, listener);
+    return listener;
+  };
+  const closeNodeListener = async (name: string) => {
+    const listener = nodeListeners.get(name);
+    if (!listener || listener.abort.signal.aborted) return;
+    listener.abort.abort();
+    await listener.served.finished;
+  };
+  onNodeLink = async (name, link) => {
+    if (link === "disconnect") {
+      cutNodes.add(name);
+      await closeNodeListener(name);
+    } else if (cutNodes.delete(name)) {
+      const listener = nodeListeners.get(name);
+      if (listener) await openNodeListener(name, listener.port);
+    }
   };
   let stopped: Promise<void> | undefined;
   return {
@@ -165,8 +199,13 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         suffix: ".kubeconfig",
       });
       nodeKubeconfigs.push(path);
-      const listener = await (tlsListener ??= startTlsListener());
-      await Deno.writeTextFile(path, kubeconfigYaml(listener.url, nodeToken, listener.caPem));
+      const listener = nodeListeners.get(name) ?? await openNodeListener(name);
+      // A node cut before its first kubeconfig gets a port that answers nothing until healed.
+      if (cutNodes.has(name)) await closeNodeListener(name);
+      await Deno.writeTextFile(
+        path,
+        kubeconfigYaml(`https://127.0.0.1:${listener.port}`, nodeToken, listener.caPem),
+      );
       return path;
     },
     stop() {
@@ -178,7 +217,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         server.closeWatches();
         abort.abort();
         await http.finished;
-        if (tlsListener) await (await tlsListener).server.finished;
+        for (const name of nodeListeners.keys()) await closeNodeListener(name);
         // Already gone is fine: the files are ours and temporary.
         for (const path of [...nodeKubeconfigs, ...(temporary ? [kubeconfigPath] : [])]) {
           await Deno.remove(path).catch(() => {});

@@ -202,6 +202,25 @@ const nodeCredentialsScenario: Scenario = {
       );
       assertEquals(upgradeOther.status, 403);
       await upgradeOther.body?.cancel();
+
+      // Cut off from the cloud, the node's agent loses the API server with the node: 503.
+      await target.disconnect(own);
+      try {
+        const cutOff = await fetch(
+          `${agent.url}/openyurt.io/v1/namespaces/${ns}/pods/${ownPod.metadata.name}/upgrade`,
+          { method: "POST", headers },
+        );
+        assertEquals([cutOff.status, (await cutOff.json()).error.reason], [
+          503,
+          "KubernetesUnavailable",
+        ]);
+      } finally {
+        await target.reconnect(own);
+      }
+      await kube.nodeReady(own, (status) => status === "True");
+      const healed = await fetch(`${agent.url}/pods`, { headers });
+      assertEquals(healed.status, 200);
+      await healed.body?.cancel();
     });
     await kube.run(["delete", "namespace", ns, "--wait=false"]);
   },

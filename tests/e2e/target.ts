@@ -5,6 +5,7 @@
  */
 import { downCluster, nodeKubeconfig, nodeNames, upCluster } from "../../cluster/control-plane.ts";
 import { type NodeLinkVerb, setNodeLink } from "../../cluster/node-link.ts";
+import { type NodeProxy, startNodeProxy } from "../../cluster/node-proxy.ts";
 import { startClusterBehaviour } from "../../sim/cluster/mod.ts";
 import { startSim } from "../../sim/start.ts";
 
@@ -60,17 +61,41 @@ async function startClusterTarget(options: { nodes: number }): Promise<E2eTarget
     ? (event: Record<string, unknown>) => console.error(JSON.stringify(event))
     : undefined;
   const state = await upCluster({ nodes: options.nodes, log });
+  // Each node's credentials reach the API server through a link of the node's own, cut and
+  // healed with the node, so its edge agent loses the cloud as the node does (sim does the same).
+  const apiserver = new URL(state.server);
+  const proxies = new Map<string, NodeProxy>();
+  const cut = new Set<string>();
+  const proxyOf = (node: string) => {
+    let proxy = proxies.get(node);
+    if (!proxy) {
+      proxy = startNodeProxy({ hostname: apiserver.hostname, port: Number(apiserver.port) });
+      proxies.set(node, proxy);
+      if (cut.has(node)) proxy.cut();
+    }
+    return proxy;
+  };
   return withVerbs(
     {
       kind: "cluster",
       kubeconfigPath: state.kubeconfigPath,
       nodes: nodeNames(options.nodes),
-      nodeKubeconfig: (node) => nodeKubeconfig(state, node),
+      nodeKubeconfig: (node) => nodeKubeconfig(state, node, proxyOf(node).url),
       stop: async () => {
+        await Promise.all([...proxies.values()].map((p) => p.close()));
         await downCluster();
       },
     },
-    (node, verb) => setNodeLink(state.kubeconfigPath, node, verb),
+    async (node, verb) => {
+      await setNodeLink(state.kubeconfigPath, node, verb);
+      if (verb === "disconnect") {
+        cut.add(node);
+        proxies.get(node)?.cut();
+      } else if (verb === "reconnect") {
+        cut.delete(node);
+        proxies.get(node)?.heal();
+      }
+    },
   );
 }
 
