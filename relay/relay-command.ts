@@ -9,16 +9,20 @@ import { startRelay } from "./relay.ts";
 export const relayCommand: Command = {
   name: "relay",
   summary: "Watch sets, their pods and nodes; post what changed to the controller as CloudEvents.",
-  usage: "--target URL [--kubeconfig PATH] [--token-file F] [--flush 100ms] [--idle 90s]",
+  usage:
+    "--target URL [--ca-file F] [--kubeconfig PATH] [--token-file F] [--flush 100ms] [--idle 90s]",
   options: {
     target: { type: "string" },
+    "ca-file": { type: "string" },
     kubeconfig: { type: "string" },
     "token-file": { type: "string" },
     flush: { type: "string" },
     idle: { type: "string" },
   },
   help: {
-    target: "the controller's base URL, e.g. http://edgeroll:8080 (events go to /events)",
+    target: "the controller's base URL, e.g. https://edgeroll:8443 (events go to /events)",
+    "ca-file":
+      "PEM CA certificates that sign an https target's certificate (default: the system's)",
     kubeconfig: kubeconfigHelp,
     "token-file": "bearer token for the controller, read before each post (or EDGEROLL_TOKEN)",
     flush:
@@ -37,6 +41,13 @@ export const relayCommand: Command = {
     const token = tokenFile ? readToken : Deno.env.get("EDGEROLL_TOKEN")?.trim();
     const flush = stringOption(args, "flush");
     const idle = stringOption(args, "idle");
+    const caFile = stringOption(args, "ca-file");
+    if (caFile !== undefined && !target.startsWith("https://")) {
+      throw new UsageError("--ca-file needs an https:// --target");
+    }
+    const client = caFile === undefined
+      ? undefined
+      : Deno.createHttpClient({ caCerts: [Deno.readTextFileSync(caFile)] });
     const relay = startRelay({
       kubeConfig: loadKubeConfig(stringOption(args, "kubeconfig")),
       target,
@@ -44,9 +55,11 @@ export const relayCommand: Command = {
       logger: createLogger(),
       flushMs: flush === undefined ? undefined : parseDuration(flush, "flush"),
       idleMs: idle === undefined ? undefined : parseDuration(idle, "idle"),
+      fetch: client && ((input, init) => fetch(input, { ...init, client })),
     });
     await untilStopSignal();
     await relay.stop();
+    client?.close();
     return 0;
   },
 };

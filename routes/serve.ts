@@ -22,6 +22,7 @@ import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import { type ControllerApp, createApp } from "./app.ts";
 import { type Authenticator, staticTokenAuthenticator, tokenReviewAuthenticator } from "./auth.ts";
+import { listen, type TlsFiles } from "./listener.ts";
 import { Metrics } from "./metrics.ts";
 
 export interface ControllerOptions {
@@ -37,6 +38,10 @@ export interface ControllerOptions {
   eventDelayMs?: number;
   /** Keep nodes and pods in watch-backed caches (default true; kube/cache.ts). */
   cache?: boolean;
+  /** Serve HTTPS with this certificate and key, read again when they change. */
+  tls?: TlsFiles;
+  /** How often the TLS files are read again (ms; default 30 s). */
+  tlsReloadMs?: number;
   logger?: Logger;
 }
 
@@ -85,13 +90,14 @@ export function startController(options: ControllerOptions): RunningController {
     resyncSeconds: options.resyncSeconds,
     eventDelayMs: options.eventDelayMs,
   });
-  const server = Deno.serve({
+  const listener = listen(controller.app.fetch, {
     hostname: options.hostname ?? "0.0.0.0",
     port: options.port,
-    onListen: () => {},
-  }, controller.app.fetch);
-  const host = server.addr.hostname === "0.0.0.0" ? "127.0.0.1" : server.addr.hostname;
-  const url = `http://${host}:${server.addr.port}`;
+    tls: options.tls,
+    reloadMs: options.tlsReloadMs,
+    logger,
+  });
+  const url = listener.url;
   logger.info("controller listening", {
     url,
     tick: options.tickEveryMs ?? null,
@@ -126,7 +132,7 @@ export function startController(options: ControllerOptions): RunningController {
         await ticking;
         await controller.close();
         await kube.cache?.close();
-        await server.shutdown();
+        await listener.close();
       })();
       return stopped;
     },
@@ -159,11 +165,13 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
     host: { type: "string" },
+    "tls-cert": { type: "string" },
+    "tls-key": { type: "string" },
     tick: { type: "string" },
     resync: { type: "string" },
     "no-cache": { type: "boolean" },
@@ -175,6 +183,9 @@ export const serveCommand: Command = {
     kubeconfig: kubeconfigHelp,
     port: "port to listen on (default 8080)",
     host: "address to listen on (default 0.0.0.0)",
+    "tls-cert":
+      "serve HTTPS with this PEM certificate (chain), read again every 30 s and swapped when it changes",
+    "tls-key": "the PEM private key of --tls-cert",
     tick: "run the tick in-process this often, e.g. 30s (default: only POST /tick)",
     resync: "full resync period of the tick (default 10m)",
     "no-cache":
@@ -186,6 +197,11 @@ export const serveCommand: Command = {
   async run(args) {
     const tick = stringOption(args, "tick");
     const resync = stringOption(args, "resync");
+    const certFile = stringOption(args, "tls-cert");
+    const keyFile = stringOption(args, "tls-key");
+    if ((certFile === undefined) !== (keyFile === undefined)) {
+      throw new UsageError("--tls-cert and --tls-key go together");
+    }
     const running = startController({
       kubeConfig: loadKubeConfig(stringOption(args, "kubeconfig")),
       port: intOption(args, "port", 8080, { min: 0, max: 65535 }),
@@ -194,6 +210,7 @@ export const serveCommand: Command = {
       tickEveryMs: tick === undefined ? undefined : parseDuration(tick, "tick"),
       resyncSeconds: resync === undefined ? undefined : parseDuration(resync, "resync") / 1000,
       cache: args.values["no-cache"] !== true,
+      tls: certFile === undefined ? undefined : { certFile, keyFile: keyFile! },
     });
     await untilStopSignal();
     await running.stop();

@@ -8,7 +8,7 @@ import { freePort } from "../cluster/processes.ts";
 
 const main = new URL("../main.ts", import.meta.url).pathname;
 
-function spawnMain(args: string[]): Deno.ChildProcess {
+export function spawnMain(args: string[]): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", main, ...args],
     stdout: "null",
@@ -16,7 +16,7 @@ function spawnMain(args: string[]): Deno.ChildProcess {
   }).spawn();
 }
 
-async function stop(children: Deno.ChildProcess[]): Promise<void> {
+export async function stop(children: Deno.ChildProcess[]): Promise<void> {
   for (const child of [...children].reverse()) {
     try {
       child.kill("SIGTERM");
@@ -25,13 +25,21 @@ async function stop(children: Deno.ChildProcess[]): Promise<void> {
   }
 }
 
-/** Resolves once `url` answers 2xx; fails when `child` exits first or after `timeoutMs`. */
-async function untilAnswers(url: string, child: Deno.ChildProcess, timeoutMs = 60_000) {
+/**
+ * Resolves once `url` answers 2xx; fails when `child` exits first or after `timeoutMs`. An
+ * https URL is reached with `client` (its CA).
+ */
+export async function untilAnswers(
+  url: string,
+  child: Deno.ChildProcess,
+  timeoutMs = 60_000,
+  client?: Deno.HttpClient,
+) {
   let exited = false;
   child.status.then(() => exited = true);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !exited) {
-    const response = await fetch(url).catch(() => undefined);
+    const response = await fetch(url, { client }).catch(() => undefined);
     await response?.body?.cancel();
     if (response?.ok) return;
     await new Promise((resolve) => setTimeout(resolve, 100));

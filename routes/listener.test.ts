@@ -1,0 +1,78 @@
+import { assertEquals, assertRejects } from "@std/assert";
+import { writePki } from "../cluster/certs.ts";
+import { memoryLogger } from "../cli/log.ts";
+import { listen } from "./listener.ts";
+
+/** Two serving pairs for 127.0.0.1, each from its own CA. */
+async function twoPairs(dir: string) {
+  const [one, two] = await Promise.all([writePki(`${dir}/one`), writePki(`${dir}/two`)]);
+  return [one, two].map((pki) => ({
+    cert: pki.servingCertPath,
+    key: pki.servingKeyPath,
+    client: Deno.createHttpClient({ caCerts: [Deno.readTextFileSync(pki.caCertPath)] }),
+  }));
+}
+
+async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+Deno.test("listen over TLS: a renewed certificate is served without a restart; a broken one is not", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "edgeroll-listener-" });
+  const logs = memoryLogger();
+  const [one, two] = await twoPairs(dir);
+  const certFile = `${dir}/tls.crt`;
+  const keyFile = `${dir}/tls.key`;
+  await Deno.copyFile(one.cert, certFile);
+  await Deno.copyFile(one.key, keyFile);
+  const listener = listen(() => new Response("ok"), {
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { certFile, keyFile },
+    reloadMs: 25,
+    logger: logs,
+  });
+  const get = (client: Deno.HttpClient) =>
+    fetch(`${listener.url}/healthz`, { client }).then((r) => r.text());
+  try {
+    assertEquals(listener.url.startsWith("https://127.0.0.1:"), true);
+    assertEquals(await get(one.client), "ok");
+    await assertRejects(() => get(two.client));
+
+    await Deno.copyFile(two.cert, certFile);
+    await Deno.copyFile(two.key, keyFile);
+    await until(() => get(two.client).then(() => true, () => false));
+    await assertRejects(() => get(one.client));
+    assertEquals(logs.lines.some((l) => l.msg === "TLS certificate reloaded"), true);
+
+    // A key that does not load is refused; the served pair stays.
+    await Deno.writeTextFile(keyFile, "not a key");
+    await until(async () =>
+      logs.lines.some((l) => l.msg === "TLS certificate not reloaded; serving the previous one")
+    );
+    assertEquals(await get(two.client), "ok");
+  } finally {
+    await listener.close();
+    one.client.close();
+    two.client.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("listen over plain HTTP names a wildcard address as 127.0.0.1", async () => {
+  const listener = listen(() => new Response("plain"), {
+    hostname: "0.0.0.0",
+    port: 0,
+    logger: memoryLogger(),
+  });
+  try {
+    assertEquals(listener.url.startsWith("http://127.0.0.1:"), true);
+    assertEquals(await (await fetch(listener.url)).text(), "plain");
+  } finally {
+    await listener.close();
+  }
+});
