@@ -51,8 +51,10 @@ Deno.test("listen over TLS: a renewed certificate is served without a restart; a
 
     // A key that does not load is refused; the served pair stays.
     await Deno.writeTextFile(keyFile, "not a key");
-    await until(async () =>
-      logs.lines.some((l) => l.msg === "TLS certificate not reloaded; serving the previous one")
+    await until(() =>
+      Promise.resolve(
+        logs.lines.some((l) => l.msg === "TLS certificate not reloaded; serving the previous one"),
+      )
     );
     assertEquals(await get(two.client), "ok");
   } finally {
