@@ -138,3 +138,53 @@ for (const [dir, created] of dryRuns) {
     });
   });
 }
+
+/** The pod spec of a Deployment, DaemonSet or CronJob. */
+// deno-lint-ignore no-explicit-any -- rendered YAML
+function podSpec(object: any): any {
+  return object.kind === "CronJob"
+    ? object.spec.jobTemplate.spec.template.spec
+    : object.spec.template.spec;
+}
+
+Deno.test("manifests: the controller serves TLS from its Secret; every caller uses https with its CA; every workload is seccomp RuntimeDefault", async () => {
+  const objects = [
+    ...parseAllDocuments(await kustomize("base")),
+    ...parseAllDocuments(await kustomize("edge-agent")),
+  ].map((doc) => doc.toJS());
+  const workloads = objects.filter((o) => ["Deployment", "DaemonSet", "CronJob"].includes(o.kind));
+  assertEquals(workloads.length, 4);
+  for (const workload of workloads) {
+    assertEquals(
+      podSpec(workload).securityContext?.seccompProfile,
+      { type: "RuntimeDefault" },
+      `${workload.kind}/${workload.metadata.name}`,
+    );
+  }
+  const byName = (name: string) => workloads.find((o) => o.metadata.name === name);
+  const controller = podSpec(byName("edgeroll-controller")).containers[0];
+  const tlsMount = controller.volumeMounts.find((m: { name: string }) => m.name === "tls");
+  assertEquals(controller.args.includes(`--tls-cert=${tlsMount.mountPath}/tls.crt`), true);
+  assertEquals(controller.args.includes(`--tls-key=${tlsMount.mountPath}/tls.key`), true);
+  assertEquals(controller.readinessProbe.httpGet.scheme, "HTTPS");
+  const relay = podSpec(byName("edgeroll-relay"));
+  assertEquals(
+    relay.containers[0].args.includes("--target=https://edgeroll-controller.edgeroll-system.svc"),
+    true,
+  );
+  const tick = podSpec(byName("edgeroll-tick")).containers[0].args.join(" ");
+  assertStringIncludes(tick, "--cacert /var/run/secrets/edgeroll-tls/ca.crt");
+  assertStringIncludes(tick, "https://edgeroll-controller.edgeroll-system.svc/tick");
+  // Callers mount the CA alone, never the controller's key.
+  for (const spec of [relay, podSpec(byName("edgeroll-tick"))]) {
+    const secret = spec.volumes.find((v: { secret?: unknown }) => v.secret).secret;
+    assertEquals(secret, {
+      secretName: "edgeroll-controller-tls",
+      items: [{ key: "ca.crt", path: "ca.crt" }],
+    });
+  }
+  // Listening on every address only where a Service points at it.
+  assertEquals(controller.args.includes("--host=0.0.0.0"), true);
+  const service = objects.find((o) => o.kind === "Service");
+  assertEquals(service.spec.ports, [{ name: "https", port: 443, targetPort: "https" }]);
+});
