@@ -86,6 +86,10 @@ function printerColumn(name: string, jsonPath: string, description: string) {
   return { name, type: "integer", jsonPath, description };
 }
 
+function wideColumn(name: string, jsonPath: string, description: string) {
+  return { name, type: "string", priority: 1, jsonPath, description };
+}
+
 /** The whole CustomResourceDefinition object, ready to be written as YAML. */
 export function advancedDaemonSetCrd(): Schema {
   return {
@@ -123,6 +127,10 @@ export function advancedDaemonSetCrd(): Schema {
             jsonPath: ".metadata.creationTimestamp",
             description: "CreationTimestamp of the set.",
           },
+          // `kubectl get -o wide`, as Kruise's CRD and upstream's DaemonSet table have them.
+          wideColumn("CONTAINERS", ".spec.template.spec.containers[*].name", "The containers."),
+          wideColumn("IMAGES", ".spec.template.spec.containers[*].image", "The images."),
+          wideColumn("SELECTOR", ".spec.selector", "The label selector of the set's pods."),
         ],
         schema: { openAPIV3Schema: advancedDaemonSetOpenApiSchema() },
       }],

@@ -25,4 +25,6 @@ Deno.test("table: printer-column JSONPath subset", () => {
   assertEquals(evaluateJsonPath(object, '.status.conditions[?(@.type=="Ready")].status'), "True");
   assertEquals(evaluateJsonPath(object, ".spec.l[1]"), 8);
   assertEquals(evaluateJsonPath(object, ".spec.missing.deeper"), undefined);
+  // As kube-apiserver's table convertor: a wildcard prints the first result only.
+  assertEquals(evaluateJsonPath(object, ".spec.l[*]"), object.spec.l[0]);
 });

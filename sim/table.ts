@@ -261,8 +261,13 @@ const BUILT_IN_PRINTERS: Record<string, Printer> = {
  * Evaluates the JSONPath subset CRDs' printer columns use: `.a.b`, `.a[0]`, and
  * `.a[?(@.k=="v")].b`.
  */
+/**
+ * The value a printer column's JSONPath names. A wildcard (`[*]`) yields the first element:
+ * kube-apiserver's table convertor prints only the first result of a column's path.
+ */
 export function evaluateJsonPath(object: unknown, path: string): unknown {
-  const tokens = path.match(/\.[^.[]+|\[\?\(@\.[^=]+==\s*["'][^"']*["']\)\]|\[\d+\]/g) ?? [];
+  const tokens = path.match(/\.[^.[]+|\[\?\(@\.[^=]+==\s*["'][^"']*["']\)\]|\[(\d+|\*)\]/g) ??
+    [];
   let cursor: unknown = object;
   for (const token of tokens) {
     if (cursor === undefined || cursor === null) return undefined;
@@ -274,7 +279,8 @@ export function evaluateJsonPath(object: unknown, path: string): unknown {
         ? cursor.find((item) => String(item?.[m[1]]) === m[2])
         : undefined;
     } else {
-      cursor = Array.isArray(cursor) ? cursor[Number(token.slice(1, -1))] : undefined;
+      const index = token === "[*]" ? 0 : Number(token.slice(1, -1));
+      cursor = Array.isArray(cursor) ? cursor[index] : undefined;
     }
   }
   return cursor;

@@ -237,6 +237,35 @@ export const edgerollScenarios: Scenario[] = [
       await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
         await kube.apply(advancedDaemonSet(ns, "v1"));
         await completeOn(target, kube, ns, "v1");
+        // Kruise's columns, and upstream DaemonSet's wide ones, as the API server renders them.
+        const [header, row] = (await kube.run(["--namespace", ns, "get", "ads", "-o", "wide"]))
+          .trim().split("\n").map((line) => line.trim().split(/\s{2,}/));
+        assertEquals(header, [
+          "NAME",
+          "DESIRED",
+          "CURRENT",
+          "READY",
+          "UP-TO-DATE",
+          "AVAILABLE",
+          "AGE",
+          "CONTAINERS",
+          "IMAGES",
+          "SELECTOR",
+        ]);
+        const n = String(target.nodes.length);
+        assertEquals([...row.slice(0, 6), ...row.slice(7, 9)], [
+          "edge-agent",
+          n,
+          n,
+          n,
+          n,
+          n,
+          "agent",
+          image("v1"),
+        ]);
+        assertStringIncludes(row[9], "edge-agent");
+        const narrow = (await kube.run(["--namespace", ns, "get", "ads"])).split("\n")[0];
+        assertEquals(narrow.includes("IMAGES"), false);
 
         const cut = target.nodes[target.nodes.length - 1];
         await target.disconnect(cut);
