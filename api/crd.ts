@@ -78,6 +78,12 @@ export function advancedDaemonSetOpenApiSchema(): Schema {
     description: "The pod template (core/v1 PodTemplateSpec), kept as written.",
     "x-kubernetes-preserve-unknown-fields": true,
   };
+  // As apps/v1 DaemonSets: the API server refuses a changed selector, which would otherwise
+  // leave every old pod out of the set's sight and start a second pod on every node.
+  spec.selector["x-kubernetes-validations"] = [{
+    rule: "self == oldSelf",
+    message: "field is immutable",
+  }];
   schema.required = ["spec"];
   return schema;
 }

@@ -225,6 +225,60 @@ Deno.test("property: the update budget is never exceeded at any step of a distur
   );
 });
 
+/** Live (not terminating) pods of the set on each node, by controller reference. */
+function liveOwnedPerNode(s: Snapshot): Map<string, number> {
+  const setUid = s.set.metadata.uid;
+  const counts = new Map<string, number>();
+  for (const p of s.pods) {
+    const owner = p.metadata.ownerReferences?.find((o) => o.controller)?.uid;
+    if (owner !== setUid || p.metadata.deletionTimestamp) continue;
+    const node = podNodeName(p) ?? "";
+    counts.set(node, (counts.get(node) ?? 0) + 1);
+  }
+  return counts;
+}
+
+Deno.test("property: whatever the labels say, no node gets a second live pod of the set beyond surge", () => {
+  fc.assert(
+    fc.property(
+      fleetSpec,
+      fc.array(fc.boolean(), { minLength: 16, maxLength: 16 }),
+      fc.boolean(),
+      fc.integer({ min: 1, max: 6 }),
+      (spec, relabel, newSelector, rounds) => {
+        let c = convergedThenChanged(fleetSnapshot(spec), f.t0);
+        // Pods the set owns stop matching its selector: relabelled by hand, or the set's
+        // selector and template changed together behind the API server's back.
+        const s = structuredClone(c.snapshot);
+        s.pods.forEach((p, i) => {
+          if (relabel[i % relabel.length]) p.metadata.labels = { ...p.metadata.labels, app: "x" };
+        });
+        if (newSelector) {
+          const spec = s.set.spec as {
+            selector: { matchLabels: Record<string, string> };
+            template: { metadata: { labels: Record<string, string> } };
+          };
+          spec.selector = { matchLabels: { app: "agent-b" } };
+          spec.template.metadata.labels = { ...spec.template.metadata.labels, app: "agent-b" };
+        }
+        c = { snapshot: s, serial: c.serial };
+        let now = f.t0 + 600_000;
+        for (let round = 0; round < rounds; round++) {
+          const applied = f.apply(c, plan(c.snapshot, now), now);
+          for (const [node, live] of liveOwnedPerNode(applied.snapshot)) {
+            if (live > (spec.surge ? 2 : 1)) {
+              throw new Error(`${live} live pods of the set on ${node} (surge ${spec.surge})`);
+            }
+          }
+          c = f.kubelet(applied, now);
+          now += stepMillis;
+        }
+      },
+    ),
+    { numRuns: 60 },
+  );
+});
+
 Deno.test("property: partition and the update selector are respected", () => {
   fc.assert(
     fc.property(

@@ -8,7 +8,7 @@ import type { KubeObject } from "./store.ts";
 import { ApiError, type StatusCause } from "./status.ts";
 import type { ResourceType, SchemaProps } from "./resources.ts";
 import { labelSelectorMatcher } from "./selectors.ts";
-import { validateAndPrune } from "./validation.ts";
+import { immutableRule, unsupportedRules, validateAndPrune } from "./validation.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = Record<string, any>;
@@ -172,7 +172,7 @@ export function admit(
   }
   const unknown: string[] = [];
   if (type.custom?.schema) {
-    causes.push(...validateAndPrune(o, withRootMeta(type.custom.schema), "", unknown));
+    causes.push(...validateAndPrune(o, withRootMeta(type.custom.schema), "", unknown, old));
   }
   if (causes.length > 0) throw invalid(type, name, causes);
   return unknown;
@@ -234,6 +234,22 @@ function validateCrd(crd: Any, causes: StatusCause[]): void {
       field: "metadata.name",
     });
   }
+  // A rule sim cannot evaluate is refused, never ignored: a CRD would otherwise validate less
+  // here than on a cluster.
+  (spec.versions ?? []).forEach((v: Any, i: number) => {
+    for (
+      const rule of unsupportedRules(
+        v.schema?.openAPIV3Schema,
+        `spec.versions[${i}].schema.openAPIV3Schema`,
+      )
+    ) {
+      causes.push({
+        reason: "FieldValueNotSupported",
+        message: `${rule}: sim evaluates only the CEL rule "${immutableRule}" (ADR 0008)`,
+        field: rule.slice(0, rule.indexOf(":")),
+      });
+    }
+  });
   const storage = (spec.versions ?? []).filter((v: Any) => v.storage).length;
   if (Array.isArray(spec.versions) && storage !== 1) {
     causes.push({

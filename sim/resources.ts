@@ -29,6 +29,8 @@ export interface SchemaProps {
   "x-kubernetes-int-or-string"?: boolean;
   "x-kubernetes-preserve-unknown-fields"?: boolean;
   "x-kubernetes-embedded-resource"?: boolean;
+  /** CEL rules; sim evaluates the transition rule `self == oldSelf` only (ADR 0008). */
+  "x-kubernetes-validations"?: { rule: string; message?: string }[];
   [extension: string]: unknown;
 }
 

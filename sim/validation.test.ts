@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { validateAndPrune } from "./validation.ts";
+import { unsupportedRules, validateAndPrune } from "./validation.ts";
 import type { SchemaProps } from "./resources.ts";
 
 const schema: SchemaProps = {
@@ -35,4 +35,40 @@ Deno.test("validation: unknown fields are pruned unless preserved", () => {
   const object = { spec: { size: 1, extra: true, template: { anything: 1 } } };
   validateAndPrune(object, schema);
   assertEquals(object, { spec: { size: 1, template: { anything: 1 } } });
+});
+
+Deno.test("validation: the transition rule self == oldSelf refuses a changed value on update only", () => {
+  const immutable: SchemaProps = {
+    type: "object",
+    properties: {
+      selector: {
+        type: "object",
+        "x-kubernetes-preserve-unknown-fields": true,
+        "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "field is immutable" }],
+      },
+    },
+  };
+  const old = { selector: { matchLabels: { app: "a", tier: "edge" } } };
+  const messages = (value: unknown, before?: unknown) =>
+    validateAndPrune(value, immutable, "spec", [], before).map((c) => c.message);
+  assertEquals(messages({ selector: { matchLabels: { app: "b" } } }), [], "a create has no old");
+  // The same selector with its keys in another order is the same value.
+  assertEquals(messages({ selector: { matchLabels: { tier: "edge", app: "a" } } }, old), []);
+  assertEquals(messages({ selector: { matchLabels: { app: "b" } } }, old), [
+    'spec.selector: Invalid value: "object": field is immutable',
+  ]);
+});
+
+Deno.test("validation: a CEL rule sim cannot evaluate is listed, never ignored", () => {
+  const rules = unsupportedRules({
+    type: "object",
+    properties: {
+      a: { type: "string", "x-kubernetes-validations": [{ rule: "self == oldSelf" }] },
+      b: {
+        type: "array",
+        items: { type: "integer", "x-kubernetes-validations": [{ rule: "self > 0" }] },
+      },
+    },
+  }, "schema");
+  assertEquals(rules, ['schema.properties.b.items.x-kubernetes-validations[0].rule: "self > 0"']);
 });

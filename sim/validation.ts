@@ -6,6 +6,7 @@
  */
 import type { SchemaProps } from "./resources.ts";
 import type { StatusCause } from "./status.ts";
+import { canonical } from "./canonical.ts";
 
 function typeOf(value: unknown): string {
   if (value === null) return "null";
@@ -19,20 +20,61 @@ function typeMatches(expected: string, value: unknown): boolean {
   return actual === expected || (expected === "number" && actual === "integer");
 }
 
+/** The one CEL rule sim evaluates: a transition rule that makes a field immutable. */
+export const immutableRule = "self == oldSelf";
+
+/** Paths and rules of every `x-kubernetes-validations` entry sim cannot evaluate. */
+export function unsupportedRules(schema: SchemaProps | undefined, path: string): string[] {
+  if (!schema) return [];
+  const own = (schema["x-kubernetes-validations"] ?? [])
+    .map((v, i) => ({ rule: v.rule, at: `${path}.x-kubernetes-validations[${i}].rule` }))
+    .filter((v) => v.rule.replaceAll(" ", "") !== immutableRule.replaceAll(" ", ""))
+    .map((v) => `${v.at}: "${v.rule}"`);
+  const children = [
+    ...Object.entries(schema.properties ?? {}).map(([k, v]) => [`${path}.properties.${k}`, v]),
+    [`${path}.items`, schema.items],
+    [`${path}.additionalProperties`, schema.additionalProperties],
+  ] as [string, SchemaProps | boolean | undefined][];
+  return [
+    ...own,
+    ...children.flatMap(([at, child]) =>
+      typeof child === "object" ? unsupportedRules(child, at) : []
+    ),
+  ];
+}
+
+/** `type`'s word for a value in an Invalid message, as the API server writes it. */
+function shownType(value: unknown): string {
+  return typeOf(value) === "integer" ? "integer" : typeOf(value);
+}
+
 /**
  * Validates `value` against `schema` in place: unknown fields are pruned (as the API server
- * does for structural schemas) and every violation is returned as a cause.
+ * does for structural schemas) and every violation is returned as a cause. `old` is the stored
+ * value at the same path on an update, for transition rules.
  */
 export function validateAndPrune(
   value: unknown,
   schema: SchemaProps | undefined,
   path = "",
   pruned: string[] = [],
+  old?: unknown,
 ): StatusCause[] {
   if (!schema) return [];
   const causes: StatusCause[] = [];
   const field = path || "<root>";
   const fail = (reason: string, message: string) => causes.push({ reason, message, field });
+  // Transition rules run only where the field has an old value (an update that keeps it).
+  for (const validation of schema["x-kubernetes-validations"] ?? []) {
+    if (old !== undefined && canonical(value) !== canonical(old)) {
+      fail(
+        "FieldValueInvalid",
+        `${field}: Invalid value: "${shownType(value)}": ${
+          validation.message ?? `failed rule: ${validation.rule}`
+        }`,
+      );
+    }
+  }
   if (value === null) {
     if (!schema.nullable && schema.type) {
       fail(
@@ -111,8 +153,10 @@ export function validateAndPrune(
       const childPath = path ? `${path}.${key}` : key;
       const childSchema = schema.properties?.[key] ??
         (typeof additional === "object" ? additional : undefined);
-      if (childSchema) causes.push(...validateAndPrune(child, childSchema, childPath, pruned));
-      else if (
+      const oldChild = typeOf(old) === "object" ? (old as Record<string, unknown>)[key] : undefined;
+      if (childSchema) {
+        causes.push(...validateAndPrune(child, childSchema, childPath, pruned, oldChild));
+      } else if (
         !schema["x-kubernetes-preserve-unknown-fields"] && additional !== true && schema.properties
       ) {
         delete map[key];

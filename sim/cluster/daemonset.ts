@@ -18,8 +18,8 @@
  */
 import { StoreError } from "../store.ts";
 import { DAEMONSETS, NODES, PODS, REVISIONS, targetNodeName } from "./cache.ts";
+import { canonical } from "../canonical.ts";
 import {
-  canonical,
   cleanupHistory,
   controllerRef,
   currentRevision,

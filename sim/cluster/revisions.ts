@@ -4,6 +4,7 @@
  * (`$patch: replace`) so that `kubectl rollout history` and `rollout undo` work, numbered in
  * order of use, and pruned to `revisionHistoryLimit` among those no pod still runs.
  */
+import { canonical } from "../canonical.ts";
 import type { OwnerReference } from "../store.ts";
 import { type ClusterCache, DAEMONSETS, REVISIONS } from "./cache.ts";
 import type { ClusterContext } from "./context.ts";
@@ -17,17 +18,6 @@ import {
 export const HASH_LABEL = "controller-revision-hash";
 /** The vowel-free alphabet of generated names and hashes (no accidental words). */
 export const SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
-
-/** JSON with sorted keys: equal objects give equal text. */
-export function canonical(value: unknown): string {
-  return JSON.stringify(
-    value,
-    (_key, v) =>
-      v && typeof v === "object" && !Array.isArray(v)
-        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))
-        : v,
-  );
-}
 
 /** The revision hash: FNV-1a 32 of the template, its decimal digits in a vowel-free alphabet. */
 export function templateHash(template: unknown, collisionCount = 0): string {

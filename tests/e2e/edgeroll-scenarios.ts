@@ -150,6 +150,24 @@ const nodeCredentialsScenario: Scenario = {
       const pods = podsByNode(await kube.pods(ns, "app=ota-agent"));
       return target.nodes.every((n) => pods.has(n)) ? pods : undefined;
     });
+    assertStringIncludes(
+      await refused(kube, [
+        "--namespace",
+        ns,
+        "patch",
+        "daemonset",
+        "ota-agent",
+        "--type=merge",
+        "-p",
+        JSON.stringify({
+          spec: {
+            selector: { matchLabels: { app: "ota-agent-b" } },
+            template: { metadata: { labels: { app: "ota-agent-b" } } },
+          },
+        }),
+      ]),
+      "field is immutable",
+    );
     const [own, other] = target.nodes;
     const ownPod = byNode.get(own)!;
     const otherPod = byNode.get(other)!;
@@ -266,6 +284,26 @@ export const edgerollScenarios: Scenario[] = [
         assertStringIncludes(row[9], "edge-agent");
         const narrow = (await kube.run(["--namespace", ns, "get", "ads"])).split("\n")[0];
         assertEquals(narrow.includes("IMAGES"), false);
+        // The selector is immutable, as a DaemonSet's: a changed one would hide every old pod
+        // from the set and start a second pod on every node (issue 21).
+        assertStringIncludes(
+          await refused(kube, [
+            "--namespace",
+            ns,
+            "patch",
+            "ads",
+            "edge-agent",
+            "--type=merge",
+            "-p",
+            JSON.stringify({
+              spec: {
+                selector: { matchLabels: { app: "agent-b" } },
+                template: { metadata: { labels: { app: "agent-b" } } },
+              },
+            }),
+          ]),
+          "field is immutable",
+        );
 
         const cut = target.nodes[target.nodes.length - 1];
         await target.disconnect(cut);
