@@ -31,6 +31,7 @@ export const ObjectMeta = z.looseObject({
   generation: z.number().int().optional(),
   creationTimestamp: z.string().optional(),
   deletionTimestamp: z.string().optional(),
+  deletionGracePeriodSeconds: z.number().int().optional(),
   labels: z.record(z.string(), z.string()).optional(),
   annotations: z.record(z.string(), z.string()).optional(),
   ownerReferences: z.array(OwnerReference).optional(),

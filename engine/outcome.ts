@@ -14,7 +14,12 @@ import {
   parseTime,
   podRevision,
 } from "./objects.ts";
-import type { NodeView, PlanBuilder } from "./plan-builder.ts";
+import {
+  expectationTimeoutSeconds,
+  nextPoll,
+  type NodeView,
+  type PlanBuilder,
+} from "./plan-builder.ts";
 import type { EpochMillis, Plan } from "./types.ts";
 
 /** The reconcile answer lists at most this many awaited items; the rest are summed up. */
@@ -22,11 +27,15 @@ const maxAwaitedListed = 20;
 /** BudgetExhausted names at most this many pods. */
 const maxPodsNamed = 10;
 /**
- * How soon a set with pods still starting wants to be looked at again. Their readiness comes
- * from the kubelet at no time the planner can know; with a relay, the pod's event comes first,
- * but a controller driven by the tick alone would otherwise wait for the full resync.
+ * How often a wait whose end only the cluster knows is looked at once its first polls (1 … 32 s,
+ * `nextPoll`) are spent: a pod starts when its kubelet says, and with the tick alone no event
+ * brings the set back sooner.
  */
 export const startingPodPollSeconds = 30;
+
+/** A pod that may still become ready: one that has not ended (Failed or Succeeded). */
+const mayStart = (pod: { status?: { phase?: string } }) =>
+  pod.status?.phase !== "Failed" && pod.status?.phase !== "Succeeded";
 
 export function invalidOrUnmanagedPlan(
   reading: Extract<ReturnType<typeof readSet>, { ok: false }>,
@@ -98,7 +107,6 @@ export function finish(o: Outcome): Plan {
   let current = 0, ready = 0, availableCount = 0, updated = 0, misscheduled = 0;
   // outdated: nodes without a current pod; onOld: those of them running an old one.
   let outdated = 0, onOld = 0, outdatedInScope = 0, outdatedInScopeReady = 0, settling = 0;
-  let starting = 0;
   for (const view of o.views) {
     // Counted as observed (our own deletions not yet seen still count), so a repeated plan on
     // the same cluster writes the same status.
@@ -109,7 +117,13 @@ export function finish(o: Outcome): Plan {
     }
     if (view.live.length + view.leaving.length > 0) current++;
     if (observed.some(isPodReady)) ready++;
-    else if (view.ready && observed.length > 0) starting++;
+    else if (view.ready && observed.some(mayStart)) {
+      b.polls.push(
+        Math.max(
+          ...observed.filter(mayStart).map((p) => parseTime(p.metadata.creationTimestamp) ?? now),
+        ),
+      );
+    }
     if (observed.some((p) => isPodAvailable(p, minReady, now))) availableCount++;
     else if (view.ready) settling++;
     const isUpdated = hash !== undefined && observed.some((p) => podRevision(p) === hash);
@@ -141,16 +155,27 @@ export function finish(o: Outcome): Plan {
       parseTime(exp.deadline),
     );
   }
-  for (const exp of b.expectations) b.wakeUps.push(parseTime(exp.deadline) ?? now);
-  if (starting > 0) b.wakeUps.push(now + startingPodPollSeconds * 1000);
-  const nextCheck = b.wakeUps.filter((t) => t > now).reduce((a, t) => Math.min(a, t), Infinity);
+  // An action is looked at again soon after it was taken, and at its deadline at the latest.
+  for (const exp of expectations) {
+    const deadline = parseTime(exp.deadline) ?? now;
+    b.wakeUps.push(deadline);
+    b.polls.push(deadline - expectationTimeoutSeconds * 1000);
+  }
+  const wakeUps = b.wakeUps.filter((t) => t > now);
+  // Written to status: instants that do not move from call to call (a wait's first poll, even
+  // once passed), so a repeated plan writes the same status.
+  const nextCheck = Math.min(...wakeUps, ...b.polls.map((since) => since + 1000));
   const nextCheckAt = Number.isFinite(nextCheck) ? formatTime(nextCheck) : undefined;
+  const nextLook = Math.min(
+    ...wakeUps,
+    ...b.polls.map((since) => nextPoll(since, now, startingPodPollSeconds)),
+  );
   // More work than one call may do: come back soon, but only when this call did some (a cap
   // held by actions still unobserved waits for them or their deadline instead).
   const requeueAfterSeconds = b.moreWork && b.actions.length > 0
     ? 1
-    : Number.isFinite(nextCheck)
-    ? Math.max(1, Math.ceil((nextCheck - now) / 1000))
+    : Number.isFinite(nextLook)
+    ? Math.max(1, Math.ceil((nextLook - now) / 1000))
     : null;
 
   const counts = `${updated}/${desired.length} updated, ${availableCount} available`;

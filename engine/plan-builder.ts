@@ -8,13 +8,31 @@ import { Keys, type Node, type Pod, type PodTemplateSpec } from "../api/kube-obj
 import type { SetConfig } from "./config.ts";
 import { nodeNameHash } from "./hash.ts";
 import { inPlacePatch, updatedInPlace } from "./in-place.ts";
-import { formatTime, isTerminating, podNodeName } from "./objects.ts";
+import { formatTime, isTerminating, parseTime, podNodeName } from "./objects.ts";
 import { daemonPodTolerations, type Placement } from "./placement.ts";
 import { controllerRef } from "./revisions.ts";
 import type { Action, Awaited, EpochMillis, PlanEvent } from "./types.ts";
 
 /** An action not observed within this time is forgotten and planned again. */
 export const expectationTimeoutSeconds = 60;
+
+/**
+ * The next look at a wait whose end only the cluster knows (an action to be observed, a pod to
+ * start or to finish terminating), begun at `since`: 1, 2, 4, 8, 16 and 32 s after it began, then
+ * `thenEverySeconds` from now. A queue requeues on it; the status keeps only the first of these
+ * instants, which does not move, so polling writes nothing, and once it has passed the tick looks
+ * at the set every tick until the wait ends (ADR 0006).
+ */
+export function nextPoll(
+  since: EpochMillis,
+  now: EpochMillis,
+  thenEverySeconds: number,
+): EpochMillis {
+  for (let seconds = 1; seconds <= 32; seconds *= 2) {
+    if (since + seconds * 1000 > now) return since + seconds * 1000;
+  }
+  return now + thenEverySeconds * 1000;
+}
 
 const preparingDelete = "PreparingDelete";
 
@@ -60,6 +78,8 @@ export class PlanBuilder {
   budgetBlocked = 0;
   budgetMessage = "";
   wakeUps: EpochMillis[] = [];
+  /** When each wait whose end only the cluster knows began; looked at on `nextPoll`. */
+  polls: EpochMillis[] = [];
   creationsLeft: number;
   deletionsLeft: number;
   moreWork = false;
@@ -99,8 +119,12 @@ export class PlanBuilder {
       this.moreWork = true;
       return false;
     }
-    if ([...view.live, ...view.leaving].some((p) => p.metadata.name === name)) {
+    const sameName = [...view.live, ...view.leaving].find((p) => p.metadata.name === name);
+    if (sameName) {
+      const deleting = parseTime(sameName.metadata.deletionTimestamp);
+      const grace = sameName.metadata.deletionGracePeriodSeconds ?? 30;
       this.wait(`pod/${name} gone`, "a pod of the same name is still terminating");
+      if (deleting !== undefined) this.polls.push(deleting - grace * 1000);
       return false;
     }
     this.creationsLeft--;

@@ -268,8 +268,13 @@ Deno.test("a pod still starting brings the set back within a poll, for a tick-on
   c = f.apply(c, p, f.t0 + 1000); // created; its kubelet has not started it yet
   p = plan(c.snapshot, f.t0 + 2000);
   assertEquals(podActions(p), []);
-  assertEquals(p.requeueAfterSeconds, startingPodPollSeconds);
-  assertEquals(p.status.nextCheckAt, "2026-01-01T00:00:32Z");
+  // Polled 1, 2, 4, 8, 16, 32 s after the pod was created, then every 30 s; the status keeps
+  // the first poll, which does not move: once it passed, the tick looks every tick.
+  assertEquals(p.requeueAfterSeconds, 1);
+  assertEquals(p.status.nextCheckAt, "2026-01-01T00:00:02Z");
+  const later = plan(c.snapshot, f.t0 + 10_000);
+  assertEquals([later.requeueAfterSeconds, later.status.nextCheckAt], [7, p.status.nextCheckAt]);
+  assertEquals(plan(c.snapshot, f.t0 + 60_000).requeueAfterSeconds, startingPodPollSeconds);
   // Once every pod runs and the rollout is done, nothing is polled.
   c = f.kubelet(c, f.t0 + 3000);
   for (let now = f.t0 + 3000; now < f.t0 + 20_000; now += 1000) [p, c] = step(c, now);
@@ -560,7 +565,8 @@ Deno.test("expectations: an unchanged cluster with the written status plans noth
   assertEquals(podActions(again), []);
   assertEquals(again.status, first.status);
   assertEquals(again.events, []);
-  assertEquals(again.requeueAfterSeconds, 55);
+  // Looked at 8 s after acting (1, 2, 4, 8 s …), at the deadline at the latest.
+  assertEquals(again.requeueAfterSeconds, 3);
   const late = plan(statusOnly, f.t0 + 61_000);
   assertEquals(podActions(late), ["create node-0", "create node-1"]);
 });
