@@ -88,6 +88,16 @@ export function parseLabelSelector(text: string | null | undefined): LabelMatche
 }
 
 /**
+ * What kube-apiserver's field sets hold for an absent field: booleans are formatted, so an
+ * unset `spec.unschedulable` is "false" (the e2e framework lists nodes with
+ * `spec.unschedulable=false`).
+ */
+const absentFieldValues: Record<string, string> = {
+  "spec.unschedulable": "false",
+  "spec.hostNetwork": "false",
+};
+
+/**
  * Parses a field selector (`spec.nodeName=edge-1,metadata.name!=x`) into a predicate over
  * the object. Only `=`, `==` and `!=` exist for fields; a field `supported` refuses is a 400.
  */
@@ -102,13 +112,15 @@ export function parseFieldSelector(
     if (!supported(m[1])) {
       throw new StoreError(400, "BadRequest", `field label not supported: ${m[1]}`);
     }
-    return { path: m[1].split("."), negate: m[2] === "!=", value: m[3] };
+    return { field: m[1], path: m[1].split("."), negate: m[2] === "!=", value: m[3] };
   });
   return (object) =>
-    terms.every(({ path, negate, value }) => {
+    terms.every(({ field, path, negate, value }) => {
       let cursor: unknown = object;
       for (const part of path) cursor = (cursor as Record<string, unknown> | undefined)?.[part];
-      const actual = cursor === undefined || cursor === null ? "" : String(cursor);
+      const actual = cursor === undefined || cursor === null
+        ? absentFieldValues[field] ?? ""
+        : String(cursor);
       return negate ? actual !== value : actual === value;
     });
 }

@@ -1,37 +1,67 @@
 /**
- * What kube-controller-manager's serviceaccount controller does: every namespace has a
- * `default` ServiceAccount, created when the namespace is and again if it is deleted.
- * Manifests and tests written against a real cluster rely on it (pods name it implicitly).
+ * What kube-controller-manager keeps in every namespace, created with the namespace and again
+ * if deleted: the `default` ServiceAccount (its serviceaccount controller), which pods name
+ * implicitly, and the `kube-root-ca.crt` ConfigMap (its root-ca-cert-publisher), which the e2e
+ * framework waits for in each namespace it makes. sim serves plain HTTP and has no CA, so the
+ * ConfigMap's `ca.crt` is empty (ADR 0008).
  */
 import type { KubeObject, Store, StoreEvent } from "./store.ts";
 
-const DEFAULT = "default";
+interface NamespaceDefault {
+  resource: string;
+  name: string;
+  object(namespace: string): KubeObject;
+}
 
-function ensureDefault(store: Store, namespace: KubeObject): void {
-  const name = namespace.metadata.name;
+const defaults: NamespaceDefault[] = [
+  {
+    resource: "serviceaccounts",
+    name: "default",
+    object: (namespace) => ({
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: "default", namespace },
+    }),
+  },
+  {
+    resource: "configmaps",
+    name: "kube-root-ca.crt",
+    object: (namespace) => ({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: {
+        name: "kube-root-ca.crt",
+        namespace,
+        annotations: { "kubernetes.io/description": "Contains a CA bundle (none on sim)." },
+      },
+      data: { "ca.crt": "" },
+    }),
+  },
+];
+
+function ensureDefaults(store: Store, namespace: KubeObject): void {
+  const name = namespace.metadata.name!;
   if (namespace.metadata.deletionTimestamp) return;
-  if (store.tryGet("serviceaccounts", name, DEFAULT)) return;
-  store.create("serviceaccounts", {
-    apiVersion: "v1",
-    kind: "ServiceAccount",
-    metadata: { name: DEFAULT, namespace: name },
-  });
+  for (const wanted of defaults) {
+    if (!store.tryGet(wanted.resource, name, wanted.name)) {
+      store.create(wanted.resource, wanted.object(name));
+    }
+  }
 }
 
 /** Starts the controller; returns its stop function. */
-export function serveDefaultServiceAccounts(store: Store): () => void {
-  for (const namespace of store.list("namespaces").items) ensureDefault(store, namespace);
+export function serveNamespaceDefaults(store: Store): () => void {
+  for (const namespace of store.list("namespaces").items) ensureDefaults(store, namespace);
   // Deferred: a listener must not write while the store is still notifying about a write.
   const onEvent = (event: StoreEvent) => {
     if (event.resource === "namespaces" && event.type !== "DELETED") {
-      queueMicrotask(() => ensureDefault(store, event.object));
+      queueMicrotask(() => ensureDefaults(store, event.object));
     }
-    if (
-      event.resource === "serviceaccounts" && event.type === "DELETED" &&
-      event.object.metadata.name === DEFAULT
-    ) {
+    const removed = event.type === "DELETED" &&
+      defaults.some((d) => d.resource === event.resource && d.name === event.object.metadata.name);
+    if (removed) {
       const namespace = store.tryGet("namespaces", undefined, event.object.metadata.namespace!);
-      if (namespace) queueMicrotask(() => ensureDefault(store, namespace));
+      if (namespace) queueMicrotask(() => ensureDefaults(store, namespace));
     }
   };
   return store.subscribe(onEvent);

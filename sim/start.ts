@@ -6,7 +6,7 @@ import { stringify as toYaml } from "yaml";
 import { Store } from "./store.ts";
 import { ResourceRegistry } from "./resources.ts";
 import { GarbageCollector } from "./gc.ts";
-import { serveDefaultServiceAccounts } from "./service-accounts.ts";
+import { serveNamespaceDefaults } from "./service-accounts.ts";
 import { serveCrds } from "./crds.ts";
 import { FaultInjector, type Faults, FaultsSchema, RequestStats } from "./faults.ts";
 import { type ClusterBehaviour, clusterBehaviour, type StartBehaviour } from "./behaviour.ts";
@@ -101,12 +101,29 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
       status: { phase: "Active" },
     });
   }
+  // The Service kube-apiserver keeps for itself (clients such as the e2e framework read it).
+  store.create("services", {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: {
+      name: "kubernetes",
+      namespace: "default",
+      labels: { component: "apiserver", provider: "kubernetes" },
+    },
+    spec: {
+      type: "ClusterIP",
+      clusterIP: "10.96.0.1",
+      clusterIPs: ["10.96.0.1"],
+      ports: [{ name: "https", port: 443, protocol: "TCP", targetPort: 6443 }],
+      sessionAffinity: "None",
+    },
+  });
   const token = Object.keys(options.tokens ?? {})[0] ?? crypto.randomUUID().replaceAll("-", "");
   const tokens = new Map(Object.entries(options.tokens ?? { [token]: ADMIN }));
   const faults = new FaultInjector();
   faults.set(FaultsSchema.parse(options.faults ?? {}));
   const gc = new GarbageCollector(store);
-  const stopServiceAccounts = serveDefaultServiceAccounts(store);
+  const stopServiceAccounts = serveNamespaceDefaults(store);
   const stopCrds = serveCrds(store, registry);
   const start = options.behaviour ?? clusterBehaviour;
   const behaviour = start(store, {

@@ -112,6 +112,12 @@ Deno.test("selectors: query syntax, LabelSelector objects and fields", () => {
   const fields = parseFieldSelector("spec.nodeName=edge-1,metadata.name!=b");
   assertEquals(fields({ spec: { nodeName: "edge-1" }, metadata: { name: "a" } }), true);
   assertEquals(fields({ spec: { nodeName: "edge-1" }, metadata: { name: "b" } }), false);
+  // As kube-apiserver's field sets: an unset boolean is "false".
+  const schedulable = parseFieldSelector("spec.unschedulable=false");
+  assertEquals([schedulable({ spec: {} }), schedulable({ spec: { unschedulable: true } })], [
+    true,
+    false,
+  ]);
 });
 
 Deno.test("store: history is kept per resource, in a ring of fixed size", () => {

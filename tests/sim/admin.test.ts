@@ -185,16 +185,23 @@ Deno.test("http: deletecollection by label, namespace deletion empties it, watch
       labelSelector: "tier=x",
     });
     assertEquals(
-      sim.store.scan("configmaps", { namespace: "scratch" }).map((c) => c.metadata.name),
-      ["c"],
+      sim.store.scan("configmaps", { namespace: "scratch" }).map((c) => c.metadata.name).sort(),
+      ["c", "kube-root-ca.crt"],
     );
     const started = await fetch(
       `${sim.url}/api/v1/namespaces/scratch/configmaps?watch=1&timeoutSeconds=1`,
     );
     const lines = (await started.text()).trim().split("\n").map((l) => JSON.parse(l));
-    assertEquals(lines.map((e) => `${e.type} ${e.object.metadata.name}`), ["ADDED c"]);
+    // As on a cluster: the root CA ConfigMap kube-controller-manager keeps in each namespace.
+    assertEquals(lines.map((e) => `${e.type} ${e.object.metadata.name}`).sort(), [
+      "ADDED c",
+      "ADDED kube-root-ca.crt",
+    ]);
     await core.deleteNamespace({ name: "scratch" });
-    await eventually(() => sim.store.count("configmaps") === 0, "the namespace's contents to go");
+    await eventually(
+      () => sim.store.scan("configmaps", { namespace: "scratch" }).length === 0,
+      "the namespace's contents to go",
+    );
     const refused = await request(sim, "/api/v1/namespaces/scratch/configmaps", {
       method: "POST",
       body: JSON.stringify({ metadata: { name: "late" } }),
