@@ -100,6 +100,55 @@ async function withTokenAndPort(
   }
 }
 
+/** What `withControllers` started: each replica's base URL, and the token they accept. */
+export interface ControllerProcesses {
+  urls: string[];
+  token: string;
+}
+
+/**
+ * `replicas` controllers (`serve`, with `serveArgs` such as `--tick=1s`) and, if `relay`, the
+ * relay posting to the first, all processes against `kubeconfigPath`, for the length of `body`.
+ * Without `--tick` in `serveArgs` a controller reconciles only when called.
+ */
+export async function withControllers(
+  kubeconfigPath: string,
+  options: { replicas?: number; serveArgs?: string[]; relay?: boolean; relayArgs?: string[] },
+  body: (controllers: ControllerProcesses) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "edgeroll-" });
+  const children: Deno.ChildProcess[] = [];
+  try {
+    const tokenFile = `${dir}/token`;
+    const token = crypto.randomUUID();
+    await Deno.writeTextFile(tokenFile, token);
+    const common = [`--kubeconfig=${kubeconfigPath}`, `--token-file=${tokenFile}`];
+    const urls: string[] = [];
+    for (let i = 0; i < (options.replicas ?? 1); i++) {
+      const port = freePort();
+      const child = spawnMain([
+        "serve",
+        "--host=127.0.0.1",
+        `--port=${port}`,
+        ...common,
+        ...(options.serveArgs ?? []),
+      ]);
+      children.push(child);
+      urls.push(`http://127.0.0.1:${port}`);
+      await untilAnswers(`${urls[i]}/readyz`, child);
+    }
+    if (options.relay) {
+      children.push(
+        spawnMain(["relay", `--target=${urls[0]}`, ...common, ...(options.relayArgs ?? [])]),
+      );
+    }
+    await body({ urls, token });
+  } finally {
+    await stop(children);
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 /**
  * The controller (`serve`, with `serveArgs` such as `--tick=1s`) and the relay posting to it,
  * two processes against `kubeconfigPath`, for the length of `body`.
@@ -109,27 +158,11 @@ export function withEdgeroll(
   options: { serveArgs?: string[]; relayArgs?: string[] },
   body: (edgeroll: EdgerollProcesses) => Promise<void>,
 ): Promise<void> {
-  return withTokenAndPort(async (tokenFile, edgeroll, port) => {
-    const common = [`--kubeconfig=${kubeconfigPath}`, `--token-file=${tokenFile}`];
-    const children = [
-      spawnMain([
-        "serve",
-        "--host=127.0.0.1",
-        `--port=${port}`,
-        ...common,
-        ...(options.serveArgs ?? []),
-      ]),
-    ];
-    try {
-      await untilAnswers(`${edgeroll.url}/readyz`, children[0]);
-      children.push(
-        spawnMain(["relay", `--target=${edgeroll.url}`, ...common, ...(options.relayArgs ?? [])]),
-      );
-      await body(edgeroll);
-    } finally {
-      await stop(children);
-    }
-  });
+  return withControllers(
+    kubeconfigPath,
+    { ...options, relay: true },
+    ({ urls, token }) => body({ url: urls[0], token }),
+  );
 }
 
 /** The edge agent (`main.ts edge`) for `node`, on loopback, for the length of `body`. */

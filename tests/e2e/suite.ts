@@ -6,6 +6,7 @@
 import { Kube } from "./kube.ts";
 import { scenarios } from "./scenarios.ts";
 import { edgerollScenarios } from "./edgeroll-scenarios.ts";
+import { triggerScenarios } from "./trigger-scenarios.ts";
 import { startTarget, type TargetKind } from "./target.ts";
 
 export function e2eSuite(kind: TargetKind): void {
@@ -18,7 +19,10 @@ export function e2eSuite(kind: TargetKind): void {
       const target = await startTarget(kind, { nodes: 3 });
       try {
         const kube = new Kube(target.kubeconfigPath);
-        for (const scenario of [...scenarios, ...edgerollScenarios]) {
+        // EDGEROLL_E2E_ONLY=text runs the scenarios whose name holds it, while one is written.
+        const only = Deno.env.get("EDGEROLL_E2E_ONLY");
+        const all = [...scenarios, ...edgerollScenarios, ...triggerScenarios];
+        for (const scenario of all.filter((s) => !only || s.name.includes(only))) {
           await t.step(scenario.name, () => scenario.run(target, kube));
         }
       } finally {
