@@ -118,11 +118,9 @@ const nodePrinter: Printer = {
   ],
   cells(node: Any, now) {
     const ready = (node.status?.conditions ?? []).find((c: Any) => c.type === "Ready");
-    let status = ready?.status === "True"
-      ? "Ready"
-      : ready?.status === "False"
-      ? "NotReady"
-      : "Unknown";
+    // As kube-apiserver's node printer: Not<Type> for any status but True (Unknown included);
+    // "Unknown" only when there is no Ready condition at all.
+    let status = ready === undefined ? "Unknown" : ready.status === "True" ? "Ready" : "NotReady";
     if (node.spec?.unschedulable) status += ",SchedulingDisabled";
     const roles = Object.keys(node.metadata.labels ?? {})
       .filter((l) => l.startsWith("node-role.kubernetes.io/"))

@@ -57,9 +57,14 @@ export const DEFAULT_DURATIONS: Durations = {
  */
 export type ImageFault = "ErrImagePull" | "CrashLoopBackOff" | "NeverReady";
 
-/** The faults images get by their tag alone: `app:bad`, `app:crash`, `app:unready`. */
+/**
+ * The faults images get by their tag alone: `app:bad`, `app:crash`, `app:unready`; and
+ * `:non-existent`, which upstream's DaemonSet rollback spec uses (`foo:non-existent`) because no
+ * registry has it (cluster/ makes it fail the same way with a kwok stage).
+ */
 export const FAULT_TAGS: Record<string, ImageFault> = {
   bad: "ErrImagePull",
+  "non-existent": "ErrImagePull",
   crash: "CrashLoopBackOff",
   unready: "NeverReady",
 };

@@ -313,6 +313,10 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
     if (pod.metadata.deletionTimestamp && runtime.termination !== "stopping") return;
     const agent = connectedAgent(pod);
     if (!agent) return;
+    // A terminal phase is final, as the kubelet's status manager has it: a pod someone marked
+    // Failed (upstream's DaemonSet spec does) is not reported Running again.
+    const phase = pod.status?.phase;
+    if (phase === "Failed" || phase === "Succeeded") return;
     const status = podStatus(pod, runtime, agent, isoSeconds(timeline.now()));
     if (JSON.stringify(status) === JSON.stringify(pod.status)) return;
     store.update(PODS, { ...pod, status }); // the store copies its input; the cache stays as is

@@ -56,7 +56,7 @@ export interface ClusterBehaviourOptions {
   seed?: number;
   /**
    * Faults by image reference (`nginx:1.27` also matches `docker.io/library/nginx:1.27`).
-   * Tags alone also carry faults: `:bad` fails to pull, `:crash` crash-loops, `:unready`
+   * Tags alone also carry faults: `:bad` (and `:non-existent`) fails to pull, `:crash` crash-loops, `:unready`
    * never passes readiness.
    */
   imageFaults?: Record<string, ImageFault>;

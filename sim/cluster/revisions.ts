@@ -37,6 +37,27 @@ function revisionsOf(cache: ClusterCache, ds: DaemonSet): ControllerRevision[] {
 }
 
 /**
+ * A ControllerRevision's `data` as upstream's DaemonSet controller writes it (`getPatch`): the
+ * template as Go marshals the typed object, with `"$patch": "replace"`, keys sorted. Clients
+ * compare these bytes (`daemon.Match` in the e2e specs), so the Go zero values a typed round trip
+ * adds are added here too: the template's `metadata.creationTimestamp: null` and every
+ * container's `resources: {}`.
+ */
+export function revisionData(ds: DaemonSet): unknown {
+  const template = structuredClone(ds.spec.template) as Record<string, unknown> & {
+    metadata?: Record<string, unknown>;
+    spec?: Record<string, unknown>;
+  };
+  template.metadata = { creationTimestamp: null, ...template.metadata };
+  for (const list of ["initContainers", "containers", "ephemeralContainers"]) {
+    for (const container of (template.spec?.[list] ?? []) as Record<string, unknown>[]) {
+      container.resources ??= {};
+    }
+  }
+  return JSON.parse(canonical({ spec: { template: { ...template, $patch: "replace" } } }));
+}
+
+/**
  * The revision of the current template, created or renumbered as needed; undefined when its
  * name was taken by another template (the collision is counted in the set's status, whose
  * update brings the set back for another try).
@@ -45,7 +66,7 @@ export function currentRevision(
   { store, cache }: ClusterContext,
   ds: DaemonSet,
 ): ControllerRevision | undefined {
-  const data = { spec: { template: { ...ds.spec.template, $patch: "replace" } } };
+  const data = revisionData(ds);
   const wanted = canonical(data);
   const revisions = revisionsOf(cache, ds);
   const matching = revisions.filter((r) => canonical(r.data) === wanted);
@@ -114,7 +135,7 @@ export function cleanupHistory({ store, cache }: ClusterContext, ds: DaemonSet):
 }
 
 function templateHashOfCurrent(cache: ClusterCache, ds: DaemonSet): string | undefined {
-  const wanted = canonical({ spec: { template: { ...ds.spec.template, $patch: "replace" } } });
+  const wanted = canonical(revisionData(ds));
   return revisionsOf(cache, ds).find((r) => canonical(r.data) === wanted)?.metadata.labels
     ?.[HASH_LABEL];
 }
