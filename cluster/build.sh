@@ -7,6 +7,8 @@
 #
 #   cluster/build.sh            build with the committed go.mod/go.sum (what CI runs)
 #   cluster/build.sh --update   let go add missing go.sum entries (after a version bump)
+#   cluster/build.sh --e2e      also upstream's e2e test binary, e2e.test (cluster/go/e2e), for
+#                               the conformance stage; cached in the same directory
 #
 # Environment: EDGEROLL_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/edgeroll).
 set -euo pipefail
@@ -17,14 +19,18 @@ kwok_mod="${here}/go/kwok"
 bin_out="${here}/bin"
 
 mod_mode=readonly
-case "${1:-}" in
-  "") ;;
-  --update) mod_mode=mod ;;
-  *)
-    echo "usage: cluster/build.sh [--update]" >&2
-    exit 2
-    ;;
-esac
+with_e2e=false
+for arg in "$@"; do
+  case "$arg" in
+    --update) mod_mode=mod ;;
+    --e2e) with_e2e=true ;;
+    *)
+      echo "usage: cluster/build.sh [--update] [--e2e]" >&2
+      exit 2
+      ;;
+  esac
+done
+e2e_mod="${here}/go/e2e"
 
 log() { printf '[cluster-build %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
@@ -63,9 +69,41 @@ link_binaries() {
   printf '%s\n' "$key" >"${bin_out}/VERSIONS"
 }
 
+# Progress for long go commands: counts the lines that report one unit of work (`go build -v`
+# prints one package path per line, `go mod download -x` one `# get ...: 200 OK` per file) and
+# passes every other line, such as compiler errors, through.
+progress() { # progress WHAT UNIT-REGEX NOISE-REGEX
+  awk -v what="$1" -v unit="$2" -v noise="$3" '
+    $0 ~ unit { n++; if (n % 50 == 0) { printf "[cluster-build] %s: %d\n", what, n; fflush() }; next }
+    $0 ~ noise { next }
+    { print; fflush() }
+    END { printf "[cluster-build] %s: %d\n", what, n }' >&2
+}
+
+# Upstream's e2e.test, from the same k8s.io/kubernetes module and the same caches: most of
+# its packages are compiled already by the control plane's build (same tags, same caches).
+build_e2e() {
+  if [ "$with_e2e" != true ]; then return 0; fi
+  if [ "$mod_mode" != readonly ] || [ ! -f "${cache}/bin/.e2e-complete" ]; then
+    local t=$SECONDS
+    log "building e2e.test (k8s.io/kubernetes/test/e2e)"
+    (cd "$e2e_mod" && go mod download -x 2>&1) | progress "files fetched for e2e" '^# get .*: 200 ' '^# get '
+    (cd "$e2e_mod" && go test -c -v -tags=selinux,notest -ldflags "-s -w" -o "${cache}/bin/e2e.test" \
+      k8s.io/kubernetes/test/e2e 2>&1) | progress "e2e.test packages compiled" '^[^ :]+$' '^$'
+    touch "${cache}/bin/.e2e-complete"
+    log "built e2e.test in $((SECONDS - t))s"
+  fi
+  ln -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test" 2>/dev/null || cp -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test"
+}
+
 if [ "$mod_mode" = readonly ] && [ -f "${cache}/bin/.complete" ]; then
   link_binaries
   log "cached build ${key}: linked ${binaries[*]} ${stage_crd} into cluster/bin"
+  if [ "$with_e2e" = true ]; then
+    export GOMODCACHE="${cache}/mod" GOCACHE="${cache}/build" GOTOOLCHAIN=local CGO_ENABLED=0
+    export GOSUMDB=off GOFLAGS="-mod=${mod_mode} -buildvcs=false -trimpath"
+    build_e2e
+  fi
   exit 0
 fi
 
@@ -79,17 +117,6 @@ export GOSUMDB=off
 export GOFLAGS="-mod=${mod_mode} -buildvcs=false -trimpath"
 mkdir -p "${cache}/bin"
 log "cache ${cache}"
-
-# Progress for long go commands: counts the lines that report one unit of work (`go build -v`
-# prints one package path per line, `go mod download -x` one `# get ...: 200 OK` per file) and
-# passes every other line, such as compiler errors, through.
-progress() { # progress WHAT UNIT-REGEX NOISE-REGEX
-  awk -v what="$1" -v unit="$2" -v noise="$3" '
-    $0 ~ unit { n++; if (n % 50 == 0) { printf "[cluster-build] %s: %d\n", what, n; fflush() }; next }
-    $0 ~ noise { next }
-    { print; fflush() }
-    END { printf "[cluster-build] %s: %d\n", what, n }' >&2
-}
 
 started=$SECONDS
 for mod in "$control_plane_mod" "$kwok_mod"; do
@@ -126,4 +153,5 @@ build kwok "$kwok_mod" "${cache}/bin/kwok" sigs.k8s.io/kwok/cmd/kwok \
 
 touch "${cache}/bin/.complete"
 link_binaries
+build_e2e
 log "build ${key} done in $((SECONDS - started))s"

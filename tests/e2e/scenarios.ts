@@ -96,6 +96,12 @@ async function whileDisconnected(
   }
 }
 
+/** The STATUS column of `kubectl get node`. */
+async function nodeStatusColumn(kube: Kube, node: string): Promise<string> {
+  const line = (await kube.run(["get", "node", node, "--no-headers"])).trim();
+  return line.split(/\s+/)[1];
+}
+
 export const scenarios: Scenario[] = [
   {
     name: "a new namespace gets its default ServiceAccount",
@@ -192,7 +198,17 @@ export const scenarios: Scenario[] = [
         });
         assertEquals(pod.metadata.uid, before.metadata.uid);
         assertEquals(pod.metadata.deletionTimestamp, undefined);
+        // kubectl's STATUS column, as the API server's node table renders it: a Ready
+        // condition of Unknown reads NotReady.
+        assertEquals(conditionStatus(cut, "Ready"), "Unknown");
+        assertEquals(await nodeStatusColumn(kube, node), "NotReady");
       });
+      await kube.run(["cordon", node]);
+      try {
+        assertEquals(await nodeStatusColumn(kube, node), "Ready,SchedulingDisabled");
+      } finally {
+        await kube.run(["uncordon", node]);
+      }
       const healed = await eventually(`the pod on ${node} to be Ready again`, async () => {
         const pod = podsByNode(await kube.pods(ns, "app=agent")).get(node);
         return pod && conditionStatus(pod, "Ready") === "True" ? pod : undefined;

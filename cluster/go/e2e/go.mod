@@ -1,4 +1,4 @@
-// Pins the upstream end-to-end test binary (e2e.test) that cluster/build-e2e.sh compiles from
+// Pins the upstream end-to-end test binary (e2e.test) that `cluster/build.sh --e2e` compiles from
 // k8s.io/kubernetes at the control plane's release, with the same staging replacements.
 module edgeroll.local/e2e
 
