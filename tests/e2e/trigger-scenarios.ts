@@ -329,7 +329,16 @@ function triggerScenario(
 
         // A minute of ticks on a converged fleet: the in-process ticker, or /tick posted by
         // hand where there is none (full resyncs, the most a tick does).
-        const before = await writes(controllers.urls);
+        // Converged: the rollout's last observations written (two replicas may each write the
+        // tail once), the counts still for 6 s; a controller that never settles fails here.
+        let before = await writes(controllers.urls);
+        await eventually("the controllers' writes to settle", async () => {
+          await new Promise((resolve) => setTimeout(resolve, 6000));
+          const now = await writes(controllers.urls);
+          const settled = Object.keys(grown(before, now)).length === 0;
+          before = now;
+          return settled ? true : undefined;
+        }, 60_000);
         const ticks = options.tick
           ? nothing(target, controllers, namespaces)
           : every(2000, async () => {
