@@ -279,6 +279,107 @@ Deno.test("property: whatever the labels say, no node gets a second live pod of 
   );
 });
 
+interface NodeChange {
+  node: number;
+  kind: "label" | "unlabel" | "noSchedule" | "noExecute" | "untaint" | "cordon" | "join";
+}
+
+Deno.test("property: placement converges after any node change", () => {
+  const selector = { "edgeroll.test/agent": "yes" };
+  fc.assert(
+    fc.property(
+      fc.array(fc.boolean(), { minLength: 2, maxLength: 8 }),
+      fc.array(
+        fc.record({
+          node: fc.nat({ max: 7 }),
+          kind: fc.constantFrom(
+            "label",
+            "unlabel",
+            "noSchedule",
+            "noExecute",
+            "untaint",
+            "cordon",
+            "join",
+          ),
+        }) as fc.Arbitrary<NodeChange>,
+        { minLength: 1, maxLength: 6 },
+      ),
+      (labelled, changes) => {
+        const nodes = labelled.map((l, i) => f.node(`node-${i}`, { labels: l ? selector : {} }));
+        const snapshot: Snapshot = {
+          kind: "AdvancedDaemonSet",
+          set: f.advancedDaemonSet({
+            template: {
+              ...f.template("agent:v1"),
+              spec: { ...f.template("agent:v1").spec, nodeSelector: selector },
+            },
+          }) as Snapshot["set"],
+          pods: [],
+          nodes,
+          revisions: [],
+        };
+        let c = f.cluster(snapshot);
+        let now = f.t0;
+        const settle = () => {
+          for (let i = 0; i < 12; i++) {
+            const p = plan(c.snapshot, now);
+            c = f.kubelet(f.apply(c, p, now), now);
+            now += stepMillis;
+          }
+        };
+        settle();
+        /** Nodes whose pod was there before a NoSchedule taint: upstream lets it run on. */
+        const s = structuredClone(c.snapshot);
+        for (const change of changes) {
+          const node = s.nodes[change.node % s.nodes.length];
+          const taints = node.spec!.taints ?? [];
+          switch (change.kind) {
+            case "label":
+              node.metadata.labels = { ...node.metadata.labels, ...selector };
+              break;
+            case "unlabel":
+              delete node.metadata.labels?.["edgeroll.test/agent"];
+              break;
+            case "noSchedule":
+            case "noExecute":
+              node.spec!.taints = [...taints, {
+                key: `edgeroll.test/${change.kind}`,
+                effect: change.kind === "noSchedule" ? "NoSchedule" : "NoExecute",
+              }];
+              break;
+            case "untaint":
+              node.spec!.taints = taints.filter((t) => !t.key.startsWith("edgeroll.test/"));
+              break;
+            case "cordon":
+              // DaemonSet pods tolerate unschedulable nodes, as upstream's do.
+              (node.spec as { unschedulable?: boolean }).unschedulable = true;
+              break;
+            case "join":
+              s.nodes.push(f.node(`node-new-${s.nodes.length}`, { labels: selector }));
+              break;
+          }
+        }
+        c = { snapshot: s, serial: c.serial };
+        settle();
+        for (const node of c.snapshot.nodes) {
+          const name = node.metadata.name!;
+          const matches = node.metadata.labels?.["edgeroll.test/agent"] === "yes";
+          const effects = (node.spec?.taints ?? []).map((t) => t.effect);
+          const live = c.snapshot.pods.filter((p) =>
+            podNodeName(p) === name && !p.metadata.deletionTimestamp
+          ).length;
+          const must = matches && !effects.includes("NoSchedule") && !effects.includes("NoExecute");
+          const may = matches && !effects.includes("NoExecute");
+          if (must && live !== 1) throw new Error(`${name} should run one pod, runs ${live}`);
+          if (!may && live !== 0) throw new Error(`${name} should run no pod, runs ${live}`);
+          if (live > 1) throw new Error(`${name} runs ${live} pods`);
+        }
+      },
+    ),
+    { numRuns: 80 },
+  );
+});
+
 Deno.test("property: partition and the update selector are respected", () => {
   fc.assert(
     fc.property(

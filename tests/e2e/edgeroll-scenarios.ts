@@ -124,6 +124,62 @@ async function upgradeThroughApi(
   await again.body?.cancel();
 }
 
+/**
+ * Placement follows the nodes (issue 12): a node that starts matching the template's
+ * nodeSelector gets its pod within a few seconds, through the relay's flush, not the resync; one
+ * that stops matching loses it; a NoSchedule taint keeps a pod off until it is removed.
+ */
+const placementScenario: Scenario = {
+  name: "edgeroll places pods as node labels and taints change, within seconds",
+  async run(target, kube) {
+    const ns = "e2e-edgeroll-placement";
+    const label = "edgeroll-e2e/agent";
+    const [first, second] = target.nodes;
+    await kube.run(["apply", "-f", CRD]);
+    await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
+    await kube.createNamespace(ns);
+    const set = advancedDaemonSet(ns, "v1");
+    (set.spec.template.spec as Record<string, unknown>).nodeSelector = { [label]: "yes" };
+    const onNodes = async () =>
+      [...podsByNode(await kube.pods(ns, "app=edge-agent")).entries()]
+        .filter(([, p]) => conditionStatus(p, "Ready") === "True").map(([n]) => n).sort();
+    // Seconds, where the resync (--tick 30s here) would take half a minute or more.
+    const soon = <T>(what: string, check: () => Promise<T | undefined>) =>
+      eventually(what, check, 20_000);
+    try {
+      await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=30s"] }, async () => {
+        await kube.apply(set);
+        await kube.run(["label", "node", first, `${label}=yes`]);
+        await soon(
+          `a pod on ${first}`,
+          async () => (await onNodes()).join() === first ? true : undefined,
+        );
+        await kube.run(["taint", "node", second, "edgeroll-e2e/hold=1:NoSchedule"]);
+        await kube.run(["label", "node", second, `${label}=yes`]);
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        assertEquals(await onNodes(), [first], "a NoSchedule taint keeps the pod off");
+        await kube.run(["taint", "node", second, "edgeroll-e2e/hold=1:NoSchedule-"]);
+        await soon(
+          `a pod on ${second} once its taint is gone`,
+          async () => (await onNodes()).join() === [first, second].sort().join() ? true : undefined,
+        );
+        await kube.run(["label", "node", first, `${label}-`]);
+        await soon(
+          `no pod on ${first} once it stops matching`,
+          async () => (await onNodes()).join() === second ? true : undefined,
+        );
+      });
+    } finally {
+      for (const node of [first, second]) {
+        await kube.run(["label", "node", node, `${label}-`]);
+      }
+      // Already removed when the scenario got that far: kubectl then says "not found".
+      await kube.run(["taint", "node", second, "edgeroll-e2e/hold-"]).catch(() => "");
+      await kube.run(["delete", "namespace", ns, "--wait=false"]);
+    }
+  },
+};
+
 /** Runs kubectl expecting a refusal; answers its stderr. */
 async function refused(kube: Kube, args: string[]): Promise<string> {
   try {
@@ -407,4 +463,5 @@ export const edgerollScenarios: Scenario[] = [
     },
   },
   nodeCredentialsScenario,
+  placementScenario,
 ];
