@@ -188,3 +188,15 @@ Deno.test("manifests: the controller serves TLS from its Secret; every caller us
   const service = objects.find((o) => o.kind === "Service");
   assertEquals(service.spec.ports, [{ name: "https", port: 443, targetPort: "https" }]);
 });
+
+Deno.test("the image's ignore files keep credentials, build output and caches out, alike for docker and podman", async () => {
+  const read = (name: string) => Deno.readTextFile(`${root}${name}`);
+  const docker = await read(".dockerignore");
+  assertEquals(await read(".containerignore"), docker);
+  const patterns = docker.split("\n").filter((l) => l && !l.startsWith("#"));
+  for (
+    const wanted of ["*.kubeconfig", "kubeconfig", "token", "*.token", "*.key", "dist", ".cache"]
+  ) {
+    assertEquals(patterns.includes(wanted), true, `${wanted} is ignored`);
+  }
+});
