@@ -27,7 +27,7 @@ export interface EdgeAppDeps {
 export function createEdgeApp(deps: EdgeAppDeps): Hono {
   const app = new Hono();
   app.onError(errorHandler(deps.logger));
-  app.notFound(notFound);
+  app.notFound(notFound(app));
   app.get("/healthz", (c) => c.json({ ok: true, node: deps.node }));
   registerOtaRoutes(app, {
     kube: deps.kube,
@@ -62,6 +62,7 @@ export async function startEdgeAgent(options: EdgeAgentOptions): Promise<Running
   const server = await serveFetch(app.fetch, {
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port,
+    logger,
   });
   logger.info("edge agent listening", { url: server.url });
   return { url: server.url, stop: () => server.close() };

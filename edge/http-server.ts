@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Logger } from "../cli/log.ts";
 
 export interface FetchServer {
   /** `http://host:port`, the port the system picked when 0 was asked. */
@@ -33,18 +34,41 @@ async function send(res: ServerResponse, response: Response): Promise<void> {
   res.end(body);
 }
 
+/** An answer in the app's error shape (routes/errors.ts), for what never reached the app. */
+function sendError(res: ServerResponse, status: number, reason: string, message: string): void {
+  if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify({ error: { status, reason, message } }));
+}
+
 export function serveFetch(
   handler: FetchHandler,
-  options: { hostname: string; port: number },
+  options: { hostname: string; port: number; logger: Logger },
 ): Promise<FetchServer> {
   let origin = "";
   const server = createServer((req, res) => {
+    let request: Request;
+    try {
+      request = toRequest(req, origin);
+    } catch (err) {
+      // A request target that is no URL (`//`, `http://[`): the caller's mistake, said and logged.
+      options.logger.info("request refused", {
+        target: req.url,
+        status: 400,
+        error: (err as Error).message,
+      });
+      sendError(res, 400, "BadRequest", `not a request target: ${req.url}`);
+      return;
+    }
     Promise.resolve()
-      .then(() => handler(toRequest(req, origin)))
+      .then(() => handler(request))
       .then((response) => send(res, response))
       .catch((err) => {
-        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
-        res.end(`internal error: ${err instanceof Error ? err.message : String(err)}`);
+        options.logger.error("request failed", {
+          target: req.url,
+          status: 500,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        sendError(res, 500, "InternalError", "internal error");
       });
   });
   return new Promise((resolve, reject) => {

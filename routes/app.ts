@@ -100,7 +100,7 @@ export function createApp(deps: AppDeps) {
 
   const app = new Hono();
   app.onError(errorHandler(logger));
-  app.notFound(notFound);
+  app.notFound(notFound(app));
 
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/readyz", async (c) => {
@@ -111,14 +111,13 @@ export function createApp(deps: AppDeps) {
       ]);
       return c.json({ ok: true, kubernetes, served });
     } catch (err) {
-      throw new HttpError(
-        503,
-        "NotReady",
-        `Kubernetes API unreachable: ${(err as Error).message}`,
-        {
-          retryable: true,
-        },
-      );
+      // The open probe says only that; the reason, which names the API server, goes to the log.
+      logger.warn("not ready: the Kubernetes API did not answer", {
+        error: (err as Error).message,
+      });
+      throw new HttpError(503, "NotReady", "the Kubernetes API did not answer", {
+        retryable: true,
+      });
     }
   });
   app.get(

@@ -2,7 +2,7 @@
  * One typed HTTP error for routes to throw, and the one `onError` that turns every error
  * into a JSON answer (Hono's `HTTPException` and the error handler of `hono-base.ts`).
  */
-import type { Context } from "hono";
+import type { Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { HTTPException } from "hono/http-exception";
 import { z } from "zod";
@@ -72,9 +72,41 @@ export function errorBody(err: unknown): ErrorBody["error"] {
   };
 }
 
-/** Hono's `notFound`: an unknown route answers 404 in the same JSON as every error. */
-export function notFound(c: Context): never {
-  throw new HttpError(404, "NotFound", `no route ${c.req.method} ${c.req.path}`);
+/** A Hono route path (`/reconcile/:kind/:name`) as a regular expression over request paths. */
+function routePattern(path: string): RegExp {
+  const parts = path.split("/").map((part) =>
+    part === "*"
+      ? ".*"
+      : part.startsWith(":")
+      ? "[^/]+"
+      : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+  );
+  return new RegExp(`^${parts.join("/")}$`);
+}
+
+/**
+ * Hono's `notFound` for `app`: a path that some route serves with other methods answers 405 with
+ * `Allow`, as HTTP has it; any other path 404; both in the same JSON as every error.
+ */
+export function notFound(app: Hono) {
+  return (c: Context): never => {
+    const allowed = [
+      ...new Set(
+        app.routes
+          .filter((r) => r.method !== "ALL" && routePattern(r.path).test(c.req.path))
+          .map((r) => r.method),
+      ),
+    ].sort();
+    if (allowed.length > 0) {
+      c.header("Allow", allowed.join(", "));
+      throw new HttpError(
+        405,
+        "MethodNotAllowed",
+        `${c.req.method} ${c.req.path}: this route takes ${allowed.join(", ")}`,
+      );
+    }
+    throw new HttpError(404, "NotFound", `no route ${c.req.method} ${c.req.path}`);
+  };
 }
 
 export function errorHandler(logger: Logger) {

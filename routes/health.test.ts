@@ -9,14 +9,20 @@ Deno.test("healthz is always ok; readyz says whether Kubernetes answers", async 
   const readyBody = await ready.json();
   assertEquals([ready.status, readyBody.kubernetes], [200, "v1.32.0-memory"]);
   assertEquals(readyBody.served, ["advanceddaemonsets", "daemonsets"]);
+  const address = "https://10.96.0.1:443";
   await using down = harness({
     overrides: {
-      getVersion: () => Promise.reject(new KubeError(0, "Unreachable", "refused", "get")),
+      getVersion: () =>
+        Promise.reject(new KubeError(0, "Unreachable", `connect ECONNREFUSED ${address}`, "get")),
     },
   });
   const notReady = await down.controller.app.request("/readyz");
   assertEquals(notReady.status, 503);
-  assertEquals((await notReady.json()).error.reason, "NotReady");
+  const body = await notReady.text();
+  assertEquals(JSON.parse(body).error.reason, "NotReady");
+  // Unauthenticated: it tells nobody where the API server is; the log has the reason.
+  assertEquals(body.includes(address), false);
+  assertEquals(down.logs.lines.some((l) => String(l.error).includes(address)), true);
   assertEquals((await down.controller.app.request("/healthz")).status, 200);
 });
 
@@ -44,4 +50,22 @@ Deno.test("an unknown route answers 404 in JSON", async () => {
   const res = await h.controller.app.request("/nope");
   assertEquals(res.status, 404);
   assertEquals((await res.json()).error.reason, "NotFound");
+});
+
+Deno.test("a route asked with the wrong method answers 405 with Allow, in JSON; an unknown one 404", async () => {
+  await using h = harness();
+  for (const path of ["/tick", "/events", "/reconcile/advanceddaemonsets/edge/agent"]) {
+    const res = await h.controller.app.request(path);
+    assertEquals([res.status, res.headers.get("allow")], [405, "POST"], path);
+    assertEquals((await res.json()).error.reason, "MethodNotAllowed");
+  }
+  const upgrade = await h.controller.app.request(
+    "/openyurt.io/v1/namespaces/default/pods/p/upgrade",
+    { method: "DELETE" },
+  );
+  assertEquals([upgrade.status, upgrade.headers.get("allow")], [405, "POST"]);
+  await upgrade.body?.cancel();
+  const unknown = await h.controller.app.request("/nothing/here", { method: "POST" });
+  assertEquals(unknown.status, 404);
+  await unknown.body?.cancel();
 });

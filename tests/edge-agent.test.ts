@@ -60,6 +60,40 @@ Deno.test("edge agent: an API server that cannot be reached answers 503, not a h
   }
 });
 
+Deno.test("edge agent: a request target that is no URL is a logged 400 in the JSON error shape", async () => {
+  const logger = memoryLogger();
+  const agent = await startEdgeAgent({
+    kubeConfig: kubeConfigForServer(`http://127.0.0.1:${freePort()}`),
+    node: "edge-1",
+    auth: staticTokenAuthenticator(crypto.randomUUID()),
+    port: 0,
+    logger,
+  });
+  try {
+    const { hostname, port } = new URL(agent.url);
+    const conn = await Deno.connect({ hostname, port: Number(port) });
+    try {
+      await conn.write(
+        new TextEncoder().encode("GET // HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+      );
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of conn.readable) chunks.push(chunk);
+      const answer = new TextDecoder().decode(
+        new Uint8Array(chunks.flatMap((c) => [...c])),
+      );
+      assertStringIncludes(answer.split("\r\n")[0], "400");
+      assertStringIncludes(answer, '"reason":"BadRequest"');
+    } finally {
+      try {
+        conn.close();
+      } catch { /* closed by the server after answering */ }
+    }
+    assertEquals(logger.lines.some((l) => l.msg === "request refused" && l.target === "//"), true);
+  } finally {
+    await agent.stop();
+  }
+});
+
 Deno.test("main.ts edge: --node and a token are required, exit 2 with the reason", async () => {
   const main = new URL("../main.ts", import.meta.url).pathname;
   const run = async (args: string[]) => {
