@@ -176,3 +176,66 @@ Deno.test("a node change the relay reported first still reconciles once the cach
     (n.status as { conditions?: { status: string }[] } | undefined)?.conditions?.[0]?.status;
   assertEquals(h.plans.at(-1)?.nodes.map(ready), ["False"]);
 });
+
+Deno.test("an event lacking specversion, id, source or type is a 400 naming what it lacks", async () => {
+  await using h = harness();
+  for (const lack of ["specversion", "id", "source", "type"]) {
+    const event: Record<string, unknown> = {
+      specversion: "1.0",
+      id: "e1",
+      source: "/relay",
+      type: update,
+      data: pod("agent-x"),
+    };
+    delete event[lack];
+    for (
+      const init of [
+        {
+          headers: { "content-type": "application/cloudevents+json" },
+          body: JSON.stringify(event),
+        },
+        {
+          headers: { "content-type": "application/cloudevents-batch+json" },
+          body: JSON.stringify([event]),
+        },
+      ]
+    ) {
+      const res = await h.request("/events", init);
+      assertEquals(res.status, 400, lack);
+      assertEquals((await res.json()).error.message.includes(lack), true, lack);
+    }
+    const headers = binary(update, pod("agent-x")).headers as Record<string, string>;
+    delete headers[`ce-${lack}`];
+    const res = await h.request("/events", { headers, body: JSON.stringify(pod("agent-x")) });
+    assertEquals(res.status, 400, `binary without ce-${lack}`);
+    await res.body?.cancel();
+  }
+  assertEquals(h.plans.length, 0);
+});
+
+Deno.test("an event naming an object Kubernetes could not hold is ignored with the reason, never queued", async () => {
+  await using h = harness();
+  const bad = (namespace: string, name: string) => ({
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: { namespace, name },
+  });
+  const res = await h.request(
+    "/events",
+    structured([
+      { type: update, data: bad("..", "..") },
+      { type: update, data: bad("edge", "a..b") },
+      {
+        type: "dev.knative.apiserver.ref.update",
+        data: { kind: "Pod", name: "p", namespace: "a.b" },
+      },
+    ]),
+  );
+  assertEquals(res.status, 202);
+  const body = await res.json();
+  assertEquals(body.accepted, false);
+  assertEquals(body.events.map((e: { keys: string[] }) => e.keys), [[], [], []]);
+  for (const e of body.events) assertEquals(/DNS-1123/.test(e.ignored), true, e.ignored);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assertEquals(h.plans.length, 0);
+});

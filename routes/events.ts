@@ -10,6 +10,7 @@ import { group } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import { nodeSchedulingView, setKey, type SetKind } from "../kube/objects.ts";
 import { badRequest } from "./errors.ts";
+import { dnsName, namespaceName } from "./params.ts";
 
 export const eventTypePrefix = "dev.knative.apiserver.";
 const verbs = ["add", "update", "delete"];
@@ -53,8 +54,43 @@ const RefData = z.looseObject({
   namespace: z.string().optional(),
 });
 
+const requiredAttributes = ["specversion", "id", "source", "type"] as const;
+
+/**
+ * CloudEvents 1.0's required context attributes, which the SDK would otherwise fill in or let
+ * pass: every event, binary (`ce-*` headers) or structured and batched (JSON members), names
+ * them all, or the request is a 400 saying which are missing.
+ */
+function requireAttributes(headers: Headers, body: string): void {
+  const type = headers.get("content-type") ?? "";
+  let events: unknown[];
+  if (type.startsWith("application/cloudevents")) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      throw badRequest("not a CloudEvent: the body is not JSON");
+    }
+    events = type.startsWith("application/cloudevents-batch") && Array.isArray(parsed)
+      ? parsed
+      : [parsed];
+  } else {
+    events = [Object.fromEntries(requiredAttributes.map((a) => [a, headers.get(`ce-${a}`)]))];
+  }
+  events.forEach((event, i) => {
+    const missing = requiredAttributes.filter((a) => {
+      const value = (event as Record<string, unknown> | null)?.[a];
+      return typeof value !== "string" || value === "";
+    });
+    if (missing.length > 0) {
+      throw badRequest(`not a CloudEvent: event ${i} lacks ${missing.join(", ")}`);
+    }
+  });
+}
+
 /** Reads the request as CloudEvents; anything that is not one is a 400. */
 export function parseCloudEvents(headers: Headers, body: string): CloudEventV1<unknown>[] {
+  requireAttributes(headers, body);
   try {
     const parsed = HTTP.toEvent({ headers: Object.fromEntries(headers), body });
     return Array.isArray(parsed) ? parsed : [parsed];
@@ -118,6 +154,9 @@ export function routeEvent(event: CloudEventV1<unknown>, nodes: NodeChanges): Ev
     if (!parsed.success) {
       throw badRequest(`event ${event.id}: data is not a Kubernetes object`, parsed.error.issues);
     }
+    const { namespace, name } = parsed.data.metadata;
+    const invalid = invalidName(namespace, name);
+    if (invalid) return { type, keys: [], ignored: `event ${event.id}: ${invalid}` };
     return { type, keys: keysForChange(parsed.data, type.endsWith(".delete"), nodes) };
   }
   if (refEventTypes.includes(type)) {
@@ -126,6 +165,8 @@ export function routeEvent(event: CloudEventV1<unknown>, nodes: NodeChanges): Ev
       throw badRequest(`event ${event.id}: data is not an object reference`, parsed.error.issues);
     }
     const { apiVersion, kind, name, namespace = "" } = parsed.data;
+    const invalid = invalidName(parsed.data.namespace, name);
+    if (invalid) return { type, keys: [], ignored: `event ${event.id}: ${invalid}` };
     const setKind = setKindOf(apiVersion, kind);
     if (setKind) return { type, keys: [setKey({ kind: setKind, namespace, name })] };
     // A reference says nothing of owners or labels: widen to what it may concern.
@@ -147,6 +188,15 @@ export function keysForChange(
 ): string[] {
   if (object.kind === "Node") return nodes.changed(object, deleted) ? [everySetKey] : [];
   return keysForObject(object);
+}
+
+/** Why `namespace/name` cannot name an object, or undefined when they can. */
+function invalidName(namespace: string | undefined, name: string): string | undefined {
+  if (namespace !== undefined && !namespaceName.safeParse(namespace).success) {
+    return `namespace "${namespace}" is not a DNS-1123 label`;
+  }
+  if (!dnsName.safeParse(name).success) return `name "${name}" is not a DNS-1123 subdomain`;
+  return undefined;
 }
 
 function keysForObject({ apiVersion, kind, metadata }: ResourceData): string[] {

@@ -4,8 +4,14 @@ import { badRequest } from "./errors.ts";
 
 /** Namespace and object names as Kubernetes allows them (DNS-1123). */
 export const dnsName = z.string().max(253).regex(
-  /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/,
-  "must be a DNS-1123 name: lower case letters, digits, '-' and '.'",
+  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+  "must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.' between labels",
+);
+
+/** Namespace names: DNS-1123 labels (no dots, at most 63 characters). */
+export const namespaceName = z.string().max(63).regex(
+  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
+  "must be a DNS-1123 label: lower case letters, digits and '-'",
 );
 
 /** Rejects with our 400 (zod issues included) instead of the validator's own answer. */
