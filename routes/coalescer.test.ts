@@ -88,3 +88,28 @@ Deno.test("a failure that will not pass with time is not retried", async () => {
     await c.close();
   }
 });
+
+Deno.test("a key that keeps failing is not run again before its backoff, however many events ask", async () => {
+  const logs = memoryLogger();
+  const runs: number[] = [];
+  const started = Date.now();
+  // A set that is gone while its pods, held by a finalizer, keep sending events (issue 12).
+  const c = new Coalescer(() => {
+    runs.push(Date.now() - started);
+    return Promise.reject(new Error("advanceddaemonsets/edge/gone not found"));
+  }, { logger: logs, retryMs: 100, maxRetryMs: 1000, retryable: () => false });
+  try {
+    for (let i = 0; i < 80; i++) {
+      c.add("gone");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await c.idle();
+    // Asked ~80 times over ~400 ms: run at 0, then no sooner than 100 ms and 200 ms after that.
+    assertEquals(runs.length >= 2 && runs.length <= 3, true, JSON.stringify(runs));
+    for (let i = 1; i < runs.length; i++) {
+      assertEquals(runs[i] - runs[i - 1] >= 95 * 2 ** (i - 1), true, JSON.stringify(runs));
+    }
+  } finally {
+    await c.close();
+  }
+});

@@ -3,8 +3,11 @@
  * not queued twice, and a key asked for while it runs runs once more afterwards (the run in
  * progress may have read before the change). A few keys run at once, never one key twice
  * at once. A run that answers "look again in N seconds" is asked for again then, and a run
- * that fails is retried with backoff (controller-runtime's requeue). Only this queue is in
- * memory; losing it loses nothing the tick does not resync.
+ * that fails is retried with backoff (controller-runtime's requeue). A key whose last runs
+ * failed, for good or not (a set that is gone), is not run again before its backoff ends,
+ * however many events ask for it: as controller-runtime's per-item rate limiter, exponential
+ * with a cap, so no event stream drives a hot loop. Only this queue is in memory; losing it
+ * loses nothing the tick does not resync.
  */
 import type { Logger } from "../cli/log.ts";
 
@@ -18,6 +21,8 @@ export interface CoalescerOptions {
   maxRetryMs?: number;
   /** Whether a failure may pass with time (default: every failure is retried). */
   retryable?: (err: unknown) => boolean;
+  /** Keys whose failures are remembered at most; the oldest are forgotten first. */
+  maxTrackedKeys?: number;
   logger: Logger;
 }
 
@@ -40,8 +45,9 @@ export class Coalescer {
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   /** One pending requeue per key: the latest answer wins. */
   readonly #requeues = new Map<string, ReturnType<typeof setTimeout>>();
-  /** Failed runs in a row, per key. */
-  readonly #failures = new Map<string, number>();
+  /** Failed runs in a row, per key, and when the key may run again. */
+  readonly #failures = new Map<string, { count: number; notBefore: number }>();
+  readonly #maxTrackedKeys: number;
   #idle: { promise: Promise<void>; resolve: () => void } | undefined;
   #closed = false;
   /** Keys asked for, and runs started: the difference is what coalescing saved. */
@@ -55,6 +61,7 @@ export class Coalescer {
     this.#retryable = options.retryable ?? (() => true);
     this.#concurrency = Math.max(1, options.concurrency ?? 4);
     this.#delayMs = Math.max(0, options.delayMs ?? 0);
+    this.#maxTrackedKeys = options.maxTrackedKeys ?? 10_000;
     this.#logger = options.logger;
   }
 
@@ -67,6 +74,12 @@ export class Coalescer {
       return;
     }
     if (this.#waiting.has(key)) return;
+    const backoff = (this.#failures.get(key)?.notBefore ?? 0) - Date.now();
+    if (backoff > 0) {
+      // After failures the key waits out its backoff; one requeue stands for every ask.
+      if (!this.#requeues.has(key)) this.#requeue(key, backoff);
+      return;
+    }
     this.#waiting.add(key);
     if (this.#delayMs === 0) {
       this.#pump();
@@ -130,17 +143,21 @@ export class Coalescer {
             this.#requeue(key, requeueAfter * 1000);
           }
         }, (err) => {
+          const count = (this.#failures.get(key)?.count ?? 0) + 1;
+          const retryMs = Math.min(this.#maxRetryMs, this.#retryMs * 2 ** (count - 1));
+          this.#failures.delete(key); // re-inserted last: the map's order is its age
+          this.#failures.set(key, { count, notBefore: Date.now() + retryMs });
+          if (this.#failures.size > this.#maxTrackedKeys) {
+            this.#failures.delete(this.#failures.keys().next().value!);
+          }
           if (!this.#retryable(err)) {
-            this.#failures.delete(key);
             this.#logger.info("queued reconcile failed for good", {
               key,
               error: (err as Error).message,
+              heldMs: retryMs,
             });
             return;
           }
-          const failures = (this.#failures.get(key) ?? 0) + 1;
-          this.#failures.set(key, failures);
-          const retryMs = Math.min(this.#maxRetryMs, this.#retryMs * 2 ** (failures - 1));
           this.#logger.warn("queued reconcile failed", {
             key,
             error: (err as Error).message,
