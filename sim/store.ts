@@ -111,6 +111,34 @@ function clone<T>(value: T): T {
   return structuredClone(value);
 }
 
+function sameKeys(a: object, b: object): boolean {
+  const ak = Object.keys(a);
+  const bk = Object.keys(b);
+  return ak.length === bk.length && ak.every((key, i) => key === bk[i]);
+}
+
+/**
+ * Freezes `next` deeply, putting in place of each of its subtrees the equal subtree of
+ * `previous` (frozen already) where there is one: a heartbeat's new version of a node shares
+ * its images, capacity and labels with the last, so the watch history holds what changed,
+ * not a whole copy per event. Returns `previous` itself when nothing differs. Freezing makes
+ * the contract that stored objects are never changed fail loudly where it is broken.
+ */
+function freezeSharing(next: unknown, previous: unknown): unknown {
+  if (next === null || typeof next !== "object" || Object.isFrozen(next)) return next;
+  const node = next as Record<string, unknown>;
+  const old = previous !== null && typeof previous === "object" &&
+      Array.isArray(previous) === Array.isArray(next)
+    ? previous as Record<string, unknown>
+    : undefined;
+  let same = old !== undefined && sameKeys(node, old);
+  for (const key of Object.keys(node)) {
+    node[key] = freezeSharing(node[key], old?.[key]);
+    if (same && node[key] !== old![key]) same = false;
+  }
+  return same ? old : Object.freeze(node);
+}
+
 export class Store {
   #version = 0;
   readonly #objects = new Map<string, Map<string, KubeObject>>();
@@ -383,26 +411,34 @@ export class Store {
   }
 
   #remove(resource: string, key: string, object: KubeObject): KubeObject {
-    this.#bucket(resource).delete(key);
-    return this.#record("DELETED", resource, object);
-  }
-
-  #commit(type: WatchEventType, resource: string, key: string, object: KubeObject): KubeObject {
-    const stored = this.#record(type, resource, object);
-    this.#bucket(resource).set(key, stored);
+    const bucket = this.#bucket(resource);
+    const stored = this.#record("DELETED", resource, object, bucket.get(key));
+    bucket.delete(key);
     return clone(stored);
   }
 
-  #record(type: WatchEventType, resource: string, object: KubeObject): KubeObject {
+  #commit(type: WatchEventType, resource: string, key: string, object: KubeObject): KubeObject {
+    const bucket = this.#bucket(resource);
+    const stored = this.#record(type, resource, object, bucket.get(key));
+    bucket.set(key, stored);
+    return clone(stored);
+  }
+
+  /**
+   * Stamps the next version on `object` and records it; the stored object, the event and the
+   * history share one frozen copy (as kube-apiserver's watch cache shares its objects).
+   */
+  #record(
+    type: WatchEventType,
+    resource: string,
+    object: KubeObject,
+    previous: KubeObject | undefined,
+  ): KubeObject {
     this.#version += 1;
     this.#writes += 1;
     object.metadata.resourceVersion = String(this.#version);
-    const event: StoreEvent = {
-      type,
-      resource,
-      object: clone(object),
-      resourceVersion: this.#version,
-    };
+    const stored = freezeSharing(object, previous) as KubeObject;
+    const event: StoreEvent = { type, resource, object: stored, resourceVersion: this.#version };
     let ring = this.#histories.get(resource);
     if (!ring) {
       ring = new EventRing(this.#historyLimit);
@@ -410,7 +446,7 @@ export class Store {
     }
     ring.push(event);
     for (const listener of [...this.#listeners]) listener(event);
-    return object;
+    return stored;
   }
 }
 
