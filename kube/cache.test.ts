@@ -91,19 +91,28 @@ Deno.test("a failed watch makes the cache answer undefined until the next watch 
   }
 });
 
-Deno.test("410 Gone relists: what vanished meanwhile leaves the cache", async () => {
+Deno.test("410 Gone relists: what changed or vanished meanwhile is applied and reported", async () => {
   const server = fakeServer();
-  server.listed.nodes = [node("a", "1"), node("b", "2")];
+  server.listed.nodes = [node("a", "1"), node("b", "2"), node("c", "3")];
+  const changes: CacheChange[] = [];
   const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
+  cache.onChange((change) => changes.push(change));
   try {
     cache.nodes();
     await settle();
-    server.listed.nodes = [node("a", "20")]; // b deleted while the watch was away
+    assertEquals(changes, [], "the first list replaces nothing anyone read");
+    // While the watch was away: a went NotReady, b was deleted, d joined, c stayed.
+    server.listed.nodes = [node("a", "20", "False"), node("c", "3"), node("d", "21")];
     server.watches[0].onLine("ERROR", { code: 410, reason: "Expired" });
     await settle();
     assertEquals(server.watches.length, 2);
     assertEquals(server.watches[1].query.resourceVersion, "11", "watched from the new list");
-    assertEquals(cache.nodes()?.map((n) => n.metadata.name), ["a"]);
+    assertEquals(cache.nodes()?.map((n) => n.metadata.name), ["a", "c", "d"]);
+    assertEquals(
+      changes.map((c) => `${c.object.kind}/${c.object.metadata.name}:${c.deleted}`),
+      ["Node/a:false", "Node/d:false", "Node/b:true"],
+      "the events the watch missed, as an informer's Replace reports them",
+    );
   } finally {
     await cache.close();
   }

@@ -65,9 +65,25 @@ class CollectionCache {
       timeoutSeconds: 240,
       relist: async () => {
         const listed = await list();
+        const before = new Map(this.#objects);
         this.#objects.clear();
         for (const object of listed.items) this.#objects.set(key(object), { kind, ...object });
         this.#items = undefined;
+        // A relist after 410 Gone stands for the events the watch missed, as an informer's
+        // Replace: what it shows changed or gone is reported, or a reconcile that read the
+        // cache before would wait for a resync (#21: 30 s at 99 of 100). The first list
+        // replaces nothing anyone read: readers listed for themselves until then.
+        if (before.size > 0) {
+          for (const [k, object] of this.#objects) {
+            const old = before.get(k);
+            if (old?.metadata.resourceVersion !== object.metadata.resourceVersion) {
+              onChange({ object, deleted: false });
+            }
+          }
+          for (const [k, object] of before) {
+            if (!this.#objects.has(k)) onChange({ object, deleted: true });
+          }
+        }
         return listed.resourceVersion;
       },
       onState: (state) => this.#open = state === "watching",

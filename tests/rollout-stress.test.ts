@@ -182,3 +182,63 @@ Deno.test("a controller replaced mid-rollout: the new one continues from status,
     }
   });
 });
+
+Deno.test("watches dropped and history compacted mid-rollout, no tick: no step waits for a resync", async () => {
+  await withControllerOnSim({ nodes: 6 }, async ({ sim, kc, controller }) => {
+    const relay = startRelay({
+      kubeConfig: kc,
+      target: controller.url,
+      token: controllerToken,
+      logger: memoryLogger(),
+      flushMs: 20,
+    });
+    // The longest stretch with no pod transition of the set while the update is unfinished:
+    // with every event heard, a step at speed 50 takes well under a second.
+    let last = 0;
+    let longestMs = 0;
+    const unsubscribe = sim.store.subscribe((event) => {
+      if (event.resource !== "pods" || event.object.metadata.labels?.app !== "agent") return;
+      const now = performance.now();
+      if (last) longestMs = Math.max(longestMs, now - last);
+      last = now;
+    });
+    let faulting = true;
+    const fault = async (body: Record<string, unknown>) => {
+      const res = await fetch(`${sim.url}/sim/v1/faults`, {
+        method: "PUT",
+        body: JSON.stringify(body),
+      });
+      assertEquals(res.status, 200);
+      await res.body?.cancel();
+    };
+    try {
+      await createAgentSet(kc, "agent:1", 1);
+      await eventually("the first rollout", () => Promise.resolve(rolledOut(sim, 1, "agent:1")));
+      // Every watch cut each second and every resumption 410 Gone: caches and the relay relist.
+      const faults = (async () => {
+        while (faulting) {
+          await fault({ watchDropSeconds: 1, compact: true });
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        }
+      })();
+      try {
+        last = performance.now();
+        longestMs = 0;
+        await setAgentImage(kc, "agent:2");
+        await eventually("the update", () => Promise.resolve(rolledOut(sim, 2, "agent:2")), 60_000);
+      } finally {
+        faulting = false;
+        await faults;
+        await fault({});
+      }
+      const relists = relay.watches.reduce((n, w) => n + w.stats.relists, 0);
+      // Each watch's first start counts one; more are 410 Gone met and started over.
+      assertEquals(relists > relay.watches.length, true, "the relay's watches met 410 Gone");
+      assertEquals(longestMs < 10_000, true, `a step waited ${longestMs.toFixed(0)} ms`);
+      console.log(JSON.stringify({ longestStepMs: Math.round(longestMs), relists }));
+    } finally {
+      unsubscribe();
+      await relay.stop();
+    }
+  });
+});
