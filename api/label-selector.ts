@@ -11,11 +11,51 @@ export interface FieldIssue {
   message: string;
 }
 
-/** Shape problems of a selector: In/NotIn need values, Exists/DoesNotExist take none. */
+const labelName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Why `key` is no label key (apimachinery's IsQualifiedName), or undefined. */
+function labelKeyProblem(key: string): string | undefined {
+  const slash = key.lastIndexOf("/");
+  const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
+  if (prefix !== undefined && (prefix.length > 253 || !dnsSubdomain.test(prefix))) {
+    return `prefix part must be a lowercase DNS-1123 subdomain of at most 253 characters`;
+  }
+  if (name.length > 63 || !labelName.test(name)) {
+    return "name part must be at most 63 alphanumeric characters, '-', '_' or '.', " +
+      "beginning and ending with an alphanumeric character";
+  }
+  return undefined;
+}
+
+/** Why `value` is no label value (apimachinery's IsValidLabelValue), or undefined. */
+function labelValueProblem(value: string): string | undefined {
+  if (value === "" || (value.length <= 63 && labelName.test(value))) return undefined;
+  return "a label value must be empty or at most 63 alphanumeric characters, '-', '_' or '.', " +
+    "beginning and ending with an alphanumeric character";
+}
+
+/**
+ * Problems of a selector, as the API server would find them when it is used: label keys and
+ * values that cannot be, In/NotIn without values, Exists/DoesNotExist with some.
+ */
 export function labelSelectorIssues(selector: LabelSelector, path: string): FieldIssue[] {
   const issues: FieldIssue[] = [];
+  const check = (at: string, problem: string | undefined, what: string) => {
+    if (problem) issues.push({ path: at, message: `invalid ${what}: ${problem}` });
+  };
+  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
+    check(`${path}.matchLabels`, labelKeyProblem(key), `key "${key}"`);
+    check(`${path}.matchLabels.${key}`, labelValueProblem(value), `value "${value}"`);
+  }
   (selector.matchExpressions ?? []).forEach((req, i) => {
     const at = `${path}.matchExpressions[${i}]`;
+    check(`${at}.key`, labelKeyProblem(req.key), `key "${req.key}"`);
+    (req.values ?? []).forEach((value, j) => {
+      if (req.operator === "In" || req.operator === "NotIn") {
+        check(`${at}.values[${j}]`, labelValueProblem(value), `value "${value}"`);
+      }
+    });
     const count = req.values?.length ?? 0;
     if ((req.operator === "In" || req.operator === "NotIn") && count === 0) {
       issues.push({

@@ -73,6 +73,24 @@ const invalid: [string, Mutation, string[]][] = [
   ["empty selector", (spec) => {
     spec.selector = {};
   }, ["spec.selector"]],
+  ["a selector label value no list could carry", (spec) => {
+    spec.selector = { matchLabels: { app: "no such value!" } };
+    (spec.template as { metadata: { labels: Record<string, string> } }).metadata.labels.app =
+      "no such value!";
+  }, ["spec.selector.matchLabels.app"]],
+  ["a selector key with an empty name part", (spec) => {
+    spec.selector = {
+      matchLabels: { app: "nginx" },
+      matchExpressions: [{ key: "example.com/", operator: "Exists" }],
+    };
+  }, ["spec.selector.matchExpressions[0].key", "spec.template.metadata.labels"]],
+  [
+    "an update selector value too long",
+    strategy({
+      selector: { matchExpressions: [{ key: "zone", operator: "In", values: ["z".repeat(64)] }] },
+    }),
+    [`${ru}.selector.matchExpressions[0].values[0]`],
+  ],
   ["selector not matching the template", (spec) => {
     spec.selector = { matchLabels: { app: "other" } };
   }, ["spec.template.metadata.labels"]],

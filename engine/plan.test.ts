@@ -555,6 +555,39 @@ Deno.test("an invalid spec changes nothing and says where it is wrong", () => {
   assertEquals(p.requeueAfterSeconds, null);
 });
 
+Deno.test("a revision the API server refuses: InvalidSpec with its words, no pod touched", () => {
+  const c = rolledTo(adsSnapshot({}, f.nodes(3)));
+  const updating = plan(c.snapshot, f.t0);
+  assertEquals(podActions(updating).filter((a) => a.startsWith("delete")).length, 1);
+  // The plan names the pod to prove before its deletes: the new revision's, on that node.
+  const probe = updating.probe!;
+  assertEquals(probe.revision, hashOf(c, f.t0));
+  assertEquals(probe.pod.spec.containers[0].image, "agent:v2");
+  assertEquals(probe.pod.metadata.name?.endsWith(`-${probe.revision}`), true);
+
+  const refused = plan({
+    ...c.snapshot,
+    refused: { revision: probe.revision, message: "spec.containers[0].image: Required value" },
+  }, f.t0);
+  assertEquals(refused.actions, []);
+  assertEquals(refused.probe, undefined);
+  assertEquals(
+    refused.conditions.find((x) => x.type === "InvalidSpec")?.message,
+    "spec.template: the API server refuses it: spec.containers[0].image: Required value",
+  );
+  // A refusal of another revision says nothing about this one.
+  const other = plan({ ...c.snapshot, refused: { revision: "other", message: "no" } }, f.t0);
+  assertEquals(podActions(other), podActions(updating));
+});
+
+Deno.test("a converged set plans no probe: there is nothing to prove", () => {
+  let c = f.cluster(adsSnapshot({}, f.nodes(2)));
+  for (let i = 0; i < 3; i++) [, c] = step(c, f.t0 - 3600_000);
+  const p = plan(c.snapshot, f.t0);
+  assertEquals(p.actions, []);
+  assertEquals(p.probe, undefined);
+});
+
 Deno.test("expectations: an unchanged cluster with the written status plans nothing until the deadline", () => {
   const c = f.cluster(adsSnapshot({}, f.nodes(2)));
   const first = plan(c.snapshot, f.t0);

@@ -98,6 +98,15 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
     hash = revisions.hash;
     collisionCount = revisions.collisionCount;
     revisionActions.push(...revisions.actions);
+    if (snapshot.refused?.revision === hash) {
+      const { message } = snapshot.refused;
+      const issues = [{ path: "spec.template", message: `the API server refuses it: ${message}` }];
+      return invalidOrUnmanagedPlan(
+        { ok: false, managed: true, issues, previous },
+        now,
+        snapshot.set.metadata.generation,
+      );
+    }
   } else {
     hash = newestOwnedRevisionHash(setUid, snapshot.revisions);
   }
@@ -188,7 +197,38 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
     planBudgetedUpdate(b, settled, order, budget);
   }
   const inScope = new Set(order.map((v) => v.name));
-  return finish({ config, previous, collisionCount, hash, views, pending, b, now, inScope });
+  const planned = finish({
+    config,
+    previous,
+    collisionCount,
+    hash,
+    views,
+    pending,
+    b,
+    now,
+    inScope,
+  });
+  if (config.ownsPlacement) planned.probe = probeOf(planned.actions, b, desired);
+  return planned;
+}
+
+/**
+ * The pod (and new ControllerRevision) to prove admissible when the plan writes pods: the
+ * first pod it creates, or the one it would create on the first node it deletes from.
+ */
+function probeOf(actions: Action[], b: PlanBuilder, desired: NodeView[]): Plan["probe"] {
+  const first = actions.find((a) => a.type === "createPod" || a.type === "deletePod");
+  if (!first) return undefined;
+  const created = actions.find((a) => a.type === "createRevision");
+  const revisionObject = created?.type === "createRevision" ? created.revisionObject : undefined;
+  let pod: Pod;
+  if (first.type === "createPod") pod = first.pod;
+  else {
+    const node = (first.type === "deletePod" ? first.node : undefined) ?? desired[0]?.name;
+    if (node === undefined) return undefined;
+    pod = b.podManifest(b.podName(node), node);
+  }
+  return { revision: b.hash, pod, ...(revisionObject ? { revisionObject } : {}) };
 }
 
 function groupByNode(expectations: Expectation[]): Map<string, Expectation[]> {

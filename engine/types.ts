@@ -37,6 +37,11 @@ interface SnapshotObjects {
   nodes: Node[];
   /** ControllerRevisions matching the set's selector in its namespace. */
   revisions: ControllerRevision[];
+  /**
+   * The API server refused an object of this revision (a server-side dry-run create of the
+   * plan's `probe`): its template cannot make a pod, so nothing may be deleted for it.
+   */
+  refused?: { revision: string; message: string };
 }
 
 /**
@@ -185,6 +190,12 @@ export interface Plan {
   /** Seconds until the earliest change that can happen on its own; null: nothing pending. */
   requeueAfterSeconds: number | null;
   awaited: Awaited[];
+  /**
+   * When the plan writes pods of the current revision (edgeroll owns placement): a pod that
+   * revision makes, and its ControllerRevision when the plan creates one, for the shell to
+   * prove the API server admits them before any action is taken (a server-side dry run).
+   */
+  probe?: { revision: string; pod: Pod; revisionObject?: ControllerRevision };
 }
 
 export type { Expectation };

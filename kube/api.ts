@@ -39,13 +39,16 @@ export interface KubeApi {
   getPod(p: { namespace: string; name: string }): Promise<KubeObject>;
   listNodes(p: { labelSelector?: string }): Promise<KubeList>;
   listRevisions(p: { namespace: string; labelSelector?: string }): Promise<KubeList>;
-  createPod(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
+  /** With `dryRun`, admitted and validated by the server but not stored (`dryRun=All`). */
+  createPod(p: { namespace: string; body: KubeObject; dryRun?: boolean }): Promise<KubeObject>;
   /** Deletes only the pod with this UID: a pod recreated under the same name is left alone. */
   deletePod(p: { namespace: string; name: string; uid: string }): Promise<void>;
   patchPod(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
   /** Strategic merge patch of pod status: conditions merge by `type`, as kubelet's do. */
   patchPodStatus(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
-  createRevision(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
+  createRevision(
+    p: { namespace: string; body: KubeObject; dryRun?: boolean },
+  ): Promise<KubeObject>;
   patchRevision(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
   deleteRevision(p: { namespace: string; name: string; uid: string }): Promise<void>;
   createEvent(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
@@ -262,8 +265,14 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         { labelSelector },
       );
     },
-    async createPod({ namespace, body }) {
-      return toWire(await core.createNamespacedPod({ namespace, body: body as k8s.V1Pod }));
+    async createPod({ namespace, body, dryRun }) {
+      return toWire(
+        await core.createNamespacedPod({
+          namespace,
+          body: body as k8s.V1Pod,
+          ...(dryRun ? { dryRun: "All" } : {}),
+        }),
+      );
     },
     async deletePod({ namespace, name, uid }) {
       await core.deleteNamespacedPod({ namespace, name, ...preconditions(uid) });
@@ -276,11 +285,12 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         await core.patchNamespacedPodStatus({ namespace, name, body: patch }, strategicMergePatch),
       );
     },
-    async createRevision({ namespace, body }) {
+    async createRevision({ namespace, body, dryRun }) {
       return toWire(
         await apps.createNamespacedControllerRevision({
           namespace,
           body: body as unknown as k8s.V1ControllerRevision,
+          ...(dryRun ? { dryRun: "All" } : {}),
         }),
       );
     },

@@ -17,7 +17,14 @@ import type { SnapshotCache } from "./cache.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
 import { group, rolloutStatusAnnotation, version } from "../api/advanced-daemonset.ts";
-import type { ControllerRevision, DaemonSet, Node, Pod } from "../api/kube-objects.ts";
+import {
+  type ControllerRevision,
+  type DaemonSet,
+  LabelSelector as LabelSelectorSchema,
+  type Node,
+  type Pod,
+} from "../api/kube-objects.ts";
+import { labelSelectorIssues } from "../api/label-selector.ts";
 import type { Snapshot } from "../engine/types.ts";
 
 /** One request as `/metrics` counts it. */
@@ -54,6 +61,13 @@ export interface EventNote {
 
 /** A snapshot as read, with the resourceVersion its pods are current at. */
 export type SnapshotRead = Snapshot & { podsVersion: string };
+
+/** Whether the API server can list with `selector` (absent counts: validation reports it). */
+function listableSelector(selector: unknown): boolean {
+  if (selector === undefined) return true;
+  const parsed = LabelSelectorSchema.safeParse(selector);
+  return parsed.success && labelSelectorIssues(parsed.data, "spec.selector").length === 0;
+}
 
 /**
  * The set's status as its last claim wrote it: `.status`, or a DaemonSet's annotation. An
@@ -108,6 +122,14 @@ export class KubeClient {
     const set = await this.readSet(ref);
     if (!set) return undefined;
     const spec = set.spec as { selector?: LabelSelector } | undefined;
+    if (!listableSelector(spec?.selector)) {
+      // Every list with it would be refused (400) and retried forever; plan() reads the same
+      // selector and answers InvalidSpec with its field path, acting on nothing.
+      const none = { pods: [], nodes: [], revisions: [], podsVersion: "" };
+      return ref.kind === "advanceddaemonsets"
+        ? { kind: "AdvancedDaemonSet", set, ...none }
+        : { kind: "DaemonSet", set: set as DaemonSet, ...none };
+    }
     const labelSelector = labelSelectorString(spec?.selector);
     const [pods, nodes, revisions] = await Promise.all([
       this.cache?.pods(ref.namespace, labelSelector, observedPodsVersion(ref.kind, set)) ??
@@ -157,6 +179,32 @@ export class KubeClient {
   /** A create that finds the pod already there counts as done: names are deterministic. */
   createPod(namespace: string, pod: KubeObject): Promise<CreateOutcome> {
     return tolerateAlreadyExists(() => this.api.createPod({ namespace, body: pod }));
+  }
+
+  /**
+   * Whether the API server would create these objects (a server-side dry run, nothing
+   * stored): undefined when it would, else why not. Only a refusal of the objects themselves
+   * (400, 422) is an answer; anything else (unreachable, throttled, forbidden) is thrown.
+   * A name already taken means they passed admission: validation runs before storage.
+   */
+  async refusalOf(namespace: string, objects: KubeObject[]): Promise<string | undefined> {
+    for (const body of objects) {
+      const create = body.kind === "ControllerRevision"
+        ? this.api.createRevision({ namespace, body, dryRun: true })
+        : this.api.createPod({ namespace, body, dryRun: true });
+      try {
+        await create;
+      } catch (err) {
+        const error = toKubeError(err, `dry-run create ${body.kind}`);
+        if (error.status === 409) continue;
+        // The server's own words, without our operation's name in front.
+        if (error.status === 400 || error.status === 422) {
+          return error.message.slice(error.operation.length + 2);
+        }
+        throw error;
+      }
+    }
+    return undefined;
   }
 
   /** Gone already, or replaced by a pod with another UID: either way ours is not there. */

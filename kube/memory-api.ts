@@ -80,10 +80,13 @@ export function memoryApi(): MemoryApi {
     if (!found) throw notFound(`${resource} ${namespace}/${name}`);
     return found;
   };
-  const create = (resource: Resource, namespace: string, body: KubeObject) => {
+  const create = (resource: Resource, namespace: string, body: KubeObject, dryRun = false) => {
     if (objects[resource].has(key(namespace, body.metadata.name))) {
       throw new KubeError(409, "AlreadyExists", `${body.metadata.name} already exists`, "memory");
     }
+    // A dry run is admitted as the real create would be (this double validates nothing) and
+    // stores nothing.
+    if (dryRun) return copy({ ...body, metadata: { ...body.metadata, namespace } });
     writes.push(`create ${resource}`);
     return put(resource, { ...body, metadata: { ...body.metadata, namespace } });
   };
@@ -158,8 +161,8 @@ export function memoryApi(): MemoryApi {
     listNodes: ({ labelSelector }) => Promise.resolve(list("nodes", undefined, labelSelector)),
     listRevisions: ({ namespace, labelSelector }) =>
       Promise.resolve(list("controllerrevisions", namespace, labelSelector)),
-    createPod: ({ namespace, body }) =>
-      Promise.resolve().then(() => create("pods", namespace, body)),
+    createPod: ({ namespace, body, dryRun }) =>
+      Promise.resolve().then(() => create("pods", namespace, body, dryRun)),
     deletePod: ({ namespace, name, uid }) =>
       Promise.resolve().then(() => remove("pods", namespace, name, uid)),
     patchPod: ({ namespace, name, patch: body }) =>
@@ -179,8 +182,8 @@ export function memoryApi(): MemoryApi {
           status: { ...status, conditions: [...conditions, ...incoming] },
         });
       }),
-    createRevision: ({ namespace, body }) =>
-      Promise.resolve().then(() => create("controllerrevisions", namespace, body)),
+    createRevision: ({ namespace, body, dryRun }) =>
+      Promise.resolve().then(() => create("controllerrevisions", namespace, body, dryRun)),
     patchRevision: ({ namespace, name, patch: body }) =>
       Promise.resolve().then(() => patch("controllerrevisions", namespace, name, body)),
     deleteRevision: ({ namespace, name, uid }) =>

@@ -68,15 +68,20 @@ export interface ReconcileOptions {
 
 export type Reconcile = (ref: SetRef, options?: ReconcileOptions) => Promise<ReconcileAnswer>;
 
+/** Revisions (by set UID and hash) whose pods the API server admitted, remembered at most. */
+const maxAdmitted = 1_000;
+
 export function createReconciler(deps: ReconcilerDeps): Reconcile {
   const maxConflicts = deps.maxConflicts ?? 3;
+  const admitted = new Set<string>();
+  const step: StepDeps = { ...deps, admitted };
   return async (ref, { dryRun = false } = {}) => {
     const started = performance.now();
     const log = deps.logger.with({ set: setKey(ref) });
     let result = "error";
     try {
       for (let conflicts = 0;; conflicts++) {
-        const answer = await reconcileOnce(deps, ref, dryRun, conflicts, log);
+        const answer = await reconcileOnce(step, ref, dryRun, conflicts, log);
         if (answer) {
           result = answerResult(answer);
           return answer;
@@ -108,9 +113,52 @@ function answerResult(answer: ReconcileAnswer): string {
   return answer.claimed || answer.actions.length > 0 ? "acted" : "noop";
 }
 
+interface StepDeps extends ReconcilerDeps {
+  /**
+   * `<set uid>/<revision>` already proven admissible: a cache (losing it costs one dry run),
+   * not rollout state. Oldest forgotten first.
+   */
+  admitted: Set<string>;
+}
+
+/**
+ * The plan, once the API server has been asked whether the pods it writes can exist: a
+ * template it refuses (a container without an image, a name too long) yields InvalidSpec and
+ * no action, instead of deleting old pods for new ones that every create will refuse (#21).
+ */
+async function admittedPlan(
+  deps: StepDeps,
+  snapshot: Snapshot,
+  now: EpochMillis,
+  log: Logger,
+): Promise<Plan> {
+  const plan = deps.plan(snapshot, now);
+  const probe = plan.probe;
+  if (!probe) return plan;
+  const key = `${snapshot.set.metadata.uid}/${probe.revision}`;
+  if (deps.admitted.has(key)) return plan;
+  const objects = [...(probe.revisionObject ? [probe.revisionObject] : []), probe.pod];
+  const refusal = await deps.kube.refusalOf(
+    snapshot.set.metadata.namespace ?? "",
+    objects as KubeObject[],
+  );
+  if (refusal === undefined) {
+    deps.admitted.add(key);
+    if (deps.admitted.size > maxAdmitted) {
+      deps.admitted.delete(deps.admitted.values().next().value!);
+    }
+    return plan;
+  }
+  log.warn("the API server refuses the template's pods; nothing is done", {
+    revision: probe.revision,
+    error: refusal,
+  });
+  return deps.plan({ ...snapshot, refused: { revision: probe.revision, message: refusal } }, now);
+}
+
 /** One read → plan → claim → act; undefined when the claim was lost (read again). */
 async function reconcileOnce(
-  deps: ReconcilerDeps,
+  deps: StepDeps,
   ref: SetRef,
   dryRun: boolean,
   conflicts: number,
@@ -135,7 +183,7 @@ async function reconcileOnce(
     };
   }
   const now = deps.clock();
-  const plan = deps.plan(snapshot, now);
+  const plan = await admittedPlan(deps, snapshot, now, log);
   phases.end("plan");
   const answer = (actions: ActionReport[], claimed: boolean): ReconcileAnswer => ({
     ...base,
@@ -261,7 +309,7 @@ const expectationKind: Partial<Record<Action["type"], Expectation["action"]>> = 
  * waiting for their deadline. A lost race here only costs that wait.
  */
 async function withdrawExpectations(
-  deps: ReconcilerDeps,
+  deps: StepDeps,
   ref: SetRef,
   claimed: KubeObject,
   status: Plan["status"],

@@ -142,11 +142,17 @@ export function admit(
   // With generateName and no name, the store appends a valid suffix to a checked prefix.
   const generated = !name && object.metadata.generateName;
   const checked = generated ? `${object.metadata.generateName}x` : name ?? "";
-  if (!old && (!DNS_SUBDOMAIN.test(checked) || checked.length > 253)) {
+  // As apimachinery's IsDNS1123Subdomain: one cause per rule broken, length first.
+  const nameProblems = old ? [] : [
+    ...(checked.length > 253 ? ["must be no more than 253 characters"] : []),
+    ...(DNS_SUBDOMAIN.test(checked) ? [] : [
+      "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+    ]),
+  ];
+  for (const problem of nameProblems) {
     causes.push({
       reason: "FieldValueInvalid",
-      message:
-        `metadata.name: Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+      message: `metadata.name: Invalid value: "${name}": ${problem}`,
       field: "metadata.name",
     });
   }

@@ -180,6 +180,88 @@ const placementScenario: Scenario = {
   },
 };
 
+interface Condition {
+  type: string;
+  status: string;
+  message?: string;
+}
+
+/** The set's InvalidSpec condition once it is True. */
+function invalidSpec(kube: Kube, namespace: string, name: string): Promise<Condition> {
+  return eventually(`${name} InvalidSpec`, async () => {
+    const set = await kube.json<{ status?: { conditions?: Condition[] } }>(
+      ["--namespace", namespace, "get", "advanceddaemonsets", name],
+    );
+    const condition = set.status?.conditions?.find((c) => c.type === "InvalidSpec");
+    return condition?.status === "True" ? condition : undefined;
+  });
+}
+
+/**
+ * A template the API server refuses costs no pod (issue 21): before deleting anything for a
+ * new revision, edgeroll asks the API server to create its pod (and ControllerRevision) as a
+ * dry run; a refusal becomes InvalidSpec with the server's words, and nothing is deleted. The
+ * same for a set named too long for its ControllerRevisions, and for a selector whose label
+ * value no list could carry.
+ */
+const refusedTemplateScenario: Scenario = {
+  name: "a template the API server refuses becomes InvalidSpec and costs no pod",
+  async run(target, kube) {
+    const ns = "e2e-edgeroll-refused";
+    await kube.run(["apply", "-f", CRD]);
+    await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
+    await kube.createNamespace(ns);
+    const uids = async () =>
+      (await kube.pods(ns, "app=edge-agent")).map((p) => p.metadata.uid).sort();
+    try {
+      await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
+        await kube.apply(advancedDaemonSet(ns, "v1"));
+        await completeOn(target, kube, ns, "v1");
+        const before = await uids();
+        // The set is stored (its template is not checked as a pod's), but no pod can be made.
+        await kube.run([
+          "--namespace",
+          ns,
+          "patch",
+          "advanceddaemonsets",
+          "edge-agent",
+          "--type=json",
+          "-p",
+          JSON.stringify([{ op: "remove", path: "/spec/template/spec/containers/0/image" }]),
+        ]);
+        const noImage = await invalidSpec(kube, ns, "edge-agent");
+        assertStringIncludes(noImage.message ?? "", "spec.template: the API server refuses it");
+        assertStringIncludes(noImage.message ?? "", "image");
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        assertEquals(await uids(), before, "no pod deleted or replaced for it");
+        await kube.apply(advancedDaemonSet(ns, "v2"));
+        await completeOn(target, kube, ns, "v2");
+
+        const longName = "a".repeat(250);
+        const long = advancedDaemonSet(ns, "v1");
+        long.metadata.name = longName;
+        long.spec.selector.matchLabels.app = "long-agent";
+        long.spec.template.metadata.labels.app = "long-agent";
+        await kube.apply(long);
+        const tooLong = await invalidSpec(kube, ns, longName);
+        assertStringIncludes(tooLong.message ?? "", "ControllerRevision");
+        assertStringIncludes(tooLong.message ?? "", "253");
+        assertEquals((await kube.pods(ns, "app=long-agent")).length, 0);
+
+        const badSelector = advancedDaemonSet(ns, "v1");
+        badSelector.metadata.name = "bad-selector";
+        badSelector.spec.selector.matchLabels.app = "no such value!";
+        badSelector.spec.template.metadata.labels.app = "no such value!";
+        await kube.apply(badSelector);
+        const selector = await invalidSpec(kube, ns, "bad-selector");
+        assertStringIncludes(selector.message ?? "", "spec.selector.matchLabels.app");
+      });
+    } finally {
+      await kube.run(["delete", "namespace", ns, "--wait=false"]);
+    }
+  },
+};
+
 /** Runs kubectl expecting a refusal; answers its stderr. */
 async function refused(kube: Kube, args: string[]): Promise<string> {
   try {
@@ -301,6 +383,7 @@ const nodeCredentialsScenario: Scenario = {
 };
 
 export const edgerollScenarios: Scenario[] = [
+  refusedTemplateScenario,
   {
     name: "edgeroll rolls an AdvancedDaemonSet, passing over a cut node until it returns",
     async run(target, kube) {
