@@ -170,6 +170,10 @@ export class PlanBuilder {
           [Keys.templateGeneration]: String(generation),
         },
         ownerReferences: [controllerRef(identity)],
+        // As upstream's GetPodFromTemplate: a preDelete finalizersHandler depends on them.
+        ...(template.metadata?.finalizers?.length
+          ? { finalizers: [...template.metadata.finalizers] }
+          : {}),
       },
       spec: {
         ...spec,
