@@ -11,6 +11,14 @@ export interface FieldIssue {
   message: string;
 }
 
+/**
+ * A value replaced by the default its origin (Kruise, OpenYurt) uses in its place, said once in
+ * an Event of this type and kept in the InvalidSpec condition's message (reason `Defaulted`).
+ */
+export interface Notice extends FieldIssue {
+  type: "Normal" | "Warning";
+}
+
 const labelName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 

@@ -4,12 +4,13 @@
  *
  * - `apps.openyurt.io/update-strategy`: `AdvancedRollingUpdate` or `OTA`, case-insensitive; the
  *   older `auto` means AdvancedRollingUpdate.
- * - `apps.openyurt.io/max-unavailable`: int or percent of desired, rounded up; default `10%`.
+ * - `apps.openyurt.io/max-unavailable`: int or percent of desired, rounded up; default `10%`,
+ *   which OpenYurt also uses for `0` and `0%`.
  */
 import { z } from "zod";
 import { intOrPercentProblem } from "./int-or-percent.ts";
 import type { DaemonSet, IntOrString } from "./kube-objects.ts";
-import type { FieldIssue } from "./label-selector.ts";
+import type { FieldIssue, Notice } from "./label-selector.ts";
 
 export const updateStrategyAnnotation = "apps.openyurt.io/update-strategy";
 export const maxUnavailableAnnotation = "apps.openyurt.io/max-unavailable";
@@ -50,7 +51,7 @@ export interface OpenYurtRollout {
 
 export type OpenYurtResult =
   | { managed: false }
-  | { managed: true; ok: true; rollout: OpenYurtRollout }
+  | { managed: true; ok: true; rollout: OpenYurtRollout; notices: Notice[] }
   | { managed: true; ok: false; issues: FieldIssue[] };
 
 /**
@@ -69,9 +70,18 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
       message: strategy.error.issues[0].message,
     });
   }
-  const maxUnavailable = OpenYurtMaxUnavailable.safeParse(
-    annotations[maxUnavailableAnnotation] ?? defaultMaxUnavailable,
-  );
+  const notices: Notice[] = [];
+  let given = annotations[maxUnavailableAnnotation] ?? defaultMaxUnavailable;
+  if (/^0+%?$/.test(given)) {
+    // OpenYurt's daemonPodUpdater reads a zero as "not set" and uses its default.
+    notices.push({
+      type: "Normal",
+      path: `metadata.annotations[${maxUnavailableAnnotation}]`,
+      message: `"${given}" means OpenYurt's default: ${defaultMaxUnavailable} is used`,
+    });
+    given = defaultMaxUnavailable;
+  }
+  const maxUnavailable = OpenYurtMaxUnavailable.safeParse(given);
   if (!maxUnavailable.success) {
     issues.push({
       path: `metadata.annotations[${maxUnavailableAnnotation}]`,
@@ -92,5 +102,6 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
     managed: true,
     ok: true,
     rollout: { mode: strategy.data, maxUnavailable: maxUnavailable.data },
+    notices,
   };
 }

@@ -121,12 +121,12 @@ const invalid: [string, Mutation, string[]][] = [
       annotations: { "daemonset.kruise.io/progressive-create-pod": "yes" },
     };
   }, ["metadata.annotations[daemonset.kruise.io/progressive-create-pod]"]],
-  ["bad predownload parallelism under edgeroll's group", (_spec, set) => {
+  ["bad predownload timeout under edgeroll's group", (_spec, set) => {
     set.metadata = {
       name: "x",
-      annotations: { "apps.edgeroll.dev/image-predownload-parallelism": "0" },
+      annotations: { "apps.edgeroll.dev/image-predownload-timeout-seconds": "0" },
     };
-  }, ["metadata.annotations[apps.edgeroll.dev/image-predownload-parallelism]"]],
+  }, ["metadata.annotations[apps.edgeroll.dev/image-predownload-timeout-seconds]"]],
 ];
 
 Deno.test("invalid specs are rejected with the field path of each problem", async (t) => {
@@ -160,22 +160,60 @@ Deno.test("OpenYurt annotations: auto, case-insensitive names, default 10%", () 
     managed: true,
     ok: true,
     rollout: { mode: "AdvancedRollingUpdate", maxUnavailable: "10%" },
+    notices: [],
   });
   const ota = readOpenYurtRollout(
     openYurtSet({ [strategy]: "ota", "apps.openyurt.io/max-unavailable": "3" }),
   );
-  assertEquals(ota, { managed: true, ok: true, rollout: { mode: "OTA", maxUnavailable: 3 } });
+  assertEquals(ota, {
+    managed: true,
+    ok: true,
+    rollout: { mode: "OTA", maxUnavailable: 3 },
+    notices: [],
+  });
   assertEquals(readOpenYurtRollout(openYurtSet({})), { managed: false });
 });
 
 Deno.test("OpenYurt annotations: bad values and a RollingUpdate set are reported with paths", () => {
   const result = readOpenYurtRollout(openYurtSet({
     "apps.openyurt.io/update-strategy": "fast",
-    "apps.openyurt.io/max-unavailable": "0",
+    "apps.openyurt.io/max-unavailable": "-1",
   }, "RollingUpdate"));
   assertEquals(result.managed && !result.ok ? result.issues.map((i) => i.path) : [], [
     "metadata.annotations[apps.openyurt.io/update-strategy]",
     "metadata.annotations[apps.openyurt.io/max-unavailable]",
     "spec.updateStrategy.type",
+  ]);
+});
+
+Deno.test("OpenYurt annotations: 0 and 0% mean OpenYurt's default, 10%, with a notice", () => {
+  for (const zero of ["0", "0%"]) {
+    const read = readOpenYurtRollout(openYurtSet({
+      "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
+      "apps.openyurt.io/max-unavailable": zero,
+    }));
+    assertEquals(read, {
+      managed: true,
+      ok: true,
+      rollout: { mode: "AdvancedRollingUpdate", maxUnavailable: "10%" },
+      notices: [{
+        type: "Normal",
+        path: "metadata.annotations[apps.openyurt.io/max-unavailable]",
+        message: `"${zero}" means OpenYurt's default: 10% is used`,
+      }],
+    });
+  }
+});
+
+Deno.test("a predownload parallelism Kruise cannot read is 1, as in Kruise, with a warning", () => {
+  const set = migrateFromKruise(kruiseExamples[Object.keys(kruiseExamples)[0]]);
+  (set.metadata as { annotations?: Record<string, string> }).annotations = {
+    "apps.kruise.io/image-predownload-parallelism": "abc",
+  };
+  const result = validateAdvancedDaemonSet(set);
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  assertEquals(result.annotations.imagePredownloadParallelism, 1);
+  assertEquals(result.notices.map((n) => [n.type, n.path]), [
+    ["Warning", "metadata.annotations[apps.kruise.io/image-predownload-parallelism]"],
   ]);
 });

@@ -18,6 +18,7 @@ import {
   isEmptySelector,
   labelSelectorIssues,
   matchesLabelSelector,
+  type Notice,
 } from "./label-selector.ts";
 
 export type { FieldIssue };
@@ -65,6 +66,8 @@ export type ValidationResult =
     set: AdvancedDaemonSet;
     rollingUpdate: EffectiveRollingUpdate;
     annotations: KruiseAnnotations;
+    /** Values replaced by the default Kruise uses in their place. */
+    notices: Notice[];
   }
   | { ok: false; issues: FieldIssue[] };
 
@@ -183,8 +186,9 @@ function annotationValue(
 
 function annotationIssuesAndValues(
   annotations: Record<string, string> | undefined,
-): { issues: FieldIssue[]; values: KruiseAnnotations } {
+): { issues: FieldIssue[]; notices: Notice[]; values: KruiseAnnotations } {
   const issues: FieldIssue[] = [];
+  const notices: Notice[] = [];
   const values: KruiseAnnotations = { progressiveCreatePod: false };
   const progressive = annotationValue(annotations, annotationNames.progressiveCreatePod);
   if (progressive) {
@@ -204,7 +208,16 @@ function annotationIssuesAndValues(
   for (const [field, names] of positiveInts) {
     const found = annotationValue(annotations, names);
     if (!found) continue;
-    if (!/^\d+$/.test(found[1]) || Number(found[1]) === 0) {
+    const valid = /^\d+$/.test(found[1]) && Number(found[1]) > 0;
+    if (!valid && field === "imagePredownloadParallelism") {
+      // Kruise falls back to 1 for a parallelism it cannot read, and rolls on.
+      notices.push({
+        type: "Warning",
+        path: `metadata.annotations[${found[0]}]`,
+        message: `must be a positive integer, got "${found[1]}": 1 is used, as Kruise does`,
+      });
+      values[field] = 1;
+    } else if (!valid) {
       issues.push({
         path: `metadata.annotations[${found[0]}]`,
         message: `must be a positive integer, got "${found[1]}"`,
@@ -213,7 +226,7 @@ function annotationIssuesAndValues(
       values[field] = Number(found[1]);
     }
   }
-  return { issues, values };
+  return { issues, notices, values };
 }
 
 /** Parses and validates an AdvancedDaemonSet as read from the API server or an HTTP body. */
@@ -229,5 +242,6 @@ export function validateAdvancedDaemonSet(input: unknown): ValidationResult {
     set,
     rollingUpdate: effectiveRollingUpdate(set.spec.updateStrategy.rollingUpdate),
     annotations: annotations.values,
+    notices: annotations.notices,
   };
 }

@@ -21,6 +21,8 @@ export interface ConditionState {
   status: boolean;
   reason: string;
   message: string;
+  /** An Event of this type whenever reason or message change, whatever the status. */
+  event?: PlanEvent["type"];
 }
 
 const eventTypeWhenTrue: Record<ConditionType, PlanEvent["type"]> = {
@@ -45,6 +47,11 @@ export function buildConditions(
     const flipped = before?.status !== status;
     if (state.status && flipped) {
       events.push({ type: eventTypeWhenTrue[type], reason: state.reason, message: state.message });
+    } else if (
+      state.event &&
+      (flipped || before?.reason !== state.reason || before?.message !== state.message)
+    ) {
+      events.push({ type: state.event, reason: state.reason, message: state.message });
     }
     return {
       type,

@@ -13,7 +13,7 @@ import {
 } from "../api/advanced-daemonset.ts";
 import { isZero, scaleIntOrPercent } from "../api/int-or-percent.ts";
 import type { IntOrString, LabelSelector, PodTemplateSpec } from "../api/kube-objects.ts";
-import type { FieldIssue } from "../api/label-selector.ts";
+import type { FieldIssue, Notice } from "../api/label-selector.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import { validateAdvancedDaemonSet } from "../api/validation.ts";
 import type { SetIdentity } from "./revisions.ts";
@@ -34,6 +34,8 @@ export interface SetConfig {
   kind: Snapshot["kind"];
   identity: SetIdentity;
   generation: number;
+  /** Values read as their origin's default, said in the InvalidSpec condition and an Event. */
+  notices: Notice[];
   template: PodTemplateSpec;
   selector: LabelSelector;
   minReadySeconds: number;
@@ -91,7 +93,7 @@ export function readSet(snapshot: Snapshot): SetReading {
     const previous = parseStatus(snapshot.set.status);
     const result = validateAdvancedDaemonSet(snapshot.set);
     if (!result.ok) return { ok: false, managed: true, issues: result.issues, previous };
-    const { set, rollingUpdate, annotations } = result;
+    const { set, rollingUpdate, annotations, notices } = result;
     const strategy = set.spec.updateStrategy;
     const rolling = strategy.type === "RollingUpdate";
     return {
@@ -101,6 +103,7 @@ export function readSet(snapshot: Snapshot): SetReading {
         kind: "AdvancedDaemonSet",
         identity: { apiVersion, kind, ...identityBase },
         generation: meta.generation ?? 0,
+        notices,
         template: set.spec.template,
         selector: set.spec.selector,
         minReadySeconds: set.spec.minReadySeconds,
@@ -132,6 +135,7 @@ export function readSet(snapshot: Snapshot): SetReading {
       kind: "DaemonSet",
       identity: { apiVersion: "apps/v1", kind: "DaemonSet", ...identityBase },
       generation: meta.generation ?? 0,
+      notices: yurt.notices,
       template: set.spec.template,
       selector: set.spec.selector,
       minReadySeconds: set.spec.minReadySeconds ?? 0,

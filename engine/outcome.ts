@@ -3,6 +3,7 @@
  * say why the set waits, the awaited items and when to look again. Also the plan of a set that is
  * invalid or not managed.
  */
+import type { Notice } from "../api/label-selector.ts";
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
 import { buildConditions, type ConditionState, type ConditionType, plural } from "./conditions.ts";
 import type { readSet, SetConfig } from "./config.ts";
@@ -100,6 +101,17 @@ export interface Outcome {
 }
 
 /** Status as upstream counts it (nodes, not pods), conditions, awaited items and the requeue. */
+/** InvalidSpec when the spec was read: False, saying which values were read as defaults. */
+function validity(notices: Notice[]): ConditionState {
+  if (notices.length === 0) return { status: false, reason: "Valid", message: "" };
+  return {
+    status: false,
+    reason: "Defaulted",
+    message: notices.map((n) => `${n.path}: ${n.message}`).join("; "),
+    event: notices.some((n) => n.type === "Warning") ? "Warning" : "Normal",
+  };
+}
+
 export function finish(o: Outcome): Plan {
   const { config, previous, hash, b, now } = o;
   const minReady = config.minReadySeconds;
@@ -255,7 +267,7 @@ export function finish(o: Outcome): Plan {
         message: `${b.budgetMessage}: ${named}; ${plural(b.budgetBlocked, "node")} wait`,
       }
       : { status: false, reason: "WithinBudget", message: "" },
-    InvalidSpec: { status: false, reason: "Valid", message: "" },
+    InvalidSpec: validity(config.notices),
   };
   const { conditions, events } = buildConditions(states, previous.conditions, now);
   // The set-wide reasons to wait, first in the list: the per-pod items follow.

@@ -109,6 +109,17 @@ Deno.test("placement: the created pod is pinned to its node, owned, labelled, de
     true,
   );
   assertEquals(plan(structuredClone(snapshot), f.t0), p);
+  assertEquals(pod.metadata.finalizers, undefined);
+});
+
+Deno.test("placement: the template's finalizers are the pod's, as upstream copies them", () => {
+  const snapshot = adsSnapshot({}, [f.node("edge-1")]);
+  const template = (snapshot.set.spec as { template: { metadata: Record<string, unknown> } })
+    .template;
+  template.metadata.finalizers = ["example.io/drain-agent"];
+  const create = plan(snapshot, f.t0).actions.find((a) => a.type === "createPod");
+  if (create?.type !== "createPod") throw new Error("no createPod");
+  assertEquals(create.pod.metadata.finalizers, ["example.io/drain-agent"]);
 });
 
 Deno.test("placement: nodeSelector, affinity, taints and tolerations as upstream", async (t) => {
@@ -800,4 +811,24 @@ Deno.test("OpenYurt: a bad annotation is InvalidSpec; no revision yet means wait
   const waiting = plan(early, f.t0);
   assertEquals(waiting.actions, []);
   assertEquals(condition(waiting, "Progressing"), "False WaitingForRevision");
+});
+
+Deno.test("OpenYurt: max-unavailable 0 is OpenYurt's 10%, said once in an Event and kept in InvalidSpec", () => {
+  let c = f.yurtCluster("AdvancedRollingUpdate", f.nodes(20));
+  c.snapshot.set.metadata.annotations!["apps.openyurt.io/max-unavailable"] = "0";
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  // 10% of 20 nodes: two old pods go at once.
+  assertEquals(podActions(p).filter((a) => a.startsWith("delete")).length, 2);
+  assertEquals(condition(p, "InvalidSpec"), "False Defaulted");
+  assertEquals(
+    p.events.filter((e) => e.reason === "Defaulted").map((e) => [e.type, e.message]),
+    [[
+      "Normal",
+      `metadata.annotations[apps.openyurt.io/max-unavailable]: "0" means OpenYurt's default: 10% is used`,
+    ]],
+  );
+  [p, c] = step(c, f.t0 + 1000);
+  assertEquals(p.events.filter((e) => e.reason === "Defaulted"), [], "said once");
+  assertEquals(condition(p, "InvalidSpec"), "False Defaulted");
 });
