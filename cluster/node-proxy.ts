@@ -9,6 +9,8 @@
 export interface NodeProxy {
   /** Where the node's kubeconfig points: `https://127.0.0.1:<port>`. */
   readonly url: string;
+  /** Connections accepted so far: what a client that reuses its connections keeps small. */
+  readonly accepted: number;
   cut(): void;
   heal(): void;
   close(): Promise<void>;
@@ -20,6 +22,7 @@ export function startNodeProxy(target: { hostname: string; port: number }): Node
   const pumps = new Set<Promise<void>>();
   let listener: Deno.Listener | undefined;
   let port = 0;
+  let accepted = 0;
 
   const forward = async (inbound: Deno.Conn) => {
     let outbound: Deno.Conn | undefined;
@@ -51,6 +54,7 @@ export function startNodeProxy(target: { hostname: string; port: number }): Node
     const accept = (async () => {
       try {
         for await (const conn of accepting) {
+          accepted++;
           connections.add(conn);
           const pump = forward(conn);
           pumps.add(pump);
@@ -78,6 +82,9 @@ export function startNodeProxy(target: { hostname: string; port: number }): Node
   listen();
   return {
     url: `https://127.0.0.1:${port}`,
+    get accepted() {
+      return accepted;
+    },
     cut,
     heal() {
       if (!listener) listen();

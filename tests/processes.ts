@@ -82,6 +82,8 @@ export interface EdgerollProcesses {
   url: string;
   /** The bearer token the controller accepts. */
   token: string;
+  /** Process ids of what was started (the controller first). */
+  pids?: number[];
 }
 
 /** A fresh token in a file, the URL of a free loopback port; the file removed after `body`. */
@@ -104,6 +106,8 @@ async function withTokenAndPort(
 export interface ControllerProcesses {
   urls: string[];
   token: string;
+  /** Process ids: the replicas in order, then the relay if there is one. */
+  pids: number[];
 }
 
 /**
@@ -113,7 +117,14 @@ export interface ControllerProcesses {
  */
 export async function withControllers(
   kubeconfigPath: string,
-  options: { replicas?: number; serveArgs?: string[]; relay?: boolean; relayArgs?: string[] },
+  options: {
+    replicas?: number;
+    serveArgs?: string[];
+    relay?: boolean;
+    relayArgs?: string[];
+    /** The relay's own kubeconfig (default: the controllers'). */
+    relayKubeconfigPath?: string;
+  },
   body: (controllers: ControllerProcesses) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "edgeroll-" });
@@ -138,11 +149,18 @@ export async function withControllers(
       await untilAnswers(`${urls[i]}/readyz`, child);
     }
     if (options.relay) {
+      const kubeconfig = `--kubeconfig=${options.relayKubeconfigPath ?? kubeconfigPath}`;
       children.push(
-        spawnMain(["relay", `--target=${urls[0]}`, ...common, ...(options.relayArgs ?? [])]),
+        spawnMain([
+          "relay",
+          `--target=${urls[0]}`,
+          kubeconfig,
+          `--token-file=${tokenFile}`,
+          ...(options.relayArgs ?? []),
+        ]),
       );
     }
-    await body({ urls, token });
+    await body({ urls, token, pids: children.map((child) => child.pid) });
   } finally {
     await stop(children);
     await Deno.remove(dir, { recursive: true });
@@ -161,7 +179,7 @@ export function withEdgeroll(
   return withControllers(
     kubeconfigPath,
     { ...options, relay: true },
-    ({ urls, token }) => body({ url: urls[0], token }),
+    ({ urls, token, pids }) => body({ url: urls[0], token, pids }),
   );
 }
 

@@ -12,6 +12,7 @@ import { conditionStatus, eventually, type Kube, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
 import { type ControllerProcesses, withControllers } from "../processes.ts";
+import { type NodeProxy, startNodeProxy } from "../../cluster/node-proxy.ts";
 
 const CRD =
   new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
@@ -19,6 +20,8 @@ const CRD =
 const image = (version: string) => `edgeroll.test/trigger-agent:${version}`;
 const app = "trigger-agent";
 const maxUnavailable = 1;
+/** What each connection `serve` opened must carry on average, at least. */
+const REQUESTS_PER_CONNECTION = 10;
 
 function template(version: string) {
   return {
@@ -205,6 +208,37 @@ const knativeEvents: Trigger = (target, { urls, token }, namespaces) => {
 };
 
 /**
+ * A copy of the target's kubeconfig whose server is a forwarder counting the connections made
+ * through it (TLS passes through untouched, so the certificate still names 127.0.0.1).
+ */
+async function countingKubeconfig(kubeconfigPath: string, dir: string) {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  const server = new URL(kc.getCurrentCluster()!.server);
+  const proxy = startNodeProxy({ hostname: server.hostname, port: Number(server.port) });
+  const via = new URL(proxy.url);
+  const text = await Deno.readTextFile(kubeconfigPath);
+  const path = `${dir}/counted.kubeconfig`;
+  await Deno.writeTextFile(
+    path,
+    text.replaceAll(server.origin, `${server.protocol}//${server.hostname}:${via.port}`),
+  );
+  return { path, proxy };
+}
+
+/** Every request the controllers made of the API server so far, summed over the replicas. */
+async function requests(urls: string[]): Promise<number> {
+  let total = 0;
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    for (const m of text.matchAll(/^edgeroll_kube_requests_total\{[^}]*\} (\d+)$/gm)) {
+      total += Number(m[1]);
+    }
+  }
+  return total;
+}
+
+/**
  * Writes (create, update, patch, delete) the controllers asked of the API server so far, by
  * verb and status, summed over the replicas.
  */
@@ -279,76 +313,98 @@ function triggerScenario(
       for (const ns of namespaces) await kube.createNamespace(ns);
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(target.kubeconfigPath);
-      await withControllers(target.kubeconfigPath, {
-        replicas: options.replicas,
-        // Without the caches, whose own watches would call reconciles too: the trigger alone.
-        serveArgs: [
-          ...(options.tick ? ["--tick=1s"] : []),
-          ...(options.caches ? [] : ["--no-cache"]),
-        ],
-        relay: options.relay,
-      }, async (controllers) => {
-        await kube.apply(advancedDaemonSet(namespaces[0]));
-        await kube.apply(openYurtDaemonSet(namespaces[1]));
-        const trigger = options.trigger(target, controllers, namespaces);
-        try {
-          await rolledTo(target, kube, namespaces, "v1");
-
-          const budgets = await Promise.all(
-            namespaces.map((ns) => watchBudget(kube, kc, ns, target.nodes)),
-          );
+      const dir = await Deno.makeTempDir({ prefix: "edgeroll-trigger-" });
+      let counted: { path: string; proxy: NodeProxy } | undefined;
+      try {
+        counted = await countingKubeconfig(target.kubeconfigPath, dir);
+        await withControllers(counted.path, {
+          replicas: options.replicas,
+          // Without the caches, whose own watches would call reconciles too: the trigger alone.
+          serveArgs: [
+            ...(options.tick ? ["--tick=1s"] : []),
+            ...(options.caches ? [] : ["--no-cache"]),
+          ],
+          relay: options.relay,
+          // Only `serve`'s connections are counted: the relay's are its watches.
+          relayKubeconfigPath: target.kubeconfigPath,
+        }, async (controllers) => {
+          await kube.apply(advancedDaemonSet(namespaces[0]));
+          await kube.apply(openYurtDaemonSet(namespaces[1]));
+          const trigger = options.trigger(target, controllers, namespaces);
           try {
-            for (const ns of namespaces) {
-              const resource = ns === namespaces[0] ? "advanceddaemonsets" : "daemonset";
-              await kube.run([
-                "--namespace",
-                ns,
-                "patch",
-                resource,
-                app,
-                "--type=merge",
-                "-p",
-                JSON.stringify({ spec: { template: template("v2") } }),
-              ]);
-            }
-            await rolledTo(target, kube, namespaces, "v2");
-          } finally {
-            for (const budget of budgets) await budget.stop();
-          }
-          for (const [i, budget] of budgets.entries()) {
-            assertEquals(
-              budget.seen.unavailable <= maxUnavailable,
-              true,
-              `${namespaces[i]}: ${JSON.stringify(budget.seen)}`,
-            );
-            assertEquals(budget.seen.podsOnOneNode, 1, namespaces[i]);
-          }
-        } finally {
-          await trigger.stop();
-        }
+            await rolledTo(target, kube, namespaces, "v1");
 
-        // A minute of ticks on a converged fleet: the in-process ticker, or /tick posted by
-        // hand where there is none (full resyncs, the most a tick does).
-        // Converged: the rollout's last observations written (two replicas may each write the
-        // tail once), the counts still for 6 s; a controller that never settles fails here.
-        let before = await writes(controllers.urls);
-        await eventually("the controllers' writes to settle", async () => {
-          await new Promise((resolve) => setTimeout(resolve, 6000));
-          const now = await writes(controllers.urls);
-          const settled = Object.keys(grown(before, now)).length === 0;
-          before = now;
-          return settled ? true : undefined;
-        }, 60_000);
-        const ticks = options.tick
-          ? nothing(target, controllers, namespaces)
-          : every(2000, async () => {
-            const res = await post(`${controllers.urls[0]}/tick?full=true`, controllers.token);
-            assertEquals(res.status, 200, await res.text());
-          });
-        await new Promise((resolve) => setTimeout(resolve, 60_000));
-        await ticks.stop();
-        assertEquals(grown(before, await writes(controllers.urls)), {}, "writes at rest");
-      });
+            const budgets = await Promise.all(
+              namespaces.map((ns) => watchBudget(kube, kc, ns, target.nodes)),
+            );
+            try {
+              for (const ns of namespaces) {
+                const resource = ns === namespaces[0] ? "advanceddaemonsets" : "daemonset";
+                await kube.run([
+                  "--namespace",
+                  ns,
+                  "patch",
+                  resource,
+                  app,
+                  "--type=merge",
+                  "-p",
+                  JSON.stringify({ spec: { template: template("v2") } }),
+                ]);
+              }
+              await rolledTo(target, kube, namespaces, "v2");
+            } finally {
+              for (const budget of budgets) await budget.stop();
+            }
+            for (const [i, budget] of budgets.entries()) {
+              assertEquals(
+                budget.seen.unavailable <= maxUnavailable,
+                true,
+                `${namespaces[i]}: ${JSON.stringify(budget.seen)}`,
+              );
+              assertEquals(budget.seen.podsOnOneNode, 1, namespaces[i]);
+            }
+          } finally {
+            await trigger.stop();
+          }
+
+          // A minute of ticks on a converged fleet: the in-process ticker, or /tick posted by
+          // hand where there is none (full resyncs, the most a tick does).
+          // Converged: the rollout's last observations written (two replicas may each write the
+          // tail once), the counts still for 6 s; a controller that never settles fails here.
+          let before = await writes(controllers.urls);
+          await eventually("the controllers' writes to settle", async () => {
+            await new Promise((resolve) => setTimeout(resolve, 6000));
+            const now = await writes(controllers.urls);
+            const settled = Object.keys(grown(before, now)).length === 0;
+            before = now;
+            return settled ? true : undefined;
+          }, 60_000);
+          const ticks = options.tick
+            ? nothing(target, controllers, namespaces)
+            : every(2000, async () => {
+              const res = await post(`${controllers.urls[0]}/tick?full=true`, controllers.token);
+              assertEquals(res.status, 200, await res.text());
+            });
+          await new Promise((resolve) => setTimeout(resolve, 60_000));
+          await ticks.stop();
+          assertEquals(grown(before, await writes(controllers.urls)), {}, "writes at rest");
+
+          // Connections are reused: each carries many requests (client-node alone opened one per
+          // request to a TLS server). Idle ones may close (undici's keep-alive timeout) and
+          // reopen, so the bound is a ratio.
+          const made = await requests(controllers.urls);
+          const opened = counted!.proxy.accepted;
+          console.log(JSON.stringify({ trigger: name, connections: opened, requests: made }));
+          assertEquals(
+            made >= 100 && opened * REQUESTS_PER_CONNECTION <= made,
+            true,
+            `${opened} connections opened by serve for ${made} requests`,
+          );
+        });
+      } finally {
+        await counted?.proxy.close();
+        await Deno.remove(dir, { recursive: true });
+      }
       for (const ns of namespaces) await kube.run(["delete", "namespace", ns, "--wait=false"]);
     },
   };
