@@ -147,6 +147,7 @@ export class PlanBuilder {
       reason: "SuccessfulCreate",
       message: `Created pod ${name} on node ${view.name}: ${reason}`,
       pod: name,
+      onSet: true,
     });
     return true;
   }
@@ -215,6 +216,7 @@ export class PlanBuilder {
       reason: "SuccessfulUpdatePodInPlace",
       message: `Updated pod ${name} in place to revision ${this.hash}`,
       pod: name,
+      onSet: true,
     });
     return true;
   }
@@ -282,6 +284,7 @@ export class PlanBuilder {
       reason: "SuccessfulDelete",
       message: `Deleted pod ${name}: ${reason}`,
       pod: name,
+      onSet: true,
     });
     return true;
   }

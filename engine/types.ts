@@ -162,7 +162,13 @@ export interface PlanEvent {
   type: "Normal" | "Warning";
   reason: string;
   message: string;
+  /** The pod the event's action writes: dropped if that action did not land. */
   pod?: string;
+  /**
+   * Recorded on the set rather than on `pod`, as upstream records its SuccessfulCreate and
+   * SuccessfulDelete, so `kubectl describe` of the set shows what was done to its pods.
+   */
+  onSet?: true;
 }
 
 /** Something the set is waiting for, and why: shown in the reconcile answer. */

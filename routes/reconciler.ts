@@ -346,7 +346,7 @@ async function recordEvents(
 ) {
   const record = async (event: PlanEvent) => {
     const pod = event.pod ? snapshot.pods.find((p) => p.metadata.name === event.pod) : undefined;
-    const involved: KubeObject = event.pod
+    const involved: KubeObject = event.pod && !event.onSet
       ? {
         apiVersion: "v1",
         kind: "Pod",
