@@ -212,11 +212,16 @@ export function finish(o: Outcome): Plan {
       };
     }
     if (config.mode === "OTA") {
+      // Every live pod off the revision is marked, on a node the set still wants or not.
+      const marked = o.views.reduce(
+        (n, v) => n + v.live.filter((p) => podRevision(p) !== hash).length,
+        0,
+      );
       return {
         status: false,
         reason: "WaitingForNodes",
         message: `${
-          plural(onOld, "pod")
+          plural(marked, "pod")
         } marked PodNeedUpgrade, upgraded from their node; ${counts}`,
       };
     }

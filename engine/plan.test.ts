@@ -707,6 +707,26 @@ Deno.test("OpenYurt OTA: pods marked PodNeedUpgrade, never deleted by edgeroll",
   assertEquals(condition(p, "Progressing"), "False WaitingForNodes");
 });
 
+Deno.test("OpenYurt OTA: the waiting message counts every pod marked, wanted on its node or not", () => {
+  let c = f.yurtCluster("OTA", f.nodes(3));
+  // node-2 stops tolerating the set (a NoExecute taint): its old pod is still live, and marked.
+  c.snapshot.nodes[2].spec = {
+    ...c.snapshot.nodes[2].spec,
+    taints: [{ key: "example.io/drain", value: "x", effect: "NoExecute" }],
+  };
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  const marks = podActions(p).filter((a) => a.endsWith("PodNeedUpgrade=True"));
+  [p, c] = step(c, f.t0 + 1000);
+  const progressing = p.conditions.find((x) => x.type === "Progressing");
+  assertEquals(progressing?.reason, "WaitingForNodes");
+  assertEquals(
+    progressing?.message?.startsWith(`${marks.length} pods marked PodNeedUpgrade`),
+    true,
+    `${marks.length} marked: ${progressing?.message}`,
+  );
+});
+
 Deno.test("OpenYurt OTA marks left from OTA mode are set False once the set leaves it", () => {
   let c = f.yurtCluster("OTA", f.nodes(2));
   c.snapshot.pods[1].metadata.labels![Keys.revisionHash] = "v2hash";
