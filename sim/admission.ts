@@ -66,7 +66,15 @@ function invalid(type: ResourceType, name: string, causes: StatusCause[]): ApiEr
     422,
     "Invalid",
     `${kind} "${name}" is invalid: ${causes.map((c) => c.message).join(", ")}`,
-    causes,
+    // A cause's message is the error's body, without its field (kubectl prints both).
+    causes.map((c) => ({
+      ...c,
+      message: c.field && c.message.startsWith(`${c.field}: `)
+        ? c.message.slice(c.field.length + 2)
+        : c.message,
+    })),
+    undefined,
+    { name, kind: type.kind, ...(type.group ? { group: type.group } : {}) },
   );
 }
 

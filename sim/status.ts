@@ -29,6 +29,8 @@ export class ApiError extends Error {
     message: string,
     readonly causes: StatusCause[] = [],
     readonly retryAfterSeconds?: number,
+    /** The object it is about, as kube-apiserver names it in the Status (kubectl prints it). */
+    readonly details: StatusDetails = {},
   ) {
     super(message);
     this.name = "ApiError";
@@ -57,6 +59,8 @@ export function toStatus(err: unknown, details: StatusDetails = {}): StatusObjec
   if (err instanceof ApiError || err instanceof StoreError) {
     const causes = err instanceof ApiError && err.causes.length > 0 ? err.causes : undefined;
     const retryAfterSeconds = err instanceof ApiError ? err.retryAfterSeconds : undefined;
+    const about = err instanceof ApiError ? err.details : {};
+    details = { ...about, ...details };
     const name = details.name ?? (err instanceof StoreError ? err.objectName : undefined);
     return {
       kind: "Status",

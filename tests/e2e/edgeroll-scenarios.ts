@@ -423,26 +423,38 @@ export const edgerollScenarios: Scenario[] = [
         assertStringIncludes(row[9], "edge-agent");
         const narrow = (await kube.run(["--namespace", ns, "get", "ads"])).split("\n")[0];
         assertEquals(narrow.includes("IMAGES"), false);
-        // The selector is immutable, as a DaemonSet's: a changed one would hide every old pod
-        // from the set and start a second pod on every node (issue 21).
-        assertStringIncludes(
-          await refused(kube, [
-            "--namespace",
-            ns,
-            "patch",
-            "ads",
-            "edge-agent",
-            "--type=merge",
-            "-p",
-            JSON.stringify({
-              spec: {
-                selector: { matchLabels: { app: "agent-b" } },
-                template: { metadata: { labels: { app: "agent-b" } } },
-              },
-            }),
-          ]),
-          "field is immutable",
+        // What was done to its pods is told on the set, as upstream tells it on a DaemonSet:
+        // `kubectl describe ads` lists a SuccessfulCreate per node.
+        const events = await kube.json<
+          { items: { reason: string; involvedObject: { kind: string; name: string } }[] }
+        >(["--namespace", ns, "get", "events"]);
+        const onSet = events.items.filter((e) =>
+          e.involvedObject.kind === "AdvancedDaemonSet" && e.involvedObject.name === "edge-agent"
         );
+        assertEquals(
+          onSet.filter((e) => e.reason === "SuccessfulCreate").length,
+          target.nodes.length,
+        );
+        // The selector is immutable, as a DaemonSet's: a changed one would hide every old pod
+        // from the set and start a second pod on every node (issue 21). kubectl names the set
+        // from the Status's details, as the API server gives them (issue 12).
+        const immutable = await refused(kube, [
+          "--namespace",
+          ns,
+          "patch",
+          "ads",
+          "edge-agent",
+          "--type=merge",
+          "-p",
+          JSON.stringify({
+            spec: {
+              selector: { matchLabels: { app: "agent-b" } },
+              template: { metadata: { labels: { app: "agent-b" } } },
+            },
+          }),
+        ]);
+        assertStringIncludes(immutable, "field is immutable");
+        assertStringIncludes(immutable, 'The AdvancedDaemonSet "edge-agent" is invalid');
 
         const cut = target.nodes[target.nodes.length - 1];
         await target.disconnect(cut);
