@@ -10,7 +10,12 @@ COPY . .
 RUN DENO_TLS_CA_STORE=system,mozilla deno cache --frozen main.ts && deno check main.ts
 
 USER 1993:1993
-EXPOSE 8080
-ENTRYPOINT ["deno", "run", "--cached-only", "--no-check", "--allow-net", "--allow-env", \
-  "--allow-read=/app,/deno-dir,/var/run/secrets,/etc/edgeroll", "main.ts"]
-CMD ["serve", "--port", "8080"]
+EXPOSE 8443
+# The runtime. What a workload may read and reach comes first in its arguments
+# (manifests/base, manifests/edge-agent): the paths it mounts, the API server's address and what
+# it listens on or calls. The environment stays readable as a whole: a dependency of
+# client-node (debug, through socks-proxy-agent) enumerates it when loaded (ADR 0025); the
+# manifests put nothing in it but the kubelet's service variables. Without arguments the image
+# prints its help, needing nothing.
+ENTRYPOINT ["deno", "run", "--cached-only", "--no-check", "--allow-env"]
+CMD ["--allow-read=/app", "main.ts", "help"]

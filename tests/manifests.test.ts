@@ -200,3 +200,59 @@ Deno.test("the image's ignore files keep credentials, build output and caches ou
     assertEquals(patterns.includes(wanted), true, `${wanted} is ignored`);
   }
 });
+
+Deno.test("manifests: each workload of the image may read its mounts and reach its peers only", async () => {
+  const objects = [
+    ...parseAllDocuments(await kustomize("base")),
+    ...parseAllDocuments(await kustomize("edge-agent")),
+  ].map((doc) => doc.toJS());
+  const container = (kind: string, name: string) =>
+    podSpec(objects.find((o) => o.kind === kind && o.metadata.name === name)).containers[0];
+  const ours = [
+    container("Deployment", "edgeroll-controller"),
+    container("Deployment", "edgeroll-relay"),
+    container("DaemonSet", "edgeroll-edge"),
+  ];
+  for (const c of ours) {
+    assertEquals(c.image.split(":")[0], "ghcr.io/edgeroll/edgeroll", c.name);
+    // The grants come first, then the program: `deno run <entrypoint flags> <these>`.
+    const [read, net, program] = c.args;
+    assertEquals(program, "main.ts", c.name);
+    const readable = read.slice("--allow-read=".length).split(",");
+    assertEquals(read.startsWith("--allow-read="), true, c.name);
+    for (const mount of c.volumeMounts ?? []) {
+      assertEquals(
+        readable.some((p: string) => mount.mountPath === p || mount.mountPath.startsWith(`${p}/`)),
+        true,
+        `${c.name} may read ${mount.mountPath}`,
+      );
+    }
+    assertEquals(readable.filter((p: string) => !p.startsWith("/")), [], c.name);
+    assertEquals(net.startsWith("--allow-net"), true, c.name);
+  }
+  const apiserver = "$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)";
+  const [controller, relay] = ours;
+  const port = controller.ports.find((p: { name: string }) => p.name === "https").containerPort;
+  assertEquals(controller.args.slice(1, 4), [
+    `--allow-net=${apiserver},0.0.0.0:${port}`,
+    "main.ts",
+    "serve",
+  ]);
+  const target = new URL(
+    relay.args.find((a: string) => a.startsWith("--target="))!.slice("--target=".length),
+  );
+  assertEquals(relay.args.slice(1, 4), [
+    `--allow-net=${apiserver},${target.hostname}:443`,
+    "main.ts",
+    "relay",
+  ]);
+  // The image itself grants no network and no reads; without arguments it prints its help.
+  const dockerfile = await Deno.readTextFile(`${root}Dockerfile`);
+  const entrypoint = JSON.parse(
+    /^ENTRYPOINT (\[[\s\S]*?\])$/m.exec(dockerfile.replaceAll("\\\n", ""))![1],
+  ) as string[];
+  assertEquals(entrypoint.filter((f) => /^--allow-(net|read|all)|^-A$/.test(f)), []);
+  // Whole, for want of a choice (ADR 0025): a dependency enumerates the environment on load.
+  assertEquals(entrypoint.includes("--allow-env"), true);
+  assertEquals(/^CMD \["--allow-read=\/app", "main.ts", "help"\]$/m.test(dockerfile), true);
+});

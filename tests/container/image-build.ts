@@ -6,6 +6,7 @@
  * Run by `deno task test:container` (needs podman and busybox-static; `.ci/run` installs them).
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
+import { parse } from "yaml";
 import { startSim } from "../../sim/start.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -70,12 +71,13 @@ Deno.test("container: podman build on the Deno image layout, entrypoint runs off
       "env",
       "DENO_DIR=/deno-dir",
       "HOME=/home/deno",
-      ...command.map((a) => a === "main.ts" ? "/app/main.ts" : a),
-      ...args,
+      ...[...command, ...args].map((a) => a === "main.ts" ? "/app/main.ts" : a),
     ];
 
     await t.step("help lists the commands", async () => {
-      assertStringIncludes(await run(inImage("help")), "usage: edgeroll <command>");
+      const cmd = JSON.parse(await run(["podman", "image", "inspect", image]))[0].Config.Cmd;
+      assertEquals(cmd.at(-1), "help", "without arguments the image prints its help");
+      assertStringIncludes(await run(inImage(...cmd)), "usage: edgeroll <command>");
     });
 
     await t.step(
@@ -95,7 +97,12 @@ Deno.test("container: podman build on the Deno image layout, entrypoint runs off
         await Deno.chmod(`${rootfs}/etc/edgeroll/kubeconfig`, 0o644); // as a Secret volume mounts it
         await Deno.writeTextFile(`${rootfs}/etc/edgeroll/token`, "container-test-token");
         const port = 20_000 + Math.floor(Math.random() * 20_000);
+        // The grants as manifests/base gives them: its mounts; the API server, its listen address.
+        const apiserver = new URL(sim.url).host;
         const [cmd, ...args] = inImage(
+          "--allow-read=/app,/deno-dir,/etc/edgeroll",
+          `--allow-net=${apiserver},127.0.0.1:${port}`,
+          "main.ts",
           "serve",
           "--kubeconfig=/etc/edgeroll/kubeconfig",
           "--token-file=/etc/edgeroll/token",
@@ -120,6 +127,52 @@ Deno.test("container: podman build on the Deno image layout, entrypoint runs off
         } finally {
           try {
             server.kill("SIGTERM");
+          } catch { /* it exited already; its stderr is in the assertion message */ }
+          await exited;
+          await sim.stop();
+        }
+      },
+    );
+
+    await t.step(
+      "the edge agent runs with manifests/edge-agent's arguments, reading only its mounts",
+      async () => {
+        const sim = await startSim({ nodes: 1 });
+        const manifest = parse(
+          await Deno.readTextFile(`${root}manifests/edge-agent/daemonset.yaml`),
+        );
+        const edge = manifest.spec.template.spec.containers[0];
+        // Where the DaemonSet mounts them: the node's kubelet kubeconfig and its token file.
+        await Deno.mkdir(`${rootfs}/etc/kubernetes`, { recursive: true });
+        await Deno.copyFile(
+          await sim.nodeKubeconfig("edge-1"),
+          `${rootfs}/etc/kubernetes/kubelet.conf`,
+        );
+        await Deno.chmod(`${rootfs}/etc/kubernetes/kubelet.conf`, 0o644);
+        await Deno.mkdir(`${rootfs}/etc/edgeroll`, { recursive: true });
+        await Deno.writeTextFile(`${rootfs}/etc/edgeroll/edge-token`, "edge-test-token");
+        const port = 20_000 + Math.floor(Math.random() * 20_000);
+        const args = (edge.args as string[]).map((a) =>
+          a.replace("$(NODE_NAME)", "edge-1").replace(/^--port=\d+$/, `--port=${port}`)
+        );
+        const [cmd, ...rest] = inImage(...args);
+        const agent = new Deno.Command(cmd, { args: rest, stdout: "null", stderr: "piped" })
+          .spawn();
+        const exited = agent.output();
+        try {
+          let listed: Response | undefined;
+          for (let i = 0; i < 100 && listed?.status !== 200; i++) {
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            listed = await fetch(`http://127.0.0.1:${port}/pods`, {
+              headers: { authorization: "Bearer edge-test-token" },
+            }).catch(() => undefined);
+            if (listed?.status !== 200) await listed?.body?.cancel();
+          }
+          assertEquals(listed?.status, 200, await stderrIfExited(exited));
+          assertEquals(Array.isArray((await listed!.json()).items), true);
+        } finally {
+          try {
+            agent.kill("SIGTERM");
           } catch { /* it exited already; its stderr is in the assertion message */ }
           await exited;
           await sim.stop();
