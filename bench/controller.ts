@@ -95,6 +95,17 @@ async function untilRolledOut(
   throw new Error(`timed out waiting for generation ${generation} on ${nodes} nodes`);
 }
 
+/**
+ * A process's highest resident size so far (Linux's VmHWM), in MiB: what its memory limit
+ * must hold (manifests/base takes its limits from this column).
+ */
+function peakResidentMb(pid: number): string {
+  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  const kb = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
+  if (!kb) throw new Error(`no VmHWM in /proc/${pid}/status`);
+  return (Number(kb) / 1024).toFixed(0);
+}
+
 interface Measured {
   steady: string[];
   rollout?: string[];
@@ -167,6 +178,7 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
         const perWave = (d.terminationSeconds + d.pullSeconds + d.cachedStartSeconds) /
           rolloutSpeed;
         const minimum = waves * perWave;
+        const [serveMb, relayMb] = (controller.pids ?? []).map(peakResidentMb);
         result.rollout = [
           String(nodes),
           `${budget} (10%)`,
@@ -175,6 +187,7 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
           `${minimum.toFixed(1)} s`,
           `${wall.toFixed(1)} s`,
           `${(((wall - minimum) / minimum) * 100).toFixed(0)}%`,
+          `${serveMb} / ${relayMb} MiB`,
         ];
       }
     });
@@ -203,6 +216,7 @@ const rolloutHeader = [
   "minimum",
   "wall time",
   "over minimum",
+  "peak resident, serve / relay",
 ];
 const steady: string[][] = [];
 const rollouts: string[][] = [];
