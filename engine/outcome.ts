@@ -112,6 +112,12 @@ function validity(notices: Notice[]): ConditionState {
   };
 }
 
+/** The first few names, and how many more. */
+function namedList(names: string[]): string {
+  return names.slice(0, maxPodsNamed).join(", ") +
+    (names.length > maxPodsNamed ? ` and ${names.length - maxPodsNamed} more` : "");
+}
+
 export function finish(o: Outcome): Plan {
   const { config, previous, hash, b, now } = o;
   const minReady = config.minReadySeconds;
@@ -119,6 +125,8 @@ export function finish(o: Outcome): Plan {
   let current = 0, ready = 0, availableCount = 0, updated = 0, misscheduled = 0;
   // outdated: nodes without a current pod; onOld: those of them running an old one.
   let outdated = 0, onOld = 0, outdatedInScope = 0, outdatedInScopeReady = 0, settling = 0;
+  /** Nodes NotReady or unreachable whose pod waits for them on an old revision (ADR 0006). */
+  const cutOnOld: string[] = [];
   for (const view of o.views) {
     // Counted as observed (our own deletions not yet seen still count), so a repeated plan on
     // the same cluster writes the same status.
@@ -146,6 +154,7 @@ export function finish(o: Outcome): Plan {
       if (o.inScope.has(view.name)) {
         outdatedInScope++;
         if (view.ready) outdatedInScopeReady++;
+        else if (observed.length > 0) cutOnOld.push(view.name);
       }
     }
     for (const pod of observed) {
@@ -245,10 +254,7 @@ export function finish(o: Outcome): Plan {
     }
     return { status: true, reason: "RollingUpdate", message: counts };
   })();
-  const named = b.budgetHolders.slice(0, maxPodsNamed).join(", ") +
-    (b.budgetHolders.length > maxPodsNamed
-      ? ` and ${b.budgetHolders.length - maxPodsNamed} more`
-      : "");
+  const named = namedList(b.budgetHolders);
   const states: Record<ConditionType, ConditionState> = {
     Progressing: progressing,
     Complete: complete
@@ -256,6 +262,16 @@ export function finish(o: Outcome): Plan {
         status: true,
         reason: "Complete",
         message: `all ${plural(desired.length, "node")} run revision ${hash} and are available`,
+      }
+      : cutOnOld.length > 0 && outdatedInScopeReady === 0
+      ? {
+        // Everything reachable is done: say which nodes the rollout waits for, once.
+        status: false,
+        reason: "NodesUnreachable",
+        message: `${
+          plural(cutOnOld.length, "NotReady node")
+        } run an old revision, updated when they come back: ${namedList(cutOnOld)}`,
+        event: "Normal",
       }
       : { status: false, reason: "Incomplete", message: counts },
     Paused: config.paused && onOld > 0

@@ -120,3 +120,31 @@ export function nodeShouldRunDaemonPod(
   }
   return { shouldRun: true, shouldContinueRunning: true };
 }
+
+/** The taints the node lifecycle controller puts on a node it has lost (NotReady, Unknown). */
+const lostNodeTaints = new Set(["node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"]);
+
+/**
+ * A node cut off from the cloud keeps its place while its pod runs on (ADR 0006): upstream
+ * counts it misscheduled, because a new pod would not be scheduled there, and calls the set
+ * complete while that pod is old. Here it stays desired and is updated when it is back. Only
+ * when the lost-node taints are all that keep a new pod off it, and it has a pod of the set.
+ */
+export function keepsPlaceWhileCut(
+  node: Node,
+  placement: Placement,
+  spec: PodSpec,
+  tolerations: Toleration[],
+  hasPod: boolean,
+): Placement {
+  if (placement.shouldRun || !placement.shouldContinueRunning || !hasPod) return placement;
+  const taints = node.spec?.taints ?? [];
+  if (!taints.some((t) => lostNodeTaints.has(t.key))) return placement;
+  const reachable = {
+    ...node,
+    spec: { ...node.spec, taints: taints.filter((t) => !lostNodeTaints.has(t.key)) },
+  };
+  return nodeShouldRunDaemonPod(reachable, spec, tolerations).shouldRun
+    ? { shouldRun: true, shouldContinueRunning: true }
+    : placement;
+}

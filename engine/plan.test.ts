@@ -852,3 +852,46 @@ Deno.test("OpenYurt: max-unavailable 0 is OpenYurt's 10%, said once in an Event 
   assertEquals(p.events.filter((e) => e.reason === "Defaulted"), [], "said once");
   assertEquals(condition(p, "InvalidSpec"), "False Defaulted");
 });
+
+Deno.test("nodes cut off stay desired: waited for since when, Complete False NodesUnreachable, said once", () => {
+  let c = rolledTo(adsSnapshot({}, f.nodes(3)));
+  // The node lifecycle controller's view of two lost nodes: Ready Unknown, and its taints.
+  for (const node of c.snapshot.nodes.slice(1)) {
+    node.status = {
+      conditions: [{
+        type: "Ready",
+        status: "Unknown",
+        lastTransitionTime: "2026-01-01T00:00:00Z",
+      }],
+    };
+    node.spec = {
+      taints: [
+        { key: "node.kubernetes.io/unreachable", effect: "NoSchedule" },
+        { key: "node.kubernetes.io/unreachable", effect: "NoExecute" },
+      ],
+    };
+  }
+  const events: string[] = [];
+  let p: Plan = plan(c.snapshot, f.t0);
+  for (let i = 0; i < 8; i++) {
+    [p, c] = step(c, f.t0 + i * 60_000);
+    events.push(...p.events.filter((e) => e.reason === "NodesUnreachable").map((e) => e.message));
+  }
+  assertEquals(p.status.desiredNumberScheduled, 3, "the cut nodes stay desired");
+  assertEquals(p.status.updatedNumberScheduled, 1);
+  assertEquals(p.status.numberMisscheduled ?? 0, 0);
+  assertEquals(condition(p, "Complete"), "False NodesUnreachable");
+  const message =
+    "2 NotReady nodes run an old revision, updated when they come back: node-1, node-2";
+  assertEquals(p.conditions.find((x) => x.type === "Complete")?.message, message);
+  assertEquals(events, [message], "said once");
+  assertEquals(
+    p.awaited.filter((a) => a.what.startsWith("node/")).map((a) => [a.what, a.why]).sort(),
+    ["node-1", "node-2"].map((n) => [
+      `node/${n} Ready`,
+      "NotReady or unreachable since 2026-01-01T00:00:00Z: its pod is updated when it comes back",
+    ]),
+  );
+  // Their old pods are neither deleted nor replaced while they are away.
+  assertEquals(podActions(p), []);
+});

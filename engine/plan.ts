@@ -38,7 +38,7 @@ import {
   podRevision,
 } from "./objects.ts";
 import { finish, invalidOrUnmanagedPlan } from "./outcome.ts";
-import { daemonPodTolerations, nodeShouldRunDaemonPod } from "./placement.ts";
+import { daemonPodTolerations, keepsPlaceWhileCut, nodeShouldRunDaemonPod } from "./placement.ts";
 import { afterActions, isObserved, type NodeView, PlanBuilder } from "./plan-builder.ts";
 import {
   controllerRef,
@@ -146,7 +146,13 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
         name,
         node,
         ready: isNodeReady(node),
-        placement: nodeShouldRunDaemonPod(node, templateSpec, tolerations),
+        placement: keepsPlaceWhileCut(
+          node,
+          nodeShouldRunDaemonPod(node, templateSpec, tolerations),
+          templateSpec,
+          tolerations,
+          pods.some((p) => !isTerminating(p)),
+        ),
         live: pods.filter((p) => !isTerminating(p)),
         leaving: pods.filter(isTerminating),
         observed: pods.filter((p) => !isTerminating(p)),

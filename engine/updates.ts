@@ -101,9 +101,13 @@ export function planBudgetedUpdate(
     const old = active.find((p) => podRevision(p) !== b.hash);
     if (!old || active.some((p) => podRevision(p) === b.hash) || view.pendingCreate) continue;
     if (!view.ready) {
+      const since = view.node.status?.conditions?.find((c) => c.type === "Ready")
+        ?.lastTransitionTime;
       b.wait(
         `node/${view.name} Ready`,
-        "NotReady or unreachable: its pod is updated when it comes back",
+        `NotReady or unreachable${
+          since ? ` since ${since}` : ""
+        }: its pod is updated when it comes back`,
       );
     } else if (!isPodAvailable(old, b.config.minReadySeconds, b.now)) {
       budget.replaceDown(view, old);

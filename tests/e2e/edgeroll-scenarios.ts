@@ -20,7 +20,7 @@ interface SetStatus {
   updatedNumberScheduled?: number;
   numberAvailable?: number;
   desiredNumberScheduled?: number;
-  conditions?: { type: string; status: string }[];
+  conditions?: { type: string; status: string; reason?: string; message?: string }[];
 }
 
 function podsByNode(pods: Pod[]): Map<string, Pod> {
@@ -479,6 +479,18 @@ export const edgerollScenarios: Scenario[] = [
               ? true
               : undefined;
           });
+          // The set says what it waits for: the cut node stays desired, and Complete is False
+          // because of it (upstream would count it misscheduled and call the set complete).
+          const waiting = await eventually("Complete False, NodesUnreachable", async () => {
+            const status = await setStatus(kube, ns);
+            const complete = status.conditions?.find((c) => c.type === "Complete");
+            return complete?.reason === "NodesUnreachable" ? status : undefined;
+          });
+          assertEquals(waiting.desiredNumberScheduled, target.nodes.length);
+          assertStringIncludes(
+            waiting.conditions?.find((c) => c.type === "Complete")?.message ?? "",
+            `1 NotReady node run an old revision, updated when they come back: ${cut}`,
+          );
           // The cut node's pod was neither deleted nor replaced: it waits for the node.
           const pods = await kube.pods(ns, "app=edge-agent");
           const onCut = pods.filter((p) => p.spec.nodeName === cut);
