@@ -262,6 +262,75 @@ const refusedTemplateScenario: Scenario = {
   },
 };
 
+/** Requests the controller has made of the API server so far, all verbs. */
+async function requestsMade(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return [...text.matchAll(/^edgeroll_kube_requests_total\{[^}]*\} (\d+)$/gm)]
+    .reduce((n, m) => n + Number(m[1]), 0);
+}
+
+/**
+ * A set deleted while its pods hang on a finalizer (issue 12): every pod change still names the
+ * set, which is gone. The queue backs off per set, so the controller asks the API server a
+ * bounded trickle, not hundreds of GETs a second.
+ */
+const deletedSetScenario: Scenario = {
+  name: "a deleted set whose pods hang on a finalizer costs a bounded trickle of requests",
+  async run(target, kube) {
+    const ns = "e2e-edgeroll-deleted";
+    const finalizer = "edgeroll.test/hold";
+    await kube.run(["apply", "-f", CRD]);
+    await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
+    await kube.createNamespace(ns);
+    const set = advancedDaemonSet(ns, "v1");
+    (set.spec.template.metadata as Record<string, unknown>).finalizers = [finalizer];
+    const release = async () => {
+      for (const pod of await kube.pods(ns, "app=edge-agent")) {
+        await kube.run([
+          "--namespace",
+          ns,
+          "patch",
+          "pod",
+          pod.metadata.name,
+          "--type=merge",
+          "-p",
+          JSON.stringify({ metadata: { finalizers: null } }),
+        ]).catch(() => "");
+      }
+    };
+    try {
+      await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=30s"] }, async (edgeroll) => {
+        await kube.apply(set);
+        await completeOn(target, kube, ns, "v1");
+        // The template's finalizers are the pods' (as upstream copies them).
+        const pods = await kube.pods(ns, "app=edge-agent");
+        assertEquals(pods.every((p) => p.metadata.finalizers?.includes(finalizer)), true);
+        await kube.run(["--namespace", ns, "delete", "advanceddaemonsets", "edge-agent"]);
+        await eventually("the pods terminating, held by their finalizer", async () => {
+          const left = await kube.pods(ns, "app=edge-agent");
+          return left.length === target.nodes.length &&
+              left.every((p) => p.metadata.deletionTimestamp)
+            ? true
+            : undefined;
+        });
+        const before = await requestsMade(edgeroll.url);
+        // Pod changes that name the gone set, as a node's status updates would bring.
+        for (const pod of await kube.pods(ns, "app=edge-agent")) {
+          await kube.run(["--namespace", ns, "label", "pod", pod.metadata.name, "touched=1"]);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20_000));
+        const made = await requestsMade(edgeroll.url) - before;
+        // A resync's lists and a GET of the set per backoff step (0.5, 1, 2, 4, 8 s…): no loop.
+        console.log(JSON.stringify({ deletedSetRequestsIn20s: made }));
+        assertEquals(made <= 30, true, `${made} requests in 20 s`);
+      });
+    } finally {
+      await release();
+      await kube.run(["delete", "namespace", ns, "--wait=false"]);
+    }
+  },
+};
+
 /** Runs kubectl expecting a refusal; answers its stderr. */
 async function refused(kube: Kube, args: string[]): Promise<string> {
   try {
@@ -384,6 +453,7 @@ const nodeCredentialsScenario: Scenario = {
 
 export const edgerollScenarios: Scenario[] = [
   refusedTemplateScenario,
+  deletedSetScenario,
   {
     name: "edgeroll rolls an AdvancedDaemonSet, passing over a cut node until it returns",
     async run(target, kube) {

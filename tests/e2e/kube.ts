@@ -13,6 +13,7 @@ export interface Pod {
     uid: string;
     resourceVersion: string;
     deletionTimestamp?: string;
+    finalizers?: string[];
     labels?: Record<string, string>;
   };
   spec: { nodeName?: string; containers: { name: string; image: string }[] };
