@@ -582,6 +582,16 @@ Deno.test("a revision the API server refuses: InvalidSpec with its words, no pod
   }, f.t0);
   assertEquals(refused.actions, []);
   assertEquals(refused.probe, undefined);
+  // The counts go on telling the fleet against the revision asked for (UP-TO-DATE 0 of 3).
+  assertEquals(
+    [
+      refused.status.observedGeneration,
+      refused.status.desiredNumberScheduled,
+      refused.status.updatedNumberScheduled,
+      refused.status.numberAvailable,
+    ],
+    [2, 3, 0, 3],
+  );
   assertEquals(
     refused.conditions.find((x) => x.type === "InvalidSpec")?.message,
     "spec.template: the API server refuses it: spec.containers[0].image: Required value",

@@ -98,15 +98,6 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
     hash = revisions.hash;
     collisionCount = revisions.collisionCount;
     revisionActions.push(...revisions.actions);
-    if (snapshot.refused?.revision === hash) {
-      const { message } = snapshot.refused;
-      const issues = [{ path: "spec.template", message: `the API server refuses it: ${message}` }];
-      return invalidOrUnmanagedPlan(
-        { ok: false, managed: true, issues, previous },
-        now,
-        snapshot.set.metadata.generation,
-      );
-    }
   } else {
     hash = newestOwnedRevisionHash(setUid, snapshot.revisions);
   }
@@ -214,6 +205,25 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
     now,
     inScope,
   });
+  if (snapshot.refused !== undefined && snapshot.refused.revision === hash) {
+    // The template cannot make a pod: nothing is done, but the counts still tell the fleet.
+    const { message } = snapshot.refused;
+    const issues = [{ path: "spec.template", message: `the API server refuses it: ${message}` }];
+    const invalid = invalidOrUnmanagedPlan(
+      { ok: false, managed: true, issues, previous },
+      now,
+      snapshot.set.metadata.generation,
+    );
+    const { expectations: _planned, nextCheckAt: _next, ...counts } = planned.status;
+    return {
+      ...invalid,
+      status: {
+        ...counts,
+        ...(pending.length > 0 ? { expectations: pending } : {}),
+        conditions: invalid.conditions,
+      },
+    };
+  }
   if (config.ownsPlacement) planned.probe = probeOf(planned.actions, b, desired);
   return planned;
 }
