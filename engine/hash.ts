@@ -53,11 +53,11 @@ export function templateHash(template: unknown, collisionCount: number): string 
 }
 
 /**
- * A 64-bit hash of a node name in base 27 (14 characters): short enough for pod names, with
+ * A 64-bit hash of `text` in base 27 (14 characters): short enough for pod names, with
  * collisions negligible in a fleet (a 32-bit hash collides with ~1% odds at 10,000 nodes).
  */
-export function nodeNameHash(nodeName: string): string {
-  let n = fnv1a64(nodeName);
+export function nameSuffix(text: string): string {
+  let n = fnv1a64(text);
   const base = BigInt(safeAlphabet.length);
   let out = "";
   for (let i = 0; i < 14; i++) {

@@ -6,7 +6,7 @@
 import type { Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, type Node, type Pod, type PodTemplateSpec } from "../api/kube-objects.ts";
 import type { SetConfig } from "./config.ts";
-import { nodeNameHash } from "./hash.ts";
+import { nameSuffix } from "./hash.ts";
 import { inPlacePatch, updatedInPlace } from "./in-place.ts";
 import { formatTime, isTerminating, parseTime, podNodeName } from "./objects.ts";
 import { daemonPodTolerations, type Placement } from "./placement.ts";
@@ -109,8 +109,15 @@ export class PlanBuilder {
     if (until !== undefined && until > this.now) this.wakeUps.push(until);
   }
 
+  /**
+   * The name of this revision's pod on `node`: the set's name and a suffix that looks like
+   * upstream's random one, as Kruise's and upstream's pod names carry no revision (a pod updated
+   * in place keeps its name, which would then name the wrong one). Deterministic, so a create
+   * repeated after a lost answer finds its pod; 63 characters at most, as a generated name.
+   */
   podName(node: string): string {
-    return `${this.config.identity.name.slice(0, 36)}-${nodeNameHash(node)}-${this.hash}`;
+    const { name, uid } = this.config.identity;
+    return `${name.slice(0, 48)}-${nameSuffix(`${uid}/${node}/${this.hash}`)}`;
   }
 
   create(view: NodeView, reason: string): boolean {
