@@ -21,10 +21,12 @@ Deno.test("a step killed after its claim is neither repeated nor lost", async ()
   for (const node of f.nodes(4)) api.put("nodes", node as unknown as KubeObject);
   const creates = () => api.writes.filter((w) => w === "create pods").length;
 
-  // The first controller lands one create, then hangs forever on the next: it is dead.
+  // The first controller proves the pod (a dry run, stored nowhere), lands one create, then
+  // hangs forever on the next: it is dead.
   let landed = 0;
   const dying = new KubeClient(interceptApi(api, {
-    createPod: (param, next) => landed++ === 0 ? next(param) : new Promise(() => {}),
+    createPod: (param, next) =>
+      param.dryRun || landed++ === 0 ? next(param) : new Promise(() => {}),
   }));
   const now = f.t0;
   const reconcile = (kube: KubeClient, at: number) =>
