@@ -563,6 +563,12 @@ Deno.test("an invalid spec changes nothing and says where it is wrong", () => {
   );
   assertEquals(p.events.map((e) => e.reason), ["InvalidSpec"]);
   assertEquals(p.requeueAfterSeconds, null);
+  // Its template and selector can be read: the fleet is still counted (2 nodes, no pod yet).
+  assertEquals(
+    [p.status.desiredNumberScheduled, p.status.currentNumberScheduled, p.status.numberAvailable],
+    [2, 0, 0],
+  );
+  assertEquals(p.status.expectations, undefined);
 });
 
 Deno.test("a revision the API server refuses: InvalidSpec with its words, no pod touched", () => {
@@ -830,6 +836,8 @@ Deno.test("OpenYurt: a bad annotation is InvalidSpec; no revision yet means wait
   const bad = f.yurtCluster("fast", f.nodes(1)).snapshot;
   const p = plan(bad, f.t0);
   assertEquals(p.actions, []);
+  // Counted all the same: one node, its pod on the old revision.
+  assertEquals([p.status.desiredNumberScheduled, p.status.updatedNumberScheduled], [1, 0]);
   assertEquals(
     p.conditions.find((c) => c.type === "InvalidSpec")?.message?.startsWith(
       "metadata.annotations[apps.openyurt.io/update-strategy]",

@@ -23,7 +23,8 @@
  *   nodes as placement and earlier unobserved actions leave them, then status (`outcome.ts`).
  */
 import type { Expectation } from "../api/advanced-daemonset.ts";
-import { Keys, type Pod } from "../api/kube-objects.ts";
+import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-objects.ts";
+import { maxUnavailableAnnotation, updateStrategyAnnotation } from "../api/openyurt.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { readSet, resolve } from "./config.ts";
 import { revisionTemplate } from "./in-place.ts";
@@ -57,7 +58,19 @@ import {
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   const reading = readSet(snapshot);
-  if (!reading.ok) return invalidOrUnmanagedPlan(reading, now, snapshot.set.metadata.generation);
+  if (!reading.ok) {
+    const invalid = invalidOrUnmanagedPlan(reading, now, snapshot.set.metadata.generation);
+    const counting = reading.managed ? countingSnapshot(snapshot) : undefined;
+    const counted = counting && plan(counting, now);
+    // A spec that cannot be rolled still has pods to count, as long as its template and
+    // selector can be read: UP-TO-DATE and AVAILABLE go on telling the fleet.
+    if (
+      !counted || counted.conditions.some((c) => c.type === "InvalidSpec" && c.status === "True")
+    ) {
+      return invalid;
+    }
+    return withCounts(invalid, counted, invalid.status.expectations ?? []);
+  }
   const { config, previous } = reading;
   const setUid = config.identity.uid;
 
@@ -214,18 +227,62 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
       now,
       snapshot.set.metadata.generation,
     );
-    const { expectations: _planned, nextCheckAt: _next, ...counts } = planned.status;
-    return {
-      ...invalid,
-      status: {
-        ...counts,
-        ...(pending.length > 0 ? { expectations: pending } : {}),
-        conditions: invalid.conditions,
-      },
-    };
+    return withCounts(invalid, planned, pending);
   }
   if (config.ownsPlacement) planned.probe = probeOf(planned.actions, b, desired);
   return planned;
+}
+
+/** An InvalidSpec plan (no action) whose status counts the fleet as `counted` saw it. */
+function withCounts(invalid: Plan, counted: Plan, pending: Expectation[]): Plan {
+  const { expectations: _planned, nextCheckAt: _next, conditions: _c, ...counts } = counted.status;
+  return {
+    ...invalid,
+    status: {
+      ...counts,
+      ...(pending.length > 0 ? { expectations: pending } : {}),
+      conditions: invalid.conditions,
+    },
+  };
+}
+
+/**
+ * The set reduced to what counting needs, OnDelete so nothing would be done: its template and
+ * selector (an AdvancedDaemonSet), or its spec without the OpenYurt annotations' values (a
+ * DaemonSet, whose spec the API server validated). Undefined when not even those can be read.
+ */
+function countingSnapshot(snapshot: Snapshot): Snapshot | undefined {
+  const { set } = snapshot;
+  if (snapshot.kind === "DaemonSet") {
+    const { [maxUnavailableAnnotation]: _bad, ...annotations } = set.metadata.annotations ?? {};
+    return {
+      ...snapshot,
+      set: {
+        ...snapshot.set,
+        metadata: {
+          ...set.metadata,
+          annotations: { ...annotations, [updateStrategyAnnotation]: "AdvancedRollingUpdate" },
+        },
+        spec: { ...snapshot.set.spec, updateStrategy: { type: "OnDelete" as const } },
+      },
+    };
+  }
+  const spec = set.spec as { template?: unknown; selector?: unknown } | undefined;
+  const template = PodTemplateSpec.safeParse(spec?.template);
+  const selector = LabelSelector.safeParse(spec?.selector);
+  if (!template.success || !selector.success) return undefined;
+  return {
+    ...snapshot,
+    set: {
+      ...set,
+      metadata: { ...set.metadata, annotations: {} },
+      spec: {
+        selector: selector.data,
+        template: template.data,
+        updateStrategy: { type: "OnDelete" },
+      },
+    },
+  };
 }
 
 /**
