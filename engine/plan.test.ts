@@ -912,3 +912,14 @@ Deno.test("nodes cut off stay desired: waited for since when, Complete False Nod
   // Their old pods are neither deleted nor replaced while they are away.
   assertEquals(podActions(p), []);
 });
+
+Deno.test("a spec whose selector cannot be counted either is InvalidSpec, counted as before", () => {
+  const spec = { selector: { matchLabels: { app: "no such value!" } } };
+  const snapshot = adsSnapshot(spec, f.nodes(2));
+  (snapshot.set.spec as { template: { metadata: { labels: Record<string, string> } } }).template
+    .metadata.labels.app = "no such value!";
+  const p = plan(snapshot, f.t0);
+  assertEquals(p.actions, []);
+  assertEquals(condition(p, "InvalidSpec"), "True InvalidSpec");
+  assertEquals(p.status.desiredNumberScheduled, 0, "nothing counted from a bad selector");
+});

@@ -57,11 +57,16 @@ import {
 } from "./updates.ts";
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
+  return planOf(snapshot, now, false);
+}
+
+/** `counting`: the snapshot is already reduced for counting; an invalid one is not reduced again. */
+function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const reading = readSet(snapshot);
   if (!reading.ok) {
     const invalid = invalidOrUnmanagedPlan(reading, now, snapshot.set.metadata.generation);
-    const counting = reading.managed ? countingSnapshot(snapshot) : undefined;
-    const counted = counting && plan(counting, now);
+    const reduced = reading.managed && !counting ? countingSnapshot(snapshot) : undefined;
+    const counted = reduced && planOf(reduced, now, true);
     // A spec that cannot be rolled still has pods to count, as long as its template and
     // selector can be read: UP-TO-DATE and AVAILABLE go on telling the fleet.
     if (
