@@ -3,6 +3,7 @@
  * logger, auth), so tests call `app.request()` with no server and no cluster of their own.
  */
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { zValidator } from "@hono/zod-validator";
 import { z } from "zod";
 import type { Logger } from "../cli/log.ts";
@@ -41,7 +42,16 @@ export interface AppDeps {
   concurrency?: number;
   /** Seconds between the tick's full resyncs. */
   resyncSeconds?: number;
+  /** Largest request body read (default `defaultMaxBodyBytes`); larger ones answer 413. */
+  maxBodyBytes?: number;
+  /** Most CloudEvents in one `/events` batch (default `defaultMaxEvents`); more answer 413. */
+  maxEvents?: number;
 }
+
+/** kube-apiserver's own limit on a request body (3 MiB). */
+export const defaultMaxBodyBytes = 3 * 1024 * 1024;
+/** A batch of watch events a relay or a broker sends at once, with room to spare. */
+export const defaultMaxEvents = 1000;
 
 const ReconcileParams = z.object({
   kind: z.enum(setKinds as [SetKind, ...SetKind[]]),
@@ -101,6 +111,15 @@ export function createApp(deps: AppDeps) {
   const app = new Hono();
   app.onError(errorHandler(logger));
   app.notFound(notFound(app));
+  const maxBodyBytes = deps.maxBodyBytes ?? defaultMaxBodyBytes;
+  const maxEvents = deps.maxEvents ?? defaultMaxEvents;
+  // Read no more than this of any body, whoever sends it (before authentication reads nothing).
+  app.use(bodyLimit({
+    maxSize: maxBodyBytes,
+    onError: () => {
+      throw new HttpError(413, "PayloadTooLarge", `the request body exceeds ${maxBodyBytes} bytes`);
+    },
+  }));
 
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/readyz", async (c) => {
@@ -141,6 +160,13 @@ export function createApp(deps: AppDeps) {
 
   app.post("/events", guarded, async (c) => {
     const events = parseCloudEvents(c.req.raw.headers, await c.req.text());
+    if (events.length > maxEvents) {
+      throw new HttpError(
+        413,
+        "PayloadTooLarge",
+        `a batch of ${events.length} events exceeds ${maxEvents}`,
+      );
+    }
     const routed = events.map((event) => routeEvent(event, nodes));
     for (const { keys } of routed) keys.forEach((key) => coalescer.add(key));
     return c.json({ accepted: routed.some((r) => !r.ignored), events: routed }, 202);

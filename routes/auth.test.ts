@@ -88,3 +88,58 @@ Deno.test("TokenReview with --audience: only tokens meant for the controller pas
   assertEquals(refused.status, 401);
   assertEquals((await refused.json()).error.message.includes("audiences"), true);
 });
+
+Deno.test("TokenReview bounds: a wrong token is reviewed once, a flood of them at the rate", async () => {
+  const api = memoryApi();
+  api.tokens.set("sa-relay", { username: "system:serviceaccount:edgeroll:relay" });
+  let reviews = 0;
+  let release = () => {};
+  let gate = Promise.resolve();
+  const kube = new KubeClient(interceptApi(api, {
+    createTokenReview: async (p, next) => {
+      reviews++;
+      await gate;
+      return next(p);
+    },
+  }));
+  let now = 1_000_000;
+  const auth = tokenReviewAuthenticator(kube, {
+    allowed: ["system:serviceaccount:edgeroll:relay"],
+    reviewsPerSecond: 5,
+    clock: () => now,
+  });
+  await using h = harness({ deps: { auth } });
+  const call = (token: string) =>
+    h.request(path, { auth: false, headers: { authorization: `Bearer ${token}` } });
+
+  // 200 calls with the same wrong token: one review; the rejection is remembered.
+  for (let i = 0; i < 200; i++) assertEquals((await call("wrong")).status, 401);
+  assertEquals(reviews, 1);
+  // Concurrent calls with one new token wait for one review.
+  gate = new Promise((resolve) => release = resolve);
+  const together = Array.from({ length: 20 }, () => call("sa-relay"));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  release();
+  // Authenticated, all of them (concurrent reconciles of one set may lose their claim: 409).
+  const statuses = (await Promise.all(together)).map((r) => r.status);
+  assertEquals(statuses.filter((s) => s !== 200 && s !== 409), []);
+  assertEquals(reviews, 2);
+
+  // 100 distinct wrong tokens at once: the bucket holds 5 a second, the rest answer 429.
+  now += 1000;
+  const flood = await Promise.all(Array.from({ length: 100 }, (_, i) => call(`forged-${i}`)));
+  assertEquals(reviews, 2 + 5);
+  assertEquals(flood.filter((r) => r.status === 401).length, 5);
+  const limited = flood.filter((r) => r.status === 429);
+  assertEquals(limited.length, 95);
+  assertEquals(limited[0].headers.get("retry-after"), "1");
+  // A remembered good token passes while the bucket is empty; a second later reviews resume.
+  assertEquals((await call("sa-relay")).status, 200);
+  now += 1000;
+  assertEquals((await call("forged-99")).status, 401);
+  // The remembered rejection expires after its TTL (10 s) and is reviewed again.
+  const before = reviews;
+  now += 11_000;
+  assertEquals((await call("wrong")).status, 401);
+  assertEquals(reviews, before + 1);
+});

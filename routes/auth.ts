@@ -52,7 +52,38 @@ export interface TokenReviewOptions {
   audiences?: string[];
   /** How long a positive review is reused, so a burst of events costs one TokenReview. */
   cacheSeconds?: number;
+  /** How long a rejected token is answered 401 without asking again (default 10 s). */
+  rejectedCacheSeconds?: number;
+  /**
+   * TokenReviews sent per second at most, whoever calls (default 10, a burst of as many): the
+   * calls past it answer 429, so no caller can drive load onto the API server.
+   */
+  reviewsPerSecond?: number;
   clock?: () => number;
+}
+
+/** Reviews remembered, each way: a flood of bad tokens cannot push out the good ones. */
+const maxRemembered = 1000;
+const maxRejectedRemembered = 10_000;
+
+/** A map of at most `max` entries that expire; the oldest go first. */
+class ExpiringMap<V> {
+  readonly #entries = new Map<string, { value: V; expires: number }>();
+  constructor(readonly max: number, readonly clock: () => number) {}
+
+  get(key: string): V | undefined {
+    const hit = this.#entries.get(key);
+    if (!hit) return undefined;
+    if (hit.expires > this.clock()) return hit.value;
+    this.#entries.delete(key);
+    return undefined;
+  }
+
+  set(key: string, value: V, ttlMs: number): void {
+    this.#entries.delete(key);
+    if (this.#entries.size >= this.max) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#entries.set(key, { value, expires: this.clock() + ttlMs });
+  }
 }
 
 /** Checks tokens with the API server's TokenReview. */
@@ -65,32 +96,59 @@ export function tokenReviewAuthenticator(
   }
   const clock = options.clock ?? Date.now;
   const ttl = (options.cacheSeconds ?? 60) * 1000;
-  const cache = new Map<string, { identity: Identity; expires: number }>();
-  const maxCached = 1000;
+  const rejectedTtl = (options.rejectedCacheSeconds ?? 10) * 1000;
+  const accepted = new ExpiringMap<Identity>(maxRemembered, clock);
+  const rejected = new ExpiringMap<Identity>(maxRejectedRemembered, clock);
+  /** Reviews under way, by token digest: concurrent calls with one token wait for one review. */
+  const inFlight = new Map<string, Promise<Identity>>();
+  const rate = Math.max(1, options.reviewsPerSecond ?? 10);
+  const bucket = { tokens: rate, at: clock() };
+  const takeReview = () => {
+    const now = clock();
+    bucket.tokens = Math.min(rate, bucket.tokens + ((now - bucket.at) / 1000) * rate);
+    bucket.at = now;
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
+  };
+  const review = async (token: string): Promise<Identity> => {
+    const result = await kube.reviewToken(token, options.audiences);
+    // An API server that ignores audiences answers without them: that is not a match.
+    const audienceMatched = !options.audiences?.length ||
+      (result.audiences ?? []).some((a) => options.audiences!.includes(a));
+    return result.authenticated && result.username && audienceMatched
+      ? { authenticated: true, username: result.username, groups: result.groups ?? [] }
+      : {
+        authenticated: false,
+        why: result.error ||
+          (result.authenticated
+            ? `the token is not meant for ${options.audiences!.join(", ")}`
+            : "TokenReview did not authenticate the token"),
+      };
+  };
   return {
     mode: "tokenreview",
     async authenticate(token) {
       const key = Array.from(await sha256(token), (b) => b.toString(16).padStart(2, "0")).join("");
-      const hit = cache.get(key);
-      if (hit && hit.expires > clock()) return hit.identity;
-      const review = await kube.reviewToken(token, options.audiences);
-      // An API server that ignores audiences answers without them: that is not a match.
-      const audienceMatched = !options.audiences?.length ||
-        (review.audiences ?? []).some((a) => options.audiences!.includes(a));
-      const identity: Identity = review.authenticated && review.username && audienceMatched
-        ? { authenticated: true, username: review.username, groups: review.groups ?? [] }
-        : {
-          authenticated: false,
-          why: review.error ||
-            (review.authenticated
-              ? `the token is not meant for ${options.audiences!.join(", ")}`
-              : "TokenReview did not authenticate the token"),
-        };
-      if (identity.authenticated) {
-        if (cache.size >= maxCached) cache.delete(cache.keys().next().value!);
-        cache.set(key, { identity, expires: clock() + ttl });
+      const known = accepted.get(key) ?? rejected.get(key);
+      if (known) return known;
+      const pending = inFlight.get(key);
+      if (pending) return await pending;
+      if (!takeReview()) {
+        throw new HttpError(
+          429,
+          "TooManyRequests",
+          `more than ${rate} tokens a second to review: try again`,
+          { retryable: true },
+        );
       }
-      return identity;
+      const reviewing = review(token).then((identity) => {
+        if (identity.authenticated) accepted.set(key, identity, ttl);
+        else rejected.set(key, identity, rejectedTtl);
+        return identity;
+      }).finally(() => inFlight.delete(key));
+      inFlight.set(key, reviewing);
+      return await reviewing;
     },
     allows({ username, groups }) {
       return options.allowed.some((entry) =>
@@ -109,7 +167,10 @@ export function requireBearer(auth: Authenticator): MiddlewareHandler {
       c.header("WWW-Authenticate", 'Bearer realm="edgeroll"');
       throw new HttpError(401, "Unauthorized", "a bearer token is required");
     }
-    const identity = await auth.authenticate(match[1]);
+    const identity = await auth.authenticate(match[1]).catch((err) => {
+      if (err instanceof HttpError && err.status === 429) c.header("Retry-After", "1");
+      throw err;
+    });
     if (!identity.authenticated) {
       c.header("WWW-Authenticate", 'Bearer realm="edgeroll", error="invalid_token"');
       throw new HttpError(401, "Unauthorized", `token rejected (${auth.mode}): ${identity.why}`);

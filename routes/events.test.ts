@@ -239,3 +239,39 @@ Deno.test("an event naming an object Kubernetes could not hold is ignored with t
   await new Promise((resolve) => setTimeout(resolve, 50));
   assertEquals(h.plans.length, 0);
 });
+
+Deno.test("bodies past the limit and batches past their cap answer 413, and nothing is queued", async () => {
+  await using h = harness({ deps: { maxBodyBytes: 64 * 1024, maxEvents: 10 } });
+  const big = binary(update, { ...pod("agent-x"), padding: "x".repeat(100 * 1024) });
+  for (const route of ["/events", "/tick", "/reconcile/advanceddaemonsets/edge/agent"]) {
+    const res = await h.request(route, big);
+    assertEquals(res.status, 413, route);
+    assertEquals((await res.json()).error.reason, "PayloadTooLarge");
+  }
+  // A body that does not say its length is cut off at the limit as well.
+  const chunks = new ReadableStream({
+    start(controller) {
+      for (let i = 0; i < 100; i++) controller.enqueue(new TextEncoder().encode("x".repeat(1024)));
+      controller.close();
+    },
+  });
+  const streamed = await h.request("/events", { ...big, body: chunks });
+  assertEquals(streamed.status, 413);
+  await streamed.body?.cancel();
+  const batch = await h.request(
+    "/events",
+    structured(Array.from({ length: 11 }, () => ({ type: update, data: pod("agent-x") }))),
+  );
+  assertEquals(batch.status, 413);
+  assertEquals((await batch.json()).error.message, "a batch of 11 events exceeds 10");
+  await h.controller.coalescer.idle();
+  assertEquals(h.plans.length, 0, "nothing refused was queued");
+  const fits = await h.request(
+    "/events",
+    structured(Array.from({ length: 10 }, () => ({ type: update, data: pod("agent-x") }))),
+  );
+  assertEquals(fits.status, 202);
+  await fits.body?.cancel();
+  await h.controller.coalescer.idle();
+  assertEquals(h.plans.length > 0, true, "the batch that fits was");
+});

@@ -20,7 +20,7 @@ import { SnapshotCache } from "../kube/cache.ts";
 import { clientNodeWatch } from "../kube/watcher.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
-import { type ControllerApp, createApp } from "./app.ts";
+import { type ControllerApp, createApp, defaultMaxBodyBytes, defaultMaxEvents } from "./app.ts";
 import { type Authenticator, staticTokenAuthenticator, tokenReviewAuthenticator } from "./auth.ts";
 import { listen, type TlsFiles } from "./listener.ts";
 import { Metrics } from "./metrics.ts";
@@ -43,6 +43,10 @@ export interface ControllerOptions {
   /** How often the TLS files are read again (ms; default 30 s). */
   tlsReloadMs?: number;
   logger?: Logger;
+  /** Largest request body read; larger answer 413 (default: the API server's 3 MiB). */
+  maxBodyBytes?: number;
+  /** Most CloudEvents in one `/events` batch; more answer 413. */
+  maxEvents?: number;
 }
 
 export interface RunningController {
@@ -89,6 +93,8 @@ export function startController(options: ControllerOptions): RunningController {
     auth: options.auth(kube),
     resyncSeconds: options.resyncSeconds,
     eventDelayMs: options.eventDelayMs,
+    maxBodyBytes: options.maxBodyBytes,
+    maxEvents: options.maxEvents,
   });
   const listener = listen(controller.app.fetch, {
     hostname: options.hostname ?? "0.0.0.0",
@@ -165,7 +171,7 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
@@ -178,6 +184,8 @@ export const serveCommand: Command = {
     "token-file": { type: "string" },
     allow: { type: "string" },
     audience: { type: "string" },
+    "max-body-bytes": { type: "string" },
+    "max-events": { type: "string" },
   },
   help: {
     kubeconfig: kubeconfigHelp,
@@ -193,6 +201,10 @@ export const serveCommand: Command = {
     "token-file": "file holding the static bearer token (or set EDGEROLL_TOKEN)",
     allow: "comma-separated users or group:NAME allowed after TokenReview",
     audience: "audiences the TokenReview requires, e.g. edgeroll-controller (projected tokens)",
+    "max-body-bytes":
+      `largest request body read; larger ones answer 413 (default ${defaultMaxBodyBytes})`,
+    "max-events":
+      `most CloudEvents in one /events batch; more answer 413 (default ${defaultMaxEvents})`,
   },
   async run(args) {
     const tick = stringOption(args, "tick");
@@ -211,6 +223,8 @@ export const serveCommand: Command = {
       resyncSeconds: resync === undefined ? undefined : parseDuration(resync, "resync") / 1000,
       cache: args.values["no-cache"] !== true,
       tls: certFile === undefined ? undefined : { certFile, keyFile: keyFile! },
+      maxBodyBytes: intOption(args, "max-body-bytes", defaultMaxBodyBytes, { min: 1024 }),
+      maxEvents: intOption(args, "max-events", defaultMaxEvents, { min: 1 }),
     });
     await untilStopSignal();
     await running.stop();
