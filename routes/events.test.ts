@@ -2,6 +2,7 @@ import { assertEquals } from "@std/assert";
 import { memoryLogger } from "../cli/log.ts";
 import { SnapshotCache } from "../kube/cache.ts";
 import type { WatchFn } from "../kube/watcher.ts";
+import { NodeChanges } from "./events.ts";
 import { harness, podOfAgent } from "./test-fixtures.ts";
 
 const pod = (name: string) => ({ apiVersion: "v1", kind: "Pod", ...podOfAgent(name) });
@@ -274,4 +275,21 @@ Deno.test("bodies past the limit and batches past their cap answer 413, and noth
   await fits.body?.cancel();
   await h.controller.coalescer.idle();
   assertEquals(h.plans.length > 0, true, "the batch that fits was");
+});
+
+Deno.test("node names sent in events are remembered up to a bound, the least recently seen first", () => {
+  const nodes = new NodeChanges();
+  const node = (name: string, zone = "a") => ({
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name, labels: { "topology.kubernetes.io/zone": zone } },
+  });
+  assertEquals(nodes.changed(node("edge-0"), false), true);
+  assertEquals(nodes.changed(node("edge-0"), false), false, "a heartbeat moves nothing");
+  for (let i = 1; i <= NodeChanges.maxRemembered + 10; i++) nodes.changed(node(`n-${i}`), false);
+  assertEquals(nodes.size, NodeChanges.maxRemembered);
+  // edge-0 was the least recently seen: forgotten, its next event counts as a change once.
+  assertEquals(nodes.changed(node("edge-0"), false), true);
+  assertEquals(nodes.changed(node("edge-0", "b"), false), true);
+  assertEquals(nodes.changed(node("edge-0", "b"), false), false);
 });

@@ -6,6 +6,7 @@
  */
 import { type CloudEventV1, HTTP } from "cloudevents";
 import { z } from "zod";
+import { fnv1a64 } from "../engine/hash.ts";
 import { group } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import { nodeSchedulingView, setKey, type SetKind } from "../kube/objects.ts";
@@ -121,7 +122,14 @@ function setKindOf(apiVersion: string | undefined, kind: string): SetKind | unde
  * extra fan-out).
  */
 export class NodeChanges {
-  readonly #seen = new Map<string, string>();
+  /** Names come from callers: at most this many are remembered, the least recently seen go. */
+  static readonly maxRemembered = 50_000;
+  /** A 64-bit hash of each fingerprint, not the fingerprint: a node's labels can be long. */
+  readonly #seen = new Map<string, bigint>();
+
+  get size(): number {
+    return this.#seen.size;
+  }
 
   changed(node: ResourceData, deleted: boolean): boolean {
     const name = node.metadata.name;
@@ -129,10 +137,14 @@ export class NodeChanges {
       this.#seen.delete(name);
       return true;
     }
-    const fingerprint = JSON.stringify(nodeSchedulingView(node));
-    if (this.#seen.get(name) === fingerprint) return false;
+    const fingerprint = fnv1a64(JSON.stringify(nodeSchedulingView(node)));
+    const known = this.#seen.get(name);
+    this.#seen.delete(name); // re-inserted last: the map's order is how recently it was seen
     this.#seen.set(name, fingerprint);
-    return true;
+    if (this.#seen.size > NodeChanges.maxRemembered) {
+      this.#seen.delete(this.#seen.keys().next().value!);
+    }
+    return known !== fingerprint;
   }
 }
 
