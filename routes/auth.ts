@@ -7,6 +7,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { KubeClient } from "../kube/client.ts";
 import { HttpError } from "./errors.ts";
+import { RecentMap } from "./recent-map.ts";
 
 export type Identity =
   | { authenticated: false; why: string }
@@ -66,10 +67,12 @@ export interface TokenReviewOptions {
 const maxRemembered = 1000;
 const maxRejectedRemembered = 10_000;
 
-/** A map of at most `max` entries that expire; the oldest go first. */
+/** A `RecentMap` whose entries also expire. */
 class ExpiringMap<V> {
-  readonly #entries = new Map<string, { value: V; expires: number }>();
-  constructor(readonly max: number, readonly clock: () => number) {}
+  readonly #entries: RecentMap<string, { value: V; expires: number }>;
+  constructor(max: number, readonly clock: () => number) {
+    this.#entries = new RecentMap(max);
+  }
 
   get(key: string): V | undefined {
     const hit = this.#entries.get(key);
@@ -80,8 +83,6 @@ class ExpiringMap<V> {
   }
 
   set(key: string, value: V, ttlMs: number): void {
-    this.#entries.delete(key);
-    if (this.#entries.size >= this.max) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, { value, expires: this.clock() + ttlMs });
   }
 }

@@ -10,6 +10,7 @@
  * loses nothing the tick does not resync.
  */
 import type { Logger } from "../cli/log.ts";
+import { RecentMap } from "./recent-map.ts";
 
 export interface CoalescerOptions {
   /** Keys reconciled at the same time. */
@@ -46,8 +47,7 @@ export class Coalescer {
   /** One pending requeue per key: the latest answer wins. */
   readonly #requeues = new Map<string, ReturnType<typeof setTimeout>>();
   /** Failed runs in a row, per key, and when the key may run again. */
-  readonly #failures = new Map<string, { count: number; notBefore: number }>();
-  readonly #maxTrackedKeys: number;
+  readonly #failures: RecentMap<string, { count: number; notBefore: number }>;
   #idle: { promise: Promise<void>; resolve: () => void } | undefined;
   #closed = false;
   /** Keys asked for, and runs started: the difference is what coalescing saved. */
@@ -61,7 +61,7 @@ export class Coalescer {
     this.#retryable = options.retryable ?? (() => true);
     this.#concurrency = Math.max(1, options.concurrency ?? 4);
     this.#delayMs = Math.max(0, options.delayMs ?? 0);
-    this.#maxTrackedKeys = options.maxTrackedKeys ?? 10_000;
+    this.#failures = new RecentMap(options.maxTrackedKeys ?? 10_000);
     this.#logger = options.logger;
   }
 
@@ -145,11 +145,7 @@ export class Coalescer {
         }, (err) => {
           const count = (this.#failures.get(key)?.count ?? 0) + 1;
           const retryMs = Math.min(this.#maxRetryMs, this.#retryMs * 2 ** (count - 1));
-          this.#failures.delete(key); // re-inserted last: the map's order is its age
           this.#failures.set(key, { count, notBefore: Date.now() + retryMs });
-          if (this.#failures.size > this.#maxTrackedKeys) {
-            this.#failures.delete(this.#failures.keys().next().value!);
-          }
           if (!this.#retryable(err)) {
             this.#logger.info("queued reconcile failed for good", {
               key,

@@ -11,6 +11,7 @@ import { group } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import { nodeSchedulingView, setKey, type SetKind } from "../kube/objects.ts";
 import { badRequest } from "./errors.ts";
+import { RecentMap } from "./recent-map.ts";
 import { dnsName, namespaceName } from "./params.ts";
 
 export const eventTypePrefix = "dev.knative.apiserver.";
@@ -125,7 +126,7 @@ export class NodeChanges {
   /** Names come from callers: at most this many are remembered, the least recently seen go. */
   static readonly maxRemembered = 50_000;
   /** A 64-bit hash of each fingerprint, not the fingerprint: a node's labels can be long. */
-  readonly #seen = new Map<string, bigint>();
+  readonly #seen = new RecentMap<string, bigint>(NodeChanges.maxRemembered);
 
   get size(): number {
     return this.#seen.size;
@@ -139,11 +140,7 @@ export class NodeChanges {
     }
     const fingerprint = fnv1a64(JSON.stringify(nodeSchedulingView(node)));
     const known = this.#seen.get(name);
-    this.#seen.delete(name); // re-inserted last: the map's order is how recently it was seen
     this.#seen.set(name, fingerprint);
-    if (this.#seen.size > NodeChanges.maxRemembered) {
-      this.#seen.delete(this.#seen.keys().next().value!);
-    }
     return known !== fingerprint;
   }
 }

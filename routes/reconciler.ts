@@ -20,6 +20,7 @@ import type { KubeObject, SetRef } from "../kube/objects.ts";
 import { setKey } from "../kube/objects.ts";
 import type { Logger } from "../cli/log.ts";
 import { HttpError } from "./errors.ts";
+import { RecentMap } from "./recent-map.ts";
 import type { Metrics } from "./metrics.ts";
 
 export type Planner = (snapshot: Snapshot, now: EpochMillis) => Plan;
@@ -73,7 +74,7 @@ const maxAdmitted = 1_000;
 
 export function createReconciler(deps: ReconcilerDeps): Reconcile {
   const maxConflicts = deps.maxConflicts ?? 3;
-  const admitted = new Set<string>();
+  const admitted = new RecentMap<string, true>(maxAdmitted);
   const step: StepDeps = { ...deps, admitted };
   return async (ref, { dryRun = false } = {}) => {
     const started = performance.now();
@@ -118,7 +119,7 @@ interface StepDeps extends ReconcilerDeps {
    * `<set uid>/<revision>` already proven admissible: a cache (losing it costs one dry run),
    * not rollout state. Oldest forgotten first.
    */
-  admitted: Set<string>;
+  admitted: RecentMap<string, true>;
 }
 
 /**
@@ -143,10 +144,7 @@ async function admittedPlan(
     objects as KubeObject[],
   );
   if (refusal === undefined) {
-    deps.admitted.add(key);
-    if (deps.admitted.size > maxAdmitted) {
-      deps.admitted.delete(deps.admitted.values().next().value!);
-    }
+    deps.admitted.set(key, true);
     return plan;
   }
   log.warn("the API server refuses the template's pods; nothing is done", {
