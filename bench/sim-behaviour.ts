@@ -29,6 +29,36 @@ async function idle(store: Store, seconds: number): Promise<string> {
   }% of a core, RSS ${rss.toFixed(0)} MB`;
 }
 
+/**
+ * Creates the DaemonSet `default/agent` running `image` and waits until each of the `nodes`
+ * has its pod available, placed and started by sim's own controllers and kubelets.
+ */
+export async function daemonSetOnEveryNode(
+  store: Store,
+  nodes: number,
+  image: string,
+): Promise<void> {
+  store.create("daemonsets.apps", {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name: "agent", namespace: "default" },
+    spec: {
+      selector: { matchLabels: { app: "agent" } },
+      template: {
+        metadata: { labels: { app: "agent" } },
+        spec: { containers: [{ name: "agent", image }] },
+      },
+    },
+  });
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const status = store.peek("daemonsets.apps", "default", "agent")?.status as
+      | { numberAvailable?: number }
+      | undefined;
+    if (status?.numberAvailable === nodes) return;
+  }
+}
+
 export async function benchSimBehaviour(nodes = 5000, idleSeconds = 10): Promise<BehaviourRow[]> {
   const rows: BehaviourRow[] = [];
   const store = new Store();
@@ -52,25 +82,7 @@ export async function benchSimBehaviour(nodes = 5000, idleSeconds = 10): Promise
     // At speed 1: a higher speed multiplies the Lease writes too and would measure those.
     const writes = store.writes;
     started = performance.now();
-    store.create("daemonsets.apps", {
-      apiVersion: "apps/v1",
-      kind: "DaemonSet",
-      metadata: { name: "agent", namespace: "default" },
-      spec: {
-        selector: { matchLabels: { app: "agent" } },
-        template: {
-          metadata: { labels: { app: "agent" } },
-          spec: { containers: [{ name: "agent", image: "nginx:1.27" }] },
-        },
-      },
-    });
-    for (;;) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const status = store.get("daemonsets.apps", "default", "agent").status as
-        | { numberAvailable?: number }
-        | undefined;
-      if (status?.numberAvailable === nodes) break;
-    }
+    await daemonSetOnEveryNode(store, nodes, "nginx:1.27");
     rows.push({
       measure: `DaemonSet to ${nodes} available pods (speed 1, 8 s pulls)`,
       value: `${(performance.now() - started).toFixed(0)} ms, ${store.writes - writes} writes`,

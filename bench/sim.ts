@@ -5,8 +5,8 @@
  * asserted.
  */
 import { startSim } from "../sim/start.ts";
-import type { Store } from "../sim/store.ts";
 import { markdownTable } from "./markdown-table.ts";
+import { daemonSetOnEveryNode } from "./sim-behaviour.ts";
 
 const NODES = 5_000;
 const WATCHERS = 10;
@@ -42,13 +42,6 @@ async function countLines(body: ReadableStream<Uint8Array>, lines: number): Prom
   return performance.now();
 }
 
-function allAvailable(store: Store): boolean {
-  const status = store.peek("daemonsets.apps", "default", "agent")?.status as
-    | { numberAvailable?: number }
-    | undefined;
-  return status?.numberAvailable === NODES;
-}
-
 async function main(): Promise<void> {
   const rows: Row[] = [];
   /** The highest resident size sampled while the bench runs. */
@@ -63,21 +56,7 @@ async function main(): Promise<void> {
   });
   try {
     start = performance.now();
-    sim.store.create("daemonsets.apps", {
-      apiVersion: "apps/v1",
-      kind: "DaemonSet",
-      metadata: { name: "agent", namespace: "default" },
-      spec: {
-        selector: { matchLabels: { app: "agent" } },
-        template: {
-          metadata: { labels: { app: "agent" } },
-          spec: { containers: [{ name: "agent", image: "registry.local/agent:1.0" }] },
-        },
-      },
-    });
-    while (sim.store.count("pods") < NODES || !allAvailable(sim.store)) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await daemonSetOnEveryNode(sim.store, NODES, "registry.local/agent:1.0");
     rows.push({
       measure: `DaemonSet to ${NODES} available pods (speed 1)`,
       value: `${ms(start).toFixed(0)} ms`,
