@@ -32,6 +32,37 @@ async function stderrIfExited(exited: Promise<Deno.CommandOutput>): Promise<stri
   return output ? new TextDecoder().decode(output.stderr) : "serve is still running";
 }
 
+/**
+ * Starts `command` (the image's entrypoint under chroot), waits until `url` answers 200, hands
+ * that answer to `body`, and stops the process, whatever happens. A process that exits first
+ * fails the wait with its stderr.
+ */
+async function untilAnswered(
+  command: string[],
+  url: string,
+  headers: Record<string, string>,
+  body: (answer: Response) => Promise<void>,
+): Promise<void> {
+  const [cmd, ...args] = command;
+  const child = new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).spawn();
+  const exited = child.output();
+  try {
+    let answer: Response | undefined;
+    for (let i = 0; i < 100 && answer?.status !== 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      answer = await fetch(url, { headers }).catch(() => undefined);
+      if (answer?.status !== 200) await answer?.body?.cancel();
+    }
+    assertEquals(answer?.status, 200, await stderrIfExited(exited));
+    await body(answer!);
+  } finally {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* it exited already; its stderr is in the assertion message */ }
+    await exited;
+  }
+}
+
 async function entrypoint(): Promise<string[]> {
   const inspected = JSON.parse(await run(["podman", "image", "inspect", image]));
   return inspected[0].Config.Entrypoint;
@@ -109,26 +140,21 @@ Deno.test("container: podman build on the Deno image layout, entrypoint runs off
           "--host=127.0.0.1",
           `--port=${port}`,
         );
-        const server = new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).spawn();
-        const exited = server.output();
         try {
-          let ready: Response | undefined;
-          for (let i = 0; i < 100 && ready?.status !== 200; i++) {
-            await new Promise((resolve) => setTimeout(resolve, 100));
-            ready = await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined);
-            await ready?.body?.cancel();
-          }
-          assertEquals(ready?.status, 200, await stderrIfExited(exited));
-          const tick = await fetch(`http://127.0.0.1:${port}/tick`, {
-            method: "POST",
-            headers: { authorization: "Bearer container-test-token" },
-          });
-          assertEquals(tick.status, 200, await tick.text());
+          await untilAnswered(
+            [cmd, ...args],
+            `http://127.0.0.1:${port}/readyz`,
+            {},
+            async (ready) => {
+              await ready.body?.cancel();
+              const tick = await fetch(`http://127.0.0.1:${port}/tick`, {
+                method: "POST",
+                headers: { authorization: "Bearer container-test-token" },
+              });
+              assertEquals(tick.status, 200, await tick.text());
+            },
+          );
         } finally {
-          try {
-            server.kill("SIGTERM");
-          } catch { /* it exited already; its stderr is in the assertion message */ }
-          await exited;
           await sim.stop();
         }
       },
@@ -155,26 +181,14 @@ Deno.test("container: podman build on the Deno image layout, entrypoint runs off
         const args = (edge.args as string[]).map((a) =>
           a.replace("$(NODE_NAME)", "edge-1").replace(/^--port=\d+$/, `--port=${port}`)
         );
-        const [cmd, ...rest] = inImage(...args);
-        const agent = new Deno.Command(cmd, { args: rest, stdout: "null", stderr: "piped" })
-          .spawn();
-        const exited = agent.output();
         try {
-          let listed: Response | undefined;
-          for (let i = 0; i < 100 && listed?.status !== 200; i++) {
-            await new Promise((resolve) => setTimeout(resolve, 100));
-            listed = await fetch(`http://127.0.0.1:${port}/pods`, {
-              headers: { authorization: "Bearer edge-test-token" },
-            }).catch(() => undefined);
-            if (listed?.status !== 200) await listed?.body?.cancel();
-          }
-          assertEquals(listed?.status, 200, await stderrIfExited(exited));
-          assertEquals(Array.isArray((await listed!.json()).items), true);
+          await untilAnswered(
+            inImage(...args),
+            `http://127.0.0.1:${port}/pods`,
+            { authorization: "Bearer edge-test-token" },
+            async (listed) => assertEquals(Array.isArray((await listed.json()).items), true),
+          );
         } finally {
-          try {
-            agent.kill("SIGTERM");
-          } catch { /* it exited already; its stderr is in the assertion message */ }
-          await exited;
           await sim.stop();
         }
       },
