@@ -11,9 +11,6 @@ import type { Scenario } from "./scenarios.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
 import { otaDaemonSet } from "../edge-ota.ts";
 
-const CRD =
-  new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
-    .pathname;
 const image = (version: string) => `edgeroll.test/edge-agent:${version}`;
 
 interface SetStatus {
@@ -135,8 +132,7 @@ const placementScenario: Scenario = {
     const ns = "e2e-edgeroll-placement";
     const label = "edgeroll-e2e/agent";
     const [first, second] = target.nodes;
-    await kube.run(["apply", "-f", CRD]);
-    await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
+    await kube.installCrd();
     await kube.createNamespace(ns);
     const set = advancedDaemonSet(ns, "v1");
     (set.spec.template.spec as Record<string, unknown>).nodeSelector = { [label]: "yes" };
@@ -208,8 +204,7 @@ const refusedTemplateScenario: Scenario = {
   name: "a template the API server refuses becomes InvalidSpec and costs no pod",
   async run(target, kube) {
     const ns = "e2e-edgeroll-refused";
-    await kube.run(["apply", "-f", CRD]);
-    await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
+    await kube.installCrd();
     await kube.createNamespace(ns);
     const uids = async () =>
       (await kube.pods(ns, "app=edge-agent")).map((p) => p.metadata.uid).sort();
@@ -279,8 +274,7 @@ const deletedSetScenario: Scenario = {
   async run(target, kube) {
     const ns = "e2e-edgeroll-deleted";
     const finalizer = "edgeroll.test/hold";
-    await kube.run(["apply", "-f", CRD]);
-    await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
+    await kube.installCrd();
     await kube.createNamespace(ns);
     const set = advancedDaemonSet(ns, "v1");
     (set.spec.template.metadata as Record<string, unknown>).finalizers = [finalizer];
@@ -458,8 +452,7 @@ export const edgerollScenarios: Scenario[] = [
     name: "edgeroll rolls an AdvancedDaemonSet, passing over a cut node until it returns",
     async run(target, kube) {
       const ns = "e2e-edgeroll-ads";
-      await kube.run(["apply", "-f", CRD]);
-      await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
+      await kube.installCrd();
       await kube.createNamespace(ns);
       await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
         await kube.apply(advancedDaemonSet(ns, "v1"));

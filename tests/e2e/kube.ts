@@ -73,6 +73,10 @@ export async function eventually<T>(
   throw new Error(`gave up waiting for ${what}${lastError ? `: ${lastError}` : ""}`);
 }
 
+const edgerollCrd =
+  new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
+    .pathname;
+
 export class Kube {
   constructor(readonly kubeconfigPath: string) {}
 
@@ -86,6 +90,12 @@ export class Kube {
 
   apply(object: unknown): Promise<string> {
     return this.run(["apply", "-f", "-"], JSON.stringify(object));
+  }
+
+  /** Applies edgeroll's CRD and waits until the API server serves it. */
+  async installCrd(): Promise<void> {
+    await this.run(["apply", "-f", edgerollCrd]);
+    await this.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", edgerollCrd]);
   }
 
   async createNamespace(name: string): Promise<void> {

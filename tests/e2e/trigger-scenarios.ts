@@ -14,9 +14,6 @@ import type { Scenario } from "./scenarios.ts";
 import { type ControllerProcesses, withControllers } from "../processes.ts";
 import { type NodeProxy, startNodeProxy } from "../../cluster/node-proxy.ts";
 
-const CRD =
-  new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
-    .pathname;
 const image = (version: string) => `edgeroll.test/trigger-agent:${version}`;
 const app = "trigger-agent";
 const maxUnavailable = 1;
@@ -308,8 +305,7 @@ function triggerScenario(
     async run(target, kube) {
       const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
       const namespaces = [`e2e-trigger-${slug}-ads`, `e2e-trigger-${slug}-yurt`];
-      await kube.run(["apply", "-f", CRD]);
-      await kube.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", CRD]);
+      await kube.installCrd();
       for (const ns of namespaces) await kube.createNamespace(ns);
       const kc = new k8s.KubeConfig();
       kc.loadFromFile(target.kubeconfigPath);
