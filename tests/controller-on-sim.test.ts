@@ -7,14 +7,13 @@ import * as k8s from "@kubernetes/client-node";
 import { assertEquals } from "@std/assert";
 import {
   adsResource as group,
-  controllerToken,
   createAgentSet,
   eventually,
+  relayOptions,
   setAgentImage,
   withControllerOnSim,
 } from "./controller-on-sim.ts";
 import { startRelay } from "../relay/relay.ts";
-import { memoryLogger } from "../cli/log.ts";
 import { tokenReviewAuthenticator } from "../routes/auth.ts";
 
 async function readStatus(custom: k8s.CustomObjectsApi): Promise<any> {
@@ -152,13 +151,7 @@ Deno.test("on the simulator: 404 for a missing set, 400 for bad input, 401 witho
 
 Deno.test("driven by the relay's events alone, a rollout on the simulator converges", async () => {
   await withControllerOnSim({ nodes: 3 }, async ({ kc, controller }) => {
-    const relay = startRelay({
-      kubeConfig: kc,
-      target: controller.url,
-      token: controllerToken,
-      logger: memoryLogger(),
-      flushMs: 20,
-    });
+    const relay = startRelay(relayOptions(kc, controller.url));
     try {
       const custom = kc.makeApiClient(k8s.CustomObjectsApi);
       await createAgentSet(kc, "agent:1");

@@ -10,11 +10,17 @@ import { startClusterBehaviour } from "../sim/cluster/mod.ts";
 import { type Sim, type SimOptions, startSim } from "../sim/start.ts";
 import type { Logger } from "../cli/log.ts";
 import { memoryLogger } from "../cli/log.ts";
+import type { RelayOptions } from "../relay/relay.ts";
 import { type Authenticator, staticTokenAuthenticator } from "../routes/auth.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { type RunningController, startController } from "../routes/serve.ts";
 
 export const controllerToken = "integration-token";
+
+/** The relay as the integration tests run it: to `target` with the test token, flushing fast. */
+export function relayOptions(kc: k8s.KubeConfig, target: string): RelayOptions {
+  return { kubeConfig: kc, target, token: controllerToken, logger: memoryLogger(), flushMs: 20 };
+}
 
 export interface ControllerOnSim {
   sim: Sim;

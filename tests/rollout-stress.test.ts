@@ -4,12 +4,12 @@
  * recorded as the simulator commits it, and the budget must hold at every moment.
  */
 import { assertEquals } from "@std/assert";
-import { memoryLogger } from "../cli/log.ts";
 import { startRelay } from "../relay/relay.ts";
 import {
   controllerToken,
   createAgentSet,
   eventually,
+  relayOptions,
   rolledOut,
   setAgentImage,
   startReplica,
@@ -24,13 +24,7 @@ Deno.test("two controllers, a relay, a tick and a hammer at once: budget held, n
     { nodes: 6, tickEveryMs: 100 },
     async ({ sim, kc, controller, post }) => {
       const second = startReplica(kc, { tickEveryMs: 150 });
-      const relay = startRelay({
-        kubeConfig: kc,
-        target: second.url,
-        token: controllerToken,
-        logger: memoryLogger(),
-        flushMs: 20,
-      });
+      const relay = startRelay(relayOptions(kc, second.url));
       const budget = watchBudget(sim, "agent");
       let hammering = true;
       const statuses: number[] = [];
@@ -81,14 +75,8 @@ Deno.test("two controllers, a relay, a tick and a hammer at once: budget held, n
 
 Deno.test("10% of API calls failing and watches dropped: the rollout completes, nothing twice", async () => {
   await withControllerOnSim({ nodes: 5, tickEveryMs: 200 }, async ({ sim, kc, controller }) => {
-    const relayOptions = {
-      kubeConfig: kc,
-      target: controller.url,
-      token: controllerToken,
-      logger: memoryLogger(),
-      flushMs: 20,
-    };
-    const calm = startRelay(relayOptions);
+    const options = relayOptions(kc, controller.url);
+    const calm = startRelay(options);
     await createAgentSet(kc, "agent:1", 1);
     const budget = watchBudget(sim, "agent");
     try {
@@ -112,7 +100,7 @@ Deno.test("10% of API calls failing and watches dropped: the rollout completes, 
     assertEquals(faults.status, 200);
     await faults.body?.cancel();
     // Started under the faults: its watches are the ones dropped every second.
-    const relay = startRelay(relayOptions);
+    const relay = startRelay(options);
     try {
       await setAgentImage(kc, "agent:2").catch(() => setAgentImage(kc, "agent:2"));
       await eventually(
@@ -188,13 +176,7 @@ Deno.test("a controller replaced mid-rollout: the new one continues from status,
 
 Deno.test("watches dropped and history compacted mid-rollout, no tick: no step waits for a resync", async () => {
   await withControllerOnSim({ nodes: 6 }, async ({ sim, kc, controller }) => {
-    const relay = startRelay({
-      kubeConfig: kc,
-      target: controller.url,
-      token: controllerToken,
-      logger: memoryLogger(),
-      flushMs: 20,
-    });
+    const relay = startRelay(relayOptions(kc, controller.url));
     // The longest stretch with no pod transition of the set while the update is unfinished:
     // with every event heard, a step at speed 50 takes well under a second.
     let last = 0;
