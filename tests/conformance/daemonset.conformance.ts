@@ -62,6 +62,9 @@ function parseJunit(xml: string): Map<string, Outcome> {
     const name = unescape(m[1]);
     if (!name.includes("[sig-apps] Daemon set")) continue;
     const body = m[3] ?? "";
+    const failure = /<(failure|error)\b[^>]*>([\s\S]*?)<\/\1>/.exec(body);
+    // Said here, before the report is removed: the spec's own words are what a fix starts from.
+    if (failure) console.log(`failed: ${specName(name)}\n${unescape(failure[2]).slice(0, 4000)}`);
     const outcome: Outcome = /<(failure|error)\b/.test(body)
       ? "failed"
       : /<skipped\b/.test(body)
