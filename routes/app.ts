@@ -3,7 +3,6 @@
  * logger, auth), so tests call `app.request()` with no server and no cluster of their own.
  */
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { zValidator } from "@hono/zod-validator";
 import { z } from "zod";
 import type { Logger } from "../cli/log.ts";
@@ -20,6 +19,7 @@ import {
   type ResourceData,
   routeEvent,
 } from "./events.ts";
+import { defaultLimits, limitRequests, type RequestLimits } from "./limits.ts";
 import { Metrics } from "./metrics.ts";
 import { registerOtaRoutes } from "./ota.ts";
 import { dnsName, rejectInvalid } from "./params.ts";
@@ -42,16 +42,9 @@ export interface AppDeps {
   concurrency?: number;
   /** Seconds between the tick's full resyncs. */
   resyncSeconds?: number;
-  /** Largest request body read (default `defaultMaxBodyBytes`); larger ones answer 413. */
-  maxBodyBytes?: number;
-  /** Most CloudEvents in one `/events` batch (default `defaultMaxEvents`); more answer 413. */
-  maxEvents?: number;
+  /** What one request may ask (`defaultLimits` where absent). */
+  limits?: Partial<RequestLimits>;
 }
-
-/** kube-apiserver's own limit on a request body (3 MiB). */
-export const defaultMaxBodyBytes = 3 * 1024 * 1024;
-/** A batch of watch events a relay or a broker sends at once, with room to spare. */
-export const defaultMaxEvents = 1000;
 
 const ReconcileParams = z.object({
   kind: z.enum(setKinds as [SetKind, ...SetKind[]]),
@@ -111,15 +104,8 @@ export function createApp(deps: AppDeps) {
   const app = new Hono();
   app.onError(errorHandler(logger));
   app.notFound(notFound(app));
-  const maxBodyBytes = deps.maxBodyBytes ?? defaultMaxBodyBytes;
-  const maxEvents = deps.maxEvents ?? defaultMaxEvents;
-  // Read no more than this of any body, whoever sends it (before authentication reads nothing).
-  app.use(bodyLimit({
-    maxSize: maxBodyBytes,
-    onError: () => {
-      throw new HttpError(413, "PayloadTooLarge", `the request body exceeds ${maxBodyBytes} bytes`);
-    },
-  }));
+  const limits = { ...defaultLimits, ...deps.limits };
+  app.use(...limitRequests(limits));
 
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/readyz", async (c) => {
@@ -160,11 +146,11 @@ export function createApp(deps: AppDeps) {
 
   app.post("/events", guarded, async (c) => {
     const events = parseCloudEvents(c.req.raw.headers, await c.req.text());
-    if (events.length > maxEvents) {
+    if (events.length > limits.events) {
       throw new HttpError(
         413,
         "PayloadTooLarge",
-        `a batch of ${events.length} events exceeds ${maxEvents}`,
+        `a batch of ${events.length} events exceeds ${limits.events}`,
       );
     }
     const routed = events.map((event) => routeEvent(event, nodes));

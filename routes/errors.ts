@@ -63,7 +63,9 @@ export function errorBody(err: unknown): ErrorBody["error"] {
     return { status: 502, reason: `Kubernetes${err.reason}`, message: err.message };
   }
   if (err instanceof HTTPException) {
-    return { status: err.status, reason: "HTTPException", message: err.message };
+    // Thrown by Hono's middleware; 504 is its timeout's, named as kube-apiserver names it.
+    const reason = err.status === 504 ? "Timeout" : "HTTPException";
+    return { status: err.status, reason, message: err.message };
   }
   return {
     status: 500,

@@ -242,7 +242,7 @@ Deno.test("an event naming an object Kubernetes could not hold is ignored with t
 });
 
 Deno.test("bodies past the limit and batches past their cap answer 413, and nothing is queued", async () => {
-  await using h = harness({ deps: { maxBodyBytes: 64 * 1024, maxEvents: 10 } });
+  await using h = harness({ deps: { limits: { bodyBytes: 64 * 1024, events: 10 } } });
   const big = binary(update, { ...pod("agent-x"), padding: "x".repeat(100 * 1024) });
   for (const route of ["/events", "/tick", "/reconcile/advanceddaemonsets/edge/agent"]) {
     const res = await h.request(route, big);

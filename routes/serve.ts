@@ -20,7 +20,8 @@ import { SnapshotCache } from "../kube/cache.ts";
 import { clientNodeWatch } from "../kube/watcher.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
-import { type ControllerApp, createApp, defaultMaxBodyBytes, defaultMaxEvents } from "./app.ts";
+import { type ControllerApp, createApp } from "./app.ts";
+import { defaultLimits, type RequestLimits } from "./limits.ts";
 import { type Authenticator, staticTokenAuthenticator, tokenReviewAuthenticator } from "./auth.ts";
 import { listen, type TlsFiles } from "./listener.ts";
 import { Metrics } from "./metrics.ts";
@@ -43,10 +44,8 @@ export interface ControllerOptions {
   /** How often the TLS files are read again (ms; default 30 s). */
   tlsReloadMs?: number;
   logger?: Logger;
-  /** Largest request body read; larger answer 413 (default: the API server's 3 MiB). */
-  maxBodyBytes?: number;
-  /** Most CloudEvents in one `/events` batch; more answer 413. */
-  maxEvents?: number;
+  /** What one request may ask (routes/limits.ts). */
+  limits?: Partial<RequestLimits>;
 }
 
 export interface RunningController {
@@ -93,8 +92,7 @@ export function startController(options: ControllerOptions): RunningController {
     auth: options.auth(kube),
     resyncSeconds: options.resyncSeconds,
     eventDelayMs: options.eventDelayMs,
-    maxBodyBytes: options.maxBodyBytes,
-    maxEvents: options.maxEvents,
+    limits: options.limits,
   });
   const listener = listen(controller.app.fetch, {
     hostname: options.hostname ?? "0.0.0.0",
@@ -171,7 +169,7 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
@@ -186,6 +184,8 @@ export const serveCommand: Command = {
     audience: { type: "string" },
     "max-body-bytes": { type: "string" },
     "max-events": { type: "string" },
+    "max-header-bytes": { type: "string" },
+    "request-timeout": { type: "string" },
   },
   help: {
     kubeconfig: kubeconfigHelp,
@@ -202,9 +202,14 @@ export const serveCommand: Command = {
     allow: "comma-separated users or group:NAME allowed after TokenReview",
     audience: "audiences the TokenReview requires, e.g. edgeroll-controller (projected tokens)",
     "max-body-bytes":
-      `largest request body read; larger ones answer 413 (default ${defaultMaxBodyBytes})`,
+      `largest request body read; larger ones answer 413 (default ${defaultLimits.bodyBytes})`,
     "max-events":
-      `most CloudEvents in one /events batch; more answer 413 (default ${defaultMaxEvents})`,
+      `most CloudEvents in one /events batch; more answer 413 (default ${defaultLimits.events})`,
+    "max-header-bytes":
+      `largest request line and headers; larger ones answer 431 (default ${defaultLimits.headerBytes})`,
+    "request-timeout": `longest a request may take before it answers 504 (default ${
+      defaultLimits.requestMs / 1000
+    }s)`,
   },
   async run(args) {
     const tick = stringOption(args, "tick");
@@ -223,8 +228,17 @@ export const serveCommand: Command = {
       resyncSeconds: resync === undefined ? undefined : parseDuration(resync, "resync") / 1000,
       cache: args.values["no-cache"] !== true,
       tls: certFile === undefined ? undefined : { certFile, keyFile: keyFile! },
-      maxBodyBytes: intOption(args, "max-body-bytes", defaultMaxBodyBytes, { min: 1024 }),
-      maxEvents: intOption(args, "max-events", defaultMaxEvents, { min: 1 }),
+      limits: {
+        bodyBytes: intOption(args, "max-body-bytes", defaultLimits.bodyBytes, { min: 1024 }),
+        events: intOption(args, "max-events", defaultLimits.events, { min: 1 }),
+        headerBytes: intOption(args, "max-header-bytes", defaultLimits.headerBytes, {
+          min: 1024,
+        }),
+        requestMs: parseDuration(
+          stringOption(args, "request-timeout") ?? `${defaultLimits.requestMs / 1000}s`,
+          "request-timeout",
+        ),
+      },
     });
     await untilStopSignal();
     await running.stop();

@@ -1,0 +1,41 @@
+import { assertEquals } from "@std/assert";
+import { harness } from "./test-fixtures.ts";
+
+Deno.test("a request line and headers past the limit answer 431 before any route runs", async () => {
+  await using h = harness({ deps: { limits: { headerBytes: 2048 } } });
+  const big = await h.request("/reconcile/advanceddaemonsets/edge/agent", {
+    headers: { "x-padding": "x".repeat(4096) },
+  });
+  assertEquals(big.status, 431);
+  assertEquals((await big.json()).error.reason, "RequestHeaderFieldsTooLarge");
+  const longTarget = await h.request(`/tick?${"a=1&".repeat(600)}`);
+  assertEquals(longTarget.status, 431);
+  await longTarget.body?.cancel();
+  assertEquals(h.plans.length, 0, "nothing was reconciled");
+  const fits = await h.request("/reconcile/advanceddaemonsets/edge/agent");
+  assertEquals(fits.status, 200);
+  await fits.body?.cancel();
+});
+
+Deno.test("a request not answered in time answers 504 Timeout; the reconcile it began goes on", async () => {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => release = resolve);
+  await using h = harness({
+    deps: { limits: { requestMs: 50 } },
+    overrides: {
+      getSet: async (param, next) => {
+        await held;
+        return next(param);
+      },
+    },
+  });
+  const res = await h.request("/reconcile/advanceddaemonsets/edge/agent");
+  assertEquals(res.status, 504);
+  const { error } = await res.json();
+  assertEquals([error.reason, error.message], ["Timeout", "no answer within 50 ms"]);
+  release();
+  for (let i = 0; i < 100 && h.plans.length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assertEquals(h.plans.length, 1, "the reconcile finished after its caller was answered");
+});
