@@ -185,3 +185,71 @@ Deno.test("resourceVersions compare as etcd revisions; anything else is not know
     [true, false, true, true, false, false],
   );
 });
+
+Deno.test("a cache keeps of each node and pod only what the planner reads", async () => {
+  const server = fakeServer();
+  const container = { name: "agent", image: "agent:1", command: ["run"], ports: [{ port: 80 }] };
+  server.listed.nodes = [{
+    apiVersion: "v1",
+    metadata: {
+      name: "a",
+      resourceVersion: "1",
+      labels: { zone: "z1" },
+      annotations: { big: "x".repeat(1000) },
+      managedFields: [{ manager: "kubelet" }],
+    } as KubeObject["metadata"],
+    spec: { taints: [{ key: "k", effect: "NoSchedule" }], podCIDR: "10.0.0.0/24" },
+    status: {
+      conditions: [
+        { type: "MemoryPressure", status: "False" },
+        { type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:00:00Z" },
+      ],
+      images: [{ names: ["agent:1"], sizeBytes: 1 }],
+      nodeInfo: { kubeletVersion: "v1.33.0" },
+    },
+  }];
+  server.listed.pods = [{
+    apiVersion: "v1",
+    metadata: {
+      name: "p",
+      namespace: "ns",
+      labels: { app: "agent" },
+      managedFields: [{ manager: "edgeroll" }],
+    } as KubeObject["metadata"],
+    spec: { nodeName: "a", containers: [container], volumes: [{ name: "token" }] },
+    status: {
+      phase: "Running",
+      conditions: [{ type: "Ready", status: "True" }],
+      containerStatuses: [{ name: "agent", image: "agent:1", ready: true, imageID: "sha" }],
+      podIP: "10.0.0.5",
+    },
+  }];
+  const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
+  try {
+    cache.nodes();
+    cache.pods("ns", "app=agent");
+    await settle();
+    assertEquals(cache.nodes(), [{
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: { name: "a", resourceVersion: "1", labels: { zone: "z1" } },
+      spec: { taints: [{ key: "k", effect: "NoSchedule" }] },
+      status: {
+        conditions: [{ type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:00:00Z" }],
+      },
+    }]);
+    assertEquals(cache.pods("ns", "app=agent")?.items, [{
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: "ns", labels: { app: "agent" } },
+      spec: { nodeName: "a", containers: [container] },
+      status: {
+        phase: "Running",
+        conditions: [{ type: "Ready", status: "True" }],
+        containerStatuses: [{ name: "agent", image: "agent:1", ready: true }],
+      },
+    }]);
+  } finally {
+    await cache.close();
+  }
+});

@@ -14,7 +14,7 @@
  */
 import type { Logger } from "../cli/log.ts";
 import type { Access, KubeApi } from "./api.ts";
-import type { KubeList, KubeObject } from "./objects.ts";
+import { type KubeList, type KubeObject, nodeAsCached, podAsCached } from "./objects.ts";
 import { type RunningWatch, startWatch, type WatchFn } from "./watcher.ts";
 
 /** The watches a cache adds to the lists `accessOf` names (the controller's ClusterRole). */
@@ -49,7 +49,8 @@ class CollectionCache {
   constructor(
     path: string,
     labelSelector: string | undefined,
-    kind: string,
+    /** What of each object is kept (and reported to `onChange`). */
+    asCached: (object: KubeObject) => KubeObject,
     list: () => Promise<{ items: KubeObject[]; resourceVersion: string }>,
     options: SnapshotCacheOptions,
     onChange: (change: CacheChange) => void,
@@ -67,7 +68,7 @@ class CollectionCache {
         const listed = await list();
         const before = new Map(this.#objects);
         this.#objects.clear();
-        for (const object of listed.items) this.#objects.set(key(object), { kind, ...object });
+        for (const object of listed.items) this.#objects.set(key(object), asCached(object));
         this.#items = undefined;
         // A relist after 410 Gone stands for the events the watch missed, as an informer's
         // Replace: what it shows changed or gone is reported, or a reconcile that read the
@@ -89,10 +90,11 @@ class CollectionCache {
       onState: (state) => this.#open = state === "watching",
       onEvent: (type, object) => {
         const deleted = type === "DELETED";
+        const cached = asCached(object);
         if (deleted) this.#objects.delete(key(object));
-        else this.#objects.set(key(object), object);
+        else this.#objects.set(key(object), cached);
         this.#items = undefined;
-        onChange({ object: { kind, ...object }, deleted });
+        onChange({ object: cached, deleted });
       },
     });
   }
@@ -146,7 +148,7 @@ export class SnapshotCache {
     this.#nodes ??= new CollectionCache(
       "/api/v1/nodes",
       undefined,
-      "Node",
+      nodeAsCached,
       () => this.#options.api.listNodes({}),
       this.#options,
       (change) => this.#notify(change),
@@ -168,7 +170,7 @@ export class SnapshotCache {
       cache = new CollectionCache(
         `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
         labelSelector || undefined,
-        "Pod",
+        podAsCached,
         () => this.#options.api.listPods({ namespace, labelSelector }),
         this.#options,
         (change) => this.#notify(change),

@@ -57,3 +57,69 @@ export function nodeSchedulingView(node: {
     },
   };
 }
+
+/**
+ * What a cache keeps of a node: what the planner and the change fingerprint read (metadata
+ * without managedFields and annotations, taints, unschedulable, the Ready condition without
+ * its heartbeat and message). A node's
+ * images, addresses, capacity and heartbeat conditions are most of its size and nobody here
+ * reads them (#13: at 5,000 nodes the whole objects held most of the controller's memory).
+ */
+export function nodeAsCached(node: KubeObject): KubeObject {
+  const { name, uid, resourceVersion, labels, deletionTimestamp } = node.metadata;
+  const spec = (node.spec ?? {}) as { unschedulable?: boolean; taints?: unknown[] };
+  const status = (node.status ?? {}) as {
+    conditions?: { type: string; status: string; reason?: string; lastTransitionTime?: string }[];
+  };
+  const ready = (status.conditions ?? []).filter((c) => c.type === "Ready")
+    .map(({ type, status, reason, lastTransitionTime }) =>
+      withoutUndefined({ type, status, reason, lastTransitionTime })
+    );
+  return {
+    apiVersion: node.apiVersion,
+    kind: "Node",
+    metadata: withoutUndefined({ name, uid, resourceVersion, labels, deletionTimestamp }),
+    spec: withoutUndefined({ unschedulable: spec.unschedulable, taints: spec.taints }),
+    status: { conditions: ready },
+  };
+}
+
+/**
+ * What a cache keeps of a pod: its metadata without managedFields, its node (`nodeName`, or
+ * the required affinity of one not bound yet), its containers whole (an in-place update
+ * patches the list as a whole), and of its status the phase, conditions and each container's
+ * name, image and readiness. Placement is decided by the set's template, never by a pod's.
+ */
+export function podAsCached(pod: KubeObject): KubeObject {
+  const { managedFields: _, ...metadata } = pod.metadata as ObjectMeta & {
+    managedFields?: unknown;
+  };
+  const spec = (pod.spec ?? {}) as Record<string, unknown>;
+  const status = (pod.status ?? {}) as {
+    phase?: string;
+    conditions?: unknown[];
+    containerStatuses?: { name: string; image?: string; ready?: boolean }[];
+  };
+  return {
+    apiVersion: pod.apiVersion,
+    kind: "Pod",
+    metadata,
+    spec: withoutUndefined({
+      nodeName: spec.nodeName,
+      affinity: spec.affinity,
+      containers: spec.containers,
+    }),
+    status: withoutUndefined({
+      phase: status.phase,
+      conditions: status.conditions,
+      containerStatuses: status.containerStatuses?.map(({ name, image, ready }) =>
+        withoutUndefined({ name, image, ready })
+      ),
+    }),
+  };
+}
+
+/** The object without its undefined fields, so what a cache keeps reads as the wire form. */
+function withoutUndefined<T extends Record<string, unknown>>(object: T): T {
+  return Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined)) as T;
+}
