@@ -8,7 +8,9 @@ import type * as k8s from "@kubernetes/client-node";
 import { group, plural, version } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import type { Logger } from "../cli/log.ts";
+import { fnv1a64 } from "../engine/hash.ts";
 import { type KubeObject, nodeSchedulingView } from "../kube/objects.ts";
+import { RecentMap } from "../routes/recent-map.ts";
 import { type BearerToken, EventSender } from "./sender.ts";
 import {
   clientNodeWatch,
@@ -54,6 +56,9 @@ interface Source {
 }
 
 const setKinds = new Set(["AdvancedDaemonSet", "DaemonSet"]);
+
+/** Objects whose last trim is remembered, per source: far above any fleet's node count. */
+const maxRemembered = 50_000;
 
 const sources: Source[] = [
   {
@@ -118,8 +123,11 @@ export function startRelay(options: RelayOptions): RunningRelay {
   });
   const watchFn = options.watch ?? clientNodeWatch(options.kubeConfig);
   const watches = sources.map((source) => {
-    /** The trim last sent, by object, for sources where an unchanged trim is nothing. */
-    const lastSent = new Map<string, string>();
+    /**
+     * A 64-bit hash of the trim last sent, by object, for sources where an unchanged trim is
+     * nothing; bounded, since a DELETED missed across a relist would leave its entry behind.
+     */
+    const lastSent = new RecentMap<string, bigint>(maxRemembered);
     return startWatch(watchFn, {
       path: source.path,
       logger,
@@ -131,7 +139,7 @@ export function startRelay(options: RelayOptions): RunningRelay {
         const { namespace, name } = object.metadata;
         const key = `${source.kind}/${namespace ?? ""}/${name}`;
         if (source.unchangedIsNothing) {
-          const fingerprint = JSON.stringify(trimmed);
+          const fingerprint = fnv1a64(JSON.stringify(trimmed));
           if (type === "DELETED") lastSent.delete(key);
           else if (lastSent.get(key) === fingerprint) return;
           else lastSent.set(key, fingerprint);

@@ -112,3 +112,30 @@ Deno.test("the first event after a quiet spell is posted at once; the next waits
     await s.stop();
   }
 });
+
+Deno.test("past maxPending objects waiting, the oldest event is dropped, counted and logged", async () => {
+  const logger = memoryLogger();
+  const http = fakeFetch([]);
+  const s = new EventSender({
+    target: "http://127.0.0.1:1/events",
+    flushMs: 10_000,
+    maxPending: 3,
+    logger,
+    fetch: http.fn,
+  });
+  try {
+    for (let n = 0; n < 5; n++) {
+      s.send(`Pod/edge/p${n}`, { type: update, subject: `p${n}`, data: { n } });
+    }
+    assertEquals([s.pending, s.stats.dropped], [3, 2]);
+    await s.flush();
+    assertEquals(http.posts[0].events.map((e) => e.subject), ["p2", "p3", "p4"]);
+    assertEquals(
+      logger.lines.filter((l) => l.msg === "events dropped: the controller has not taken them")
+        .map((l) => l.oldest),
+      ["Pod/edge/p0"],
+    );
+  } finally {
+    await s.stop();
+  }
+});

@@ -17,6 +17,12 @@ export interface SenderOptions {
   /** Least time between two posts (default 100 ms). */
   flushMs?: number;
   maxBatch?: number;
+  /**
+   * Most objects with an event waiting (default 100,000). Past it, while the controller does
+   * not answer, the oldest is dropped and counted: an event only calls a reconcile, and the
+   * controller's resync finds what a dropped one would have.
+   */
+  maxPending?: number;
   backoffMs?: number;
   maxBackoffMs?: number;
   logger: Logger;
@@ -57,6 +63,16 @@ export class EventSender {
     this.stats.queued++;
     this.#pending.delete(key); // re-insert: the map's order is the send order
     this.#pending.set(key, event);
+    if (this.#pending.size > (this.#options.maxPending ?? 100_000)) {
+      const [oldest] = this.#pending.keys();
+      this.#pending.delete(oldest);
+      if (this.stats.dropped++ === 0 || this.stats.dropped % 10_000 === 0) {
+        this.#options.logger.warn("events dropped: the controller has not taken them", {
+          dropped: this.stats.dropped,
+          oldest,
+        });
+      }
+    }
     this.#schedule();
   }
 
