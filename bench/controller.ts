@@ -1,8 +1,9 @@
 /**
  * The controller as it runs in a cluster: the simulator, `serve` and `relay` each in its own
  * process (tests/processes.ts), talking HTTP. Measures the API requests and latency of one
- * reconcile of a converged set at 1,000 and 5,000 nodes, and the wall time of a rollout at
- * 1,000 nodes against its theoretical minimum. Prints tables; never fails.
+ * reconcile of a converged set and the resident memory of serve and relay (with the image's
+ * V8 flags) at 1,000 and 5,000 nodes, and the wall time of a rollout at 1,000 nodes against
+ * its theoretical minimum. Prints tables; never fails.
  *
  *   deno run -A bench/controller.ts [--quick] [--nodes N]
  */
@@ -12,7 +13,7 @@ import { advancedDaemonSetCrd } from "../api/crd.ts";
 import { markdownTable } from "./markdown-table.ts";
 import { DEFAULT_DURATIONS } from "../sim/cluster/context.ts";
 import { adsResource, createAgentSet, setAgentImage } from "../tests/controller-on-sim.ts";
-import { type SimProcess, withEdgeroll, withSimProcess } from "../tests/processes.ts";
+import { imageEnv, type SimProcess, withEdgeroll, withSimProcess } from "../tests/processes.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -96,15 +97,18 @@ async function untilRolledOut(
 }
 
 /**
- * A process's highest resident size so far (Linux's VmHWM), in MiB: what its memory limit
- * must hold (manifests/base takes its limits from this column).
+ * A process's resident size now (Linux's VmRSS) or its highest so far (VmHWM), in MiB: what
+ * its memory limit must hold (manifests/base takes its limits from the peak).
  */
-function peakResidentMb(pid: number): string {
+function residentMb(pid: number, field: "VmRSS" | "VmHWM"): string {
   const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  const kb = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
-  if (!kb) throw new Error(`no VmHWM in /proc/${pid}/status`);
+  const kb = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1];
+  if (!kb) throw new Error(`no ${field} in /proc/${pid}/status`);
   return (Number(kb) / 1024).toFixed(0);
 }
+
+/** How long the fleet rests before its resident memory is read: V8 gives back after idling. */
+const restMs = 20_000;
 
 interface Measured {
   steady: string[];
@@ -125,7 +129,8 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
     await crd.body?.cancel();
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(sim.kubeconfigPath);
-    await withEdgeroll(sim.kubeconfigPath, {}, async (controller) => {
+    // serve and relay run with the container image's V8 flags, so the memory is the image's.
+    await withEdgeroll(sim.kubeconfigPath, { env: imageEnv() }, async (controller) => {
       const created = performance.now();
       await createAgentSet(kc, "agent:1", "10%");
       await untilRolledOut(sim, nodes, 1, "agent:1", 600_000);
@@ -156,6 +161,10 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
       const per = (verb: string) => ((after[verb] ?? 0) - (before[verb] ?? 0)) / calls;
       const writes = ["create", "update", "patch", "delete"].reduce((n, v) => n + per(v), 0);
       times.sort((a, b) => a - b);
+      await new Promise((resolve) => setTimeout(resolve, restMs));
+      const pids = controller.pids ?? [];
+      const memory = (field: "VmRSS" | "VmHWM") =>
+        pids.map((pid) => residentMb(pid, field)).join(" / ");
       result.steady = [
         String(nodes),
         `${createSeconds.toFixed(1)} s`,
@@ -163,6 +172,8 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
         String(writes),
         `${percentile(times, 0.5).toFixed(0)} ms`,
         `${percentile(times, 0.9).toFixed(0)} ms`,
+        `${memory("VmRSS")} MiB`,
+        `${memory("VmHWM")} MiB`,
       ];
 
       if (rollout) {
@@ -178,7 +189,7 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
         const perWave = (d.terminationSeconds + d.pullSeconds + d.cachedStartSeconds) /
           rolloutSpeed;
         const minimum = waves * perWave;
-        const [serveMb, relayMb] = (controller.pids ?? []).map(peakResidentMb);
+        const [serveMb, relayMb] = (controller.pids ?? []).map((pid) => residentMb(pid, "VmHWM"));
         result.rollout = [
           String(nodes),
           `${budget} (10%)`,
@@ -205,6 +216,8 @@ const steadyHeader = [
   "writes / reconcile",
   "p50",
   "p90",
+  `resident ${restMs / 1000} s at rest, serve / relay`,
+  "peak so far, serve / relay",
 ];
 const rolloutTitle =
   `controller: rollout wall time against waves × (terminate + pull + start) / speed (${rolloutSpeed})`;
@@ -226,7 +239,7 @@ for (const nodes of sizes) {
     steady.push(m.steady);
     if (m.rollout) rollouts.push(m.rollout);
   } catch (err) {
-    steady.push([String(nodes), (err as Error).message, "", "", "", ""]);
+    steady.push([String(nodes), (err as Error).message, ...steadyHeader.slice(2).map(() => "")]);
   }
   // Printed after each size, so a long run shows what it has.
   table(steadyTitle, steadyHeader, steady);

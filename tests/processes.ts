@@ -8,9 +8,21 @@ import { freePort } from "../cluster/processes.ts";
 
 const main = new URL("../main.ts", import.meta.url).pathname;
 
-export function spawnMain(args: string[]): Deno.ChildProcess {
+/**
+ * The environment the container image sets for V8 (the Dockerfile's `DENO_V8_FLAGS`), for
+ * measurements of memory as the image runs.
+ */
+export function imageEnv(): Record<string, string> {
+  const dockerfile = Deno.readTextFileSync(new URL("../Dockerfile", import.meta.url));
+  const flags = /^ENV DENO_V8_FLAGS=(\S+)$/m.exec(dockerfile)?.[1];
+  if (!flags) throw new Error("the Dockerfile sets no ENV DENO_V8_FLAGS");
+  return { DENO_V8_FLAGS: flags };
+}
+
+export function spawnMain(args: string[], env?: Record<string, string>): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", main, ...args],
+    env,
     stdout: "null",
     stderr: "inherit",
   }).spawn();
@@ -124,6 +136,8 @@ export async function withControllers(
     relayArgs?: string[];
     /** The relay's own kubeconfig (default: the controllers'). */
     relayKubeconfigPath?: string;
+    /** Added to the environment of every process (e.g. `imageEnv()`). */
+    env?: Record<string, string>;
   },
   body: (controllers: ControllerProcesses) => Promise<void>,
 ): Promise<void> {
@@ -143,7 +157,7 @@ export async function withControllers(
         `--port=${port}`,
         ...common,
         ...(options.serveArgs ?? []),
-      ]);
+      ], options.env);
       children.push(child);
       urls.push(`http://127.0.0.1:${port}`);
       await untilAnswers(`${urls[i]}/readyz`, child);
@@ -157,7 +171,7 @@ export async function withControllers(
           kubeconfig,
           `--token-file=${tokenFile}`,
           ...(options.relayArgs ?? []),
-        ]),
+        ], options.env),
       );
     }
     await body({ urls, token, pids: children.map((child) => child.pid) });
@@ -173,7 +187,7 @@ export async function withControllers(
  */
 export function withEdgeroll(
   kubeconfigPath: string,
-  options: { serveArgs?: string[]; relayArgs?: string[] },
+  options: { serveArgs?: string[]; relayArgs?: string[]; env?: Record<string, string> },
   body: (edgeroll: EdgerollProcesses) => Promise<void>,
 ): Promise<void> {
   return withControllers(
