@@ -43,9 +43,9 @@ await withSimProcess({ nodes: 100, speed: 10 }, async (sim) => {
     await untilAnswers(`${url}/readyz`, child);
     const reviews = async () => {
       const stats = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
-      return Object.entries(stats.requests.byResource as Record<string, number>)
-        .filter(([resource]) => resource.startsWith("tokenreviews"))
-        .reduce((n, [, count]) => n + count, 0);
+      const byVerb = (stats.requests.byResource as Record<string, Record<string, number>>)
+        .tokenreviews ?? {};
+      return Object.values(byVerb).reduce((n, count) => n + count, 0);
     };
     const post = async (path: string, init: RequestInit) => {
       const response = await fetch(`${url}${path}`, { method: "POST", ...init });
