@@ -3,7 +3,7 @@
  *
  * Each room exports its own `Command`; this file only dispatches.
  */
-import { type Command, runCommand } from "./cli/command.ts";
+import { type Command, runCommand } from "./lib/command.ts";
 import { crdCommand } from "./cli/crd-command.ts";
 import { simCommand } from "./sim/command.ts";
 import { demoCommand } from "./cli/demo.ts";

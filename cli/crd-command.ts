@@ -5,7 +5,7 @@
  */
 import { stringify } from "yaml";
 import { advancedDaemonSetCrd, crdResource } from "../api/crd.ts";
-import { type Command, stringOption } from "./command.ts";
+import { type Command, stringOption } from "../lib/command.ts";
 
 export const crdFileName = "advanceddaemonsets.apps.edgeroll.dev.yaml";
 

@@ -9,8 +9,8 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
-import { type Command, intOption } from "./command.ts";
-import { createLogger } from "./log.ts";
+import { type Command, intOption } from "../lib/command.ts";
+import { createLogger } from "../lib/log.ts";
 import { startSim } from "../sim/start.ts";
 import type { StoreEvent } from "../sim/store.ts";
 import { startController } from "../routes/serve.ts";

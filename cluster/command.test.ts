@@ -1,5 +1,5 @@
 import { assertRejects } from "@std/assert";
-import { UsageError } from "../cli/command.ts";
+import { UsageError } from "../lib/command.ts";
 import { clusterNodeCommand, clusterUpCommand } from "./command.ts";
 
 Deno.test("cluster-node rejects an unknown verb and a missing node", async () => {

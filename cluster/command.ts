@@ -4,7 +4,7 @@
  * stops it. (Separate commands, not one with an action word, so that `deno task cluster:up --
  * --nodes 3` puts the `--` first, where the shared parser drops it.)
  */
-import { type Command, intOption, stringOption, UsageError } from "../cli/command.ts";
+import { type Command, intOption, stringOption, UsageError } from "../lib/command.ts";
 import { downCluster, readState, upCluster } from "./control-plane.ts";
 import { type NodeLinkVerb, nodeLinkVerbs, setNodeLink } from "./node-link.ts";
 import { residentKiB } from "./processes.ts";

@@ -5,7 +5,7 @@
  */
 import { Hono } from "hono";
 import type * as k8s from "@kubernetes/client-node";
-import { createLogger, type Logger } from "../cli/log.ts";
+import { createLogger, type Logger } from "../lib/log.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { type Authenticator, requireBearer } from "../routes/auth.ts";

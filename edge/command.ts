@@ -4,8 +4,8 @@
  */
 import { readFileSync } from "node:fs";
 import process from "node:process";
-import { type Command, intOption, stringOption, UsageError } from "../cli/command.ts";
-import { untilStopSignal } from "../cli/signals.ts";
+import { type Command, intOption, stringOption, UsageError } from "../lib/command.ts";
+import { untilStopSignal } from "../lib/signals.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import { staticTokenAuthenticator } from "../routes/auth.ts";
 import { defaultEdgePort, startEdgeAgent } from "./agent.ts";

@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Logger } from "../cli/log.ts";
+import type { Logger } from "../lib/log.ts";
 
 export interface FetchServer {
   /** `http://host:port`, the port the system picked when 0 was asked. */

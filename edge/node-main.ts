@@ -3,7 +3,7 @@
  * command alone, with Node's arguments. No top-level await: the bundle is CommonJS.
  */
 import process from "node:process";
-import { runCommand } from "../cli/command.ts";
+import { runCommand } from "../lib/command.ts";
 import { edgeCommand } from "./command.ts";
 
 runCommand(edgeCommand, process.argv.slice(2)).then((code) => process.exit(code));

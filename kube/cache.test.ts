@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { type CacheChange, isAtLeast, SnapshotCache } from "./cache.ts";
 import type { KubeList, KubeObject } from "./objects.ts";
 import type { WatchFn } from "./watcher.ts";

@@ -12,7 +12,7 @@
  * Every change a cache applies is reported to `onChange`, so the reconcile it calls for reads
  * the cache after that change.
  */
-import type { Logger } from "../cli/log.ts";
+import type { Logger } from "../lib/log.ts";
 import type { Access, KubeApi } from "./api.ts";
 import { type KubeList, type KubeObject, nodeAsCached, podAsCached } from "./objects.ts";
 import { type RunningWatch, startWatch, type WatchFn } from "./watcher.ts";

@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { startWatch, type WatchFn } from "./watcher.ts";
 
 type Query = Record<string, string | number | boolean | undefined>;

@@ -7,8 +7,8 @@
  * watch, whose synthetic ADDED events are the relist (the relay, which only forwards).
  */
 import * as k8s from "@kubernetes/client-node";
-import type { Logger } from "../cli/log.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { Logger } from "../lib/log.ts";
+import type { KubeObject } from "./objects.ts";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 

@@ -1,8 +1,8 @@
 /** `edgeroll relay --target URL`: watch the cluster, post CloudEvents to the controller. */
-import { type Command, stringOption, UsageError } from "../cli/command.ts";
-import { parseDuration } from "../cli/duration.ts";
-import { untilStopSignal } from "../cli/signals.ts";
-import { createLogger } from "../cli/log.ts";
+import { type Command, stringOption, UsageError } from "../lib/command.ts";
+import { parseDuration } from "../lib/duration.ts";
+import { untilStopSignal } from "../lib/signals.ts";
+import { createLogger } from "../lib/log.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import { startRelay } from "./relay.ts";
 

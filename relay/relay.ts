@@ -7,10 +7,10 @@
 import type * as k8s from "@kubernetes/client-node";
 import { group, plural, version } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
-import type { Logger } from "../cli/log.ts";
+import type { Logger } from "../lib/log.ts";
 import { fnv1a64 } from "../engine/hash.ts";
 import { type KubeObject, nodeSchedulingView } from "../kube/objects.ts";
-import { RecentMap } from "../routes/recent-map.ts";
+import { RecentMap } from "../lib/recent-map.ts";
 import { type BearerToken, EventSender } from "./sender.ts";
 import {
   clientNodeWatch,

@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { type BearerToken, EventSender } from "./sender.ts";
 
 interface Post {

@@ -7,7 +7,7 @@
  * them) and is retried with backoff; a batch the controller calls malformed (400) is dropped.
  */
 import { CloudEvent } from "cloudevents";
-import type { Logger } from "../cli/log.ts";
+import type { Logger } from "../lib/log.ts";
 
 export interface SenderOptions {
   /** The controller's `/events` URL. */

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { zValidator } from "@hono/zod-validator";
 import { z } from "zod";
-import type { Logger } from "../cli/log.ts";
+import type { Logger } from "../lib/log.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts";
 import { type Authenticator, requireBearer } from "./auth.ts";

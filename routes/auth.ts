@@ -7,7 +7,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { KubeClient } from "../kube/client.ts";
 import { HttpError } from "./errors.ts";
-import { RecentMap } from "./recent-map.ts";
+import { RecentMap } from "../lib/recent-map.ts";
 
 export type Identity =
   | { authenticated: false; why: string }

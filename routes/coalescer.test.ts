@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { Coalescer, type RunKey } from "./coalescer.ts";
 
 function recorder(answers: Record<string, (number | Error)[]>) {

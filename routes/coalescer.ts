@@ -9,8 +9,8 @@
  * with a cap, so no event stream drives a hot loop. Only this queue is in memory; losing it
  * loses nothing the tick does not resync.
  */
-import type { Logger } from "../cli/log.ts";
-import { RecentMap } from "./recent-map.ts";
+import type { Logger } from "../lib/log.ts";
+import { RecentMap } from "../lib/recent-map.ts";
 
 export interface CoalescerOptions {
   /** Keys reconciled at the same time. */

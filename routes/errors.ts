@@ -7,7 +7,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { HTTPException } from "hono/http-exception";
 import { z } from "zod";
 import { KubeError } from "../kube/errors.ts";
-import type { Logger } from "../cli/log.ts";
+import type { Logger } from "../lib/log.ts";
 
 export interface ErrorBody {
   error: {

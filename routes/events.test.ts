@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { SnapshotCache } from "../kube/cache.ts";
 import type { WatchFn } from "../kube/watcher.ts";
 import { NodeChanges } from "./events.ts";

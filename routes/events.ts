@@ -11,7 +11,7 @@ import { group } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import { nodeSchedulingView, setKey, type SetKind } from "../kube/objects.ts";
 import { badRequest } from "./errors.ts";
-import { RecentMap } from "./recent-map.ts";
+import { RecentMap } from "../lib/recent-map.ts";
 import { dnsName, namespaceName } from "./params.ts";
 
 export const eventTypePrefix = "dev.knative.apiserver.";

@@ -1,6 +1,6 @@
 import { assertEquals, assertRejects } from "@std/assert";
 import { writePki } from "../cluster/certs.ts";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { listen } from "./listener.ts";
 
 /** Two serving pairs for 127.0.0.1, each from its own CA. */

@@ -5,7 +5,7 @@
  * finishes its requests in flight, so a renewed certificate (cert-manager, a rotated Secret) is
  * served without a restart. A pair that does not load is logged and the served one kept.
  */
-import type { Logger } from "../cli/log.ts";
+import type { Logger } from "../lib/log.ts";
 
 export interface TlsFiles {
   certFile: string;

@@ -1,6 +1,6 @@
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { Hono } from "hono";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { interceptApi, type Overrides } from "../kube/api.ts";
 import { KubeClient, type RequestRecord } from "../kube/client.ts";
 import { KubeError } from "../kube/errors.ts";

@@ -8,7 +8,7 @@
 import type { Hono, MiddlewareHandler } from "hono";
 import { zValidator } from "@hono/zod-validator";
 import { z } from "zod";
-import type { Logger } from "../cli/log.ts";
+import type { Logger } from "../lib/log.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import { type DaemonSet, Keys, type Pod } from "../api/kube-objects.ts";
 import type { KubeMethod } from "../kube/api.ts";

@@ -1,6 +1,6 @@
 /** `edgeroll reconcile KIND/ns/name`: one reconcile step against a cluster, answer printed. */
-import { type Command, stringOption } from "../cli/command.ts";
-import { createLogger } from "../cli/log.ts";
+import { type Command, stringOption } from "../lib/command.ts";
+import { createLogger } from "../lib/log.ts";
 import { plan } from "../engine/plan.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";

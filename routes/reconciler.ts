@@ -18,9 +18,9 @@ import {
 } from "../kube/executor.ts";
 import type { KubeObject, SetRef } from "../kube/objects.ts";
 import { setKey } from "../kube/objects.ts";
-import type { Logger } from "../cli/log.ts";
+import type { Logger } from "../lib/log.ts";
 import { HttpError } from "./errors.ts";
-import { RecentMap } from "./recent-map.ts";
+import { RecentMap } from "../lib/recent-map.ts";
 import type { Metrics } from "./metrics.ts";
 
 export type Planner = (snapshot: Snapshot, now: EpochMillis) => Plan;

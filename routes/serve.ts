@@ -10,10 +10,10 @@ import {
   type ParsedArgs,
   stringOption,
   UsageError,
-} from "../cli/command.ts";
-import { parseDuration } from "../cli/duration.ts";
-import { untilStopSignal } from "../cli/signals.ts";
-import { createLogger, type Logger } from "../cli/log.ts";
+} from "../lib/command.ts";
+import { parseDuration } from "../lib/duration.ts";
+import { untilStopSignal } from "../lib/signals.ts";
+import { createLogger, type Logger } from "../lib/log.ts";
 import { plan } from "../engine/plan.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { SnapshotCache } from "../kube/cache.ts";

@@ -1,5 +1,5 @@
 import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
-import { UsageError } from "../cli/command.ts";
+import { UsageError } from "../lib/command.ts";
 import { plan } from "../engine/plan.ts";
 import * as f from "../engine/testdata/fleet.ts";
 import type { Snapshot } from "../engine/types.ts";

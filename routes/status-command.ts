@@ -3,8 +3,8 @@
  * desired, the budget in use, conditions, and the nodes it waits for and why. It reads the
  * cluster and asks the planner (a dry run), so it shows what the next reconcile would see.
  */
-import { type Command, stringOption, UsageError } from "../cli/command.ts";
-import { parseDuration } from "../cli/duration.ts";
+import { type Command, stringOption, UsageError } from "../lib/command.ts";
+import { parseDuration } from "../lib/duration.ts";
 import { readSet, resolve } from "../engine/config.ts";
 import { plan } from "../engine/plan.ts";
 import type { Plan, Snapshot } from "../engine/types.ts";

@@ -2,7 +2,7 @@
  * For route tests: a fresh in-memory cluster per test (a set, nodes) and a tiny planner with
  * the engine's contract: one pod per node, status a function of the snapshot only.
  */
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { KubeClient } from "../kube/client.ts";
 import { interceptApi, type KubeApi, type Overrides } from "../kube/api.ts";
 import type { SnapshotCache } from "../kube/cache.ts";

@@ -7,8 +7,8 @@ import {
   type ParsedArgs,
   stringOption,
   UsageError,
-} from "../cli/command.ts";
-import { untilStopSignal } from "../cli/signals.ts";
+} from "../lib/command.ts";
+import { untilStopSignal } from "../lib/signals.ts";
 import { startSim } from "./start.ts";
 
 function speedOption(args: ParsedArgs): number {

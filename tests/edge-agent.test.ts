@@ -3,7 +3,7 @@ import { kubeConfigForServer } from "../kube/config.ts";
 import { startSim } from "../sim/start.ts";
 import { startEdgeAgent } from "../edge/agent.ts";
 import { staticTokenAuthenticator } from "../routes/auth.ts";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { Kube } from "./e2e/kube.ts";
 import { exerciseEdgeAgent, seedOtaUpgrade } from "./edge-ota.ts";
 import { freePort } from "../cluster/processes.ts";

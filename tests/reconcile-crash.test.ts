@@ -4,7 +4,7 @@
  * work once they expire. Real planner, in-memory API server, injected clocks.
  */
 import { assertEquals } from "@std/assert";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { plan } from "../engine/plan.ts";
 import * as f from "../engine/testdata/fleet.ts";
 import { interceptApi } from "../kube/api.ts";

@@ -3,7 +3,7 @@
  * the right sets: pods by owner, managed DaemonSets only, nodes once per real change (not per heartbeat).
  */
 import { assertEquals } from "@std/assert";
-import { memoryLogger } from "../cli/log.ts";
+import { memoryLogger } from "../lib/log.ts";
 import { kubeConfigForServer } from "../kube/config.ts";
 import { startRelay } from "../relay/relay.ts";
 import type { WatchFn } from "../kube/watcher.ts";

@@ -1,0 +1,117 @@
+/**
+ * The rooms of `docs/architecture.md` (DESIGN's map): which room's code may import which. Read
+ * from the import statements of every source file, types included; test files and test
+ * doubles are judged with `tests/`. A violation that is known and being moved out (issue 14)
+ * is listed below by file; the list may only shrink: a listed import that is gone fails too,
+ * so the list never outlives the debt it records.
+ */
+import { assertEquals } from "@std/assert";
+
+const root = new URL("../", import.meta.url);
+
+/** Room → the rooms its code may import (besides itself). `*`: any. */
+const mayImport: Record<string, string[] | "*"> = {
+  lib: [],
+  api: ["lib"],
+  engine: ["api"],
+  kube: ["api", "lib"],
+  routes: ["api", "lib"],
+  relay: ["api", "kube", "lib"],
+  edge: ["api", "kube", "routes", "lib"],
+  sim: ["api", "lib"],
+  cluster: ["lib"],
+  cli: "*",
+  ".": "*", // main.ts
+};
+
+/**
+ * Known imports across the map, each with why it is still here. `routes/` is the controller
+ * room until issue 14 moves the reconciler, queue and ticker into `controller/`.
+ */
+const knownDebts: Record<string, string> = {
+  "kube/client.ts -> engine": "Snapshot and Action types: to api/ (issue 14)",
+  "kube/executor.ts -> engine": "Action types: to api/ (issue 14)",
+  "relay/relay.ts -> engine": "fnv1a64 for node fingerprints (issue 14)",
+  "routes/app.ts -> kube": "the controller lives in routes/ (issue 14)",
+  "routes/auth.ts -> kube": "TokenReview through the controller's client (issue 14)",
+  "routes/errors.ts -> kube": "KubeError mapped to HTTP here (issue 14)",
+  "routes/events.ts -> engine": "fnv1a64 for node fingerprints (issue 14)",
+  "routes/events.ts -> kube": "the controller lives in routes/ (issue 14)",
+  "routes/ota.ts -> kube": "OTA calls the API from the route (issue 14)",
+  "routes/reconcile-command.ts -> engine": "a command in routes/: to cli/ (issue 14)",
+  "routes/reconcile-command.ts -> kube": "a command in routes/: to cli/ (issue 14)",
+  "routes/reconciler.ts -> engine": "the reconciler lives in routes/ (issue 14)",
+  "routes/reconciler.ts -> kube": "the reconciler lives in routes/ (issue 14)",
+  "routes/serve.ts -> engine": "a command in routes/: to cli/ (issue 14)",
+  "routes/serve.ts -> kube": "a command in routes/: to cli/ (issue 14)",
+  "routes/status-command.ts -> engine": "a command in routes/: to cli/ (issue 14)",
+  "routes/status-command.ts -> kube": "a command in routes/: to cli/ (issue 14)",
+  "routes/tick.ts -> kube": "the ticker lives in routes/ (issue 14)",
+  "routes/test-fixtures.ts -> engine": "a test double beside production code (issue 14)",
+  "routes/test-fixtures.ts -> kube": "a test double beside production code (issue 14)",
+  "routes/metrics.ts -> kube": "metrics of the controller's API calls (issue 14)",
+};
+
+async function sourceFiles(dir: URL, prefix = ""): Promise<string[]> {
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${prefix}${entry.name}`;
+    if (entry.isDirectory) {
+      if (["node_modules", ".git", "dist", "bin"].includes(entry.name)) continue;
+      files.push(...await sourceFiles(new URL(`${entry.name}/`, dir), `${path}/`));
+    } else if (entry.name.endsWith(".ts") || entry.name.endsWith(".tsx")) {
+      files.push(path);
+    }
+  }
+  return files;
+}
+
+const roomOf = (path: string) => path.includes("/") ? path.slice(0, path.indexOf("/")) : ".";
+const isTest = (path: string) => /\.test\.tsx?$/.test(path) || roomOf(path) === "tests";
+
+/** `from "../kube/api.ts"`, `import "./x.ts"`, `import("../y.ts")`, types included. */
+function relativeImports(source: string): string[] {
+  const found: string[] = [];
+  for (const m of source.matchAll(/(?:\bfrom|\bimport)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)) {
+    found.push(m[1]);
+  }
+  return found;
+}
+
+Deno.test("every room imports only what the map allows, or a debt listed here", async () => {
+  const violations = new Set<string>();
+  for (const file of await sourceFiles(root)) {
+    const room = roomOf(file);
+    if (isTest(file) || room === "bench") continue;
+    const allowed = mayImport[room];
+    if (allowed === undefined) throw new Error(`${file}: room ${room} is not on the map`);
+    if (allowed === "*") continue;
+    const source = await Deno.readTextFile(new URL(file, root));
+    for (const spec of relativeImports(source)) {
+      const target = new URL(spec, new URL(file, root)).pathname.slice(root.pathname.length);
+      const targetRoom = roomOf(target);
+      if (targetRoom === room || allowed.includes(targetRoom)) continue;
+      violations.add(`${file} -> ${targetRoom}`);
+    }
+  }
+  const unknown = [...violations].filter((v) => !(v in knownDebts)).sort();
+  const paid = Object.keys(knownDebts).filter((v) => !violations.has(v)).sort();
+  assertEquals(unknown, [], "imports the map forbids");
+  assertEquals(paid, [], "debts paid: remove them from knownDebts");
+});
+
+Deno.test("engine/ and sim/ never import the controller's logic", async () => {
+  // The two rules of DESIGN that no debt may cover: a pure planner, an independent simulator.
+  for (const file of await sourceFiles(root)) {
+    const room = roomOf(file);
+    if (room !== "engine" && room !== "sim") continue;
+    const source = await Deno.readTextFile(new URL(file, root));
+    for (const spec of relativeImports(source)) {
+      const target = new URL(spec, new URL(file, root)).pathname.slice(root.pathname.length);
+      const forbidden = room === "engine"
+        ? !["engine", "api"].includes(roomOf(target))
+        : ["engine", "kube", "routes", "relay", "edge"].includes(roomOf(target));
+      assertEquals(forbidden, false, `${file} imports ${target}`);
+    }
+  }
+});
