@@ -172,6 +172,34 @@ Deno.test("daemonset: maxSurge starts the new pod beside the old one before dele
   });
 });
 
+Deno.test("daemonset: a surged pod's minReadySeconds passing, with no other event, lets the old pod go", async () => {
+  // Upstream requeues the set minReadySeconds (+1 s) after a pod turns Ready; the status
+  // counts only each node's oldest pod, so it alone never asks again. Found by upstream's
+  // surge spec, which stalled on sim whenever its random pod deletions happened not to wake
+  // the controller within 60 s (ADR 0022).
+  await withCluster({ nodes: 2 }, async (store) => {
+    const ds = daemonSet("ready-wait", "nginx:1.26", {
+      type: "RollingUpdate",
+      rollingUpdate: { maxUnavailable: 0, maxSurge: 1 },
+    });
+    // 200 simulated seconds, 2 real ones at speed 100: longer than the second that Ready's
+    // lastTransitionTime is truncated to, so the new pod is never available at its Ready event.
+    (ds.spec as DaemonSet["spec"]).minReadySeconds = 200;
+    store.create("daemonsets.apps", ds);
+    await waitFor(
+      "first rollout",
+      () => getDs(store, "ready-wait").status?.numberAvailable === 2,
+      20_000,
+    );
+    setImage(store, "ready-wait", "nginx:1.27");
+    await waitFor("surge rollout past minReadySeconds", () => {
+      const pods = podsOf(store, "ready-wait").filter((p) => !p.metadata.deletionTimestamp);
+      return pods.length === 2 &&
+        pods.every((p) => p.spec.containers[0].image === "nginx:1.27" && isPodReady(p));
+    }, 20_000);
+  });
+});
+
 Deno.test("daemonset: OnDelete holds still; a deleted pod returns at the new revision", async () => {
   await withCluster({ nodes: 3 }, async (store) => {
     const ds = daemonSet("yurt", "nginx:1.26", { type: "OnDelete" });

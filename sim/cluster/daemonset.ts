@@ -152,6 +152,18 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
             }
           }
         }
+        {
+          // As upstream's updatePod: a pod turning Ready becomes available minReadySeconds
+          // later, an instant no event marks. The status alone does not ask again for it,
+          // since it counts each node's oldest pod only (a surged new pod is not that one).
+          const key = keyForUid(controllerUid(event.object));
+          const minReady = key ? cache.daemonSets.get(key)?.spec.minReadySeconds ?? 0 : 0;
+          const turnedReady = event.type !== "DELETED" && isPodReady(event.object as Pod) &&
+            !(previous && isPodReady(previous as Pod));
+          if (key && minReady > 0 && turnedReady) {
+            timeline.after(minReady + 1, () => queue.add(key));
+          }
+        }
       /* falls through */
       case REVISIONS: {
         const key = keyForUid(controllerUid(event.object)) ??
