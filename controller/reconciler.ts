@@ -19,7 +19,7 @@ import {
 import type { KubeObject, SetRef } from "../kube/objects.ts";
 import { setKey } from "../kube/objects.ts";
 import type { Logger } from "../lib/log.ts";
-import { HttpError } from "./errors.ts";
+import { ControllerError } from "./errors.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -89,18 +89,14 @@ export function createReconciler(deps: ReconcilerDeps): Reconcile {
         }
         if (conflicts + 1 >= maxConflicts) {
           result = "conflict";
-          throw new HttpError(
-            409,
+          throw new ControllerError(
             "Conflict",
             `${setKey(ref)} kept changing: ${maxConflicts} claims lost`,
-            {
-              retryable: true,
-            },
           );
         }
       }
     } catch (err) {
-      if (err instanceof HttpError && err.status === 404) result = "notfound";
+      if (err instanceof ControllerError && err.kind === "NotFound") result = "notfound";
       throw err;
     } finally {
       deps.metrics?.observeReconcile(result, (performance.now() - started) / 1000);
@@ -165,7 +161,7 @@ async function reconcileOnce(
   const phases = new PhaseTimer();
   const snapshot = await deps.kube.readSnapshot(ref);
   phases.end("read");
-  if (!snapshot) throw new HttpError(404, "NotFound", `${setKey(ref)} not found`);
+  if (!snapshot) throw new ControllerError("NotFound", `${setKey(ref)} not found`);
   const base = { set: setKey(ref), dryRun, conflicts };
   if (snapshot.kind === "DaemonSet" && !readOpenYurtRollout(snapshot.set).managed) {
     return {

@@ -6,7 +6,7 @@
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import { type KubeClient, writtenStatus } from "../kube/client.ts";
 import { type KubeObject, setKey, type SetKind, type SetRef } from "../kube/objects.ts";
-import { errorBody } from "./errors.ts";
+import { failureOf } from "./errors.ts";
 import type { Reconcile } from "./reconciler.ts";
 
 export interface TickDeps {
@@ -101,9 +101,9 @@ export function createTicker(deps: TickDeps) {
           entry.actions = answer.actions.length;
           entry.result = answer.actions.some((a) => a.result === "failed") ? "partial" : "ok";
         } catch (err) {
-          const body = errorBody(err);
-          entry.result = body.reason;
-          entry.error = body.message;
+          const failure = failureOf(err);
+          entry.result = failure.reason;
+          entry.error = failure.message;
         }
         reconciled.push(entry);
       }

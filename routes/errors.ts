@@ -5,8 +5,8 @@
 import type { Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { HTTPException } from "hono/http-exception";
-import { z } from "zod";
-import { KubeError } from "../kube/errors.ts";
+import type { z } from "zod";
+import { type FailureKind, failureOf } from "../controller/errors.ts";
 import type { Logger } from "../lib/log.ts";
 
 export interface ErrorBody {
@@ -42,37 +42,30 @@ export function errorBody(err: unknown): ErrorBody["error"] {
   if (err instanceof HttpError) {
     return { status: err.status, reason: err.reason, message: err.message, ...err.extra };
   }
-  if (err instanceof z.ZodError) {
-    return { status: 400, reason: "BadRequest", message: "invalid input", issues: err.issues };
-  }
-  if (err instanceof KubeError) {
-    // The API server's answer to us, translated to what our caller can do about it. A 404
-    // from it is a gateway error too: a missing set or pod is answered 404 by the route that
-    // looked for it, so a 404 reaching here is a path the server does not serve.
-    if (err.status === 409) {
-      return { status: 409, reason: err.reason, message: err.message, retryable: true };
-    }
-    if (err.retryable) {
-      return {
-        status: 503,
-        reason: "KubernetesUnavailable",
-        message: err.message,
-        retryable: true,
-      };
-    }
-    return { status: 502, reason: `Kubernetes${err.reason}`, message: err.message };
-  }
   if (err instanceof HTTPException) {
     // Thrown by Hono's middleware; 504 is its timeout's, named as kube-apiserver names it.
     const reason = err.status === 504 ? "Timeout" : "HTTPException";
     return { status: err.status, reason, message: err.message };
   }
+  const { kind, reason, message, issues, retryable } = failureOf(err);
   return {
-    status: 500,
-    reason: "InternalError",
-    message: err instanceof Error ? err.message : String(err),
+    status: statusOf[kind],
+    reason,
+    message,
+    ...(issues ? { issues } : {}),
+    ...(retryable ? { retryable } : {}),
   };
 }
+
+/** The HTTP status of each kind of controller failure. */
+const statusOf: Record<FailureKind, ContentfulStatusCode> = {
+  NotFound: 404,
+  Conflict: 409,
+  Unavailable: 503,
+  Upstream: 502,
+  Invalid: 400,
+  Internal: 500,
+};
 
 /** A Hono route path (`/reconcile/:kind/:name`) as a regular expression over request paths. */
 function routePattern(path: string): RegExp {

@@ -2,7 +2,6 @@ import { assertEquals } from "@std/assert";
 import { memoryLogger } from "../lib/log.ts";
 import { SnapshotCache } from "../kube/cache.ts";
 import type { WatchFn } from "../kube/watcher.ts";
-import { NodeChanges } from "./events.ts";
 import { harness, podOfAgent } from "./test-fixtures.ts";
 
 const pod = (name: string) => ({ apiVersion: "v1", kind: "Pod", ...podOfAgent(name) });
@@ -38,7 +37,7 @@ Deno.test("a binary pod event reconciles the set that owns the pod", async () =>
   assertEquals(res.status, 202);
   const body = await res.json();
   assertEquals(body.events[0].keys, ["advanceddaemonsets/edge/agent"]);
-  await h.controller.coalescer.idle();
+  await h.controller.queue.idle();
   assertEquals(h.plans.length, 1);
   assertEquals(h.api.writes.filter((w) => w === "create pods").length, 2);
 });
@@ -69,7 +68,7 @@ Deno.test("structured and batch events are read too; a set event maps to itself"
     ["advanceddaemonsets/edge/agent"],
     ["edge/*"],
   ]);
-  await h.controller.coalescer.idle();
+  await h.controller.queue.idle();
   assertEquals(h.plans.length >= 1, true);
 });
 
@@ -88,8 +87,8 @@ Deno.test("a burst of pod events while their set reconciles becomes one more rec
   );
   assertEquals(responses.every((r) => r.status === 202), true);
   gate.resolve();
-  await h.controller.coalescer.idle();
-  assertEquals([h.controller.coalescer.requested, h.controller.coalescer.started], [50, 2]);
+  await h.controller.queue.idle();
+  assertEquals([h.controller.queue.requested, h.controller.queue.started], [50, 2]);
   assertEquals(h.plans.length, 2);
 });
 
@@ -104,7 +103,7 @@ Deno.test("a node event fans out to every managed set; a heartbeat is dropped", 
   assertEquals((await (await h.request("/events", binary(update, node))).json()).events[0].keys, [
     "*",
   ]);
-  await h.controller.coalescer.idle();
+  await h.controller.queue.idle();
   assertEquals(h.plans.map((s) => s.set.metadata.name), ["agent"]);
   const heartbeat = { ...node, metadata: { ...node.metadata, resourceVersion: "99" } };
   assertEquals(
@@ -125,7 +124,7 @@ Deno.test("an unknown event type answers 202 and does nothing", async () => {
   const body = await res.json();
   assertEquals([body.accepted, body.events[0].keys], [false, []]);
   assertEquals(body.events[0].ignored.includes("com.example.something"), true);
-  await h.controller.coalescer.idle();
+  await h.controller.queue.idle();
   assertEquals(h.plans.length, 0);
 });
 
@@ -168,10 +167,10 @@ Deno.test("a node change the relay reported first still reconciles once the cach
   };
   // The relay is quicker than the controller's own watch: its reconcile reads a stale cache.
   await h.request("/events", binary(update, notReady));
-  await h.controller.coalescer.idle();
+  await h.controller.queue.idle();
   const before = h.plans.length;
   watches.get("/api/v1/nodes")!("MODIFIED", notReady);
-  await h.controller.coalescer.idle();
+  await h.controller.queue.idle();
   assertEquals(h.plans.length, before + 1, "the cache's change calls a reconcile of its own");
   const ready = (n: { status?: unknown }) =>
     (n.status as { conditions?: { status: string }[] } | undefined)?.conditions?.[0]?.status;
@@ -265,7 +264,7 @@ Deno.test("bodies past the limit and batches past their cap answer 413, and noth
   );
   assertEquals(batch.status, 413);
   assertEquals((await batch.json()).error.message, "a batch of 11 events exceeds 10");
-  await h.controller.coalescer.idle();
+  await h.controller.queue.idle();
   assertEquals(h.plans.length, 0, "nothing refused was queued");
   const fits = await h.request(
     "/events",
@@ -273,23 +272,6 @@ Deno.test("bodies past the limit and batches past their cap answer 413, and noth
   );
   assertEquals(fits.status, 202);
   await fits.body?.cancel();
-  await h.controller.coalescer.idle();
+  await h.controller.queue.idle();
   assertEquals(h.plans.length > 0, true, "the batch that fits was");
-});
-
-Deno.test("node names sent in events are remembered up to a bound, the least recently seen first", () => {
-  const nodes = new NodeChanges();
-  const node = (name: string, zone = "a") => ({
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: { name, labels: { "topology.kubernetes.io/zone": zone } },
-  });
-  assertEquals(nodes.changed(node("edge-0"), false), true);
-  assertEquals(nodes.changed(node("edge-0"), false), false, "a heartbeat moves nothing");
-  for (let i = 1; i <= NodeChanges.maxRemembered + 10; i++) nodes.changed(node(`n-${i}`), false);
-  assertEquals(nodes.size, NodeChanges.maxRemembered);
-  // edge-0 was the least recently seen: forgotten, its next event counts as a change once.
-  assertEquals(nodes.changed(node("edge-0"), false), true);
-  assertEquals(nodes.changed(node("edge-0", "b"), false), true);
-  assertEquals(nodes.changed(node("edge-0", "b"), false), false);
 });

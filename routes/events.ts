@@ -1,27 +1,25 @@
 /**
  * `POST /events`: CloudEvents 1.0 (binary, structured or batch) of the types Knative's
- * ApiServerSource sends, which our relay sends too. Each event becomes keys for the
- * coalescer: a set, or a fan-out ("every set", "every set of a namespace") that the runner
- * expands by listing sets.
+ * ApiServerSource sends, which our relay sends too. Each event is checked here and becomes
+ * the controller's queue keys (`controller/keys.ts`).
  */
 import { type CloudEventV1, HTTP } from "cloudevents";
 import { z } from "zod";
-import { fnv1a64 } from "../engine/hash.ts";
-import { group } from "../api/advanced-daemonset.ts";
-import { updateStrategyAnnotation } from "../api/openyurt.ts";
-import { nodeSchedulingView, setKey, type SetKind } from "../kube/objects.ts";
+import {
+  everySetKey,
+  keysForChange,
+  namespaceKey,
+  type NodeChanges,
+  setKindOf,
+} from "../controller/keys.ts";
+import { setKey } from "../kube/objects.ts";
 import { badRequest } from "./errors.ts";
-import { RecentMap } from "../lib/recent-map.ts";
 import { dnsName, namespaceName } from "./params.ts";
 
 export const eventTypePrefix = "dev.knative.apiserver.";
 const verbs = ["add", "update", "delete"];
 export const resourceEventTypes = verbs.map((v) => `${eventTypePrefix}resource.${v}`);
 export const refEventTypes = verbs.map((v) => `${eventTypePrefix}ref.${v}`);
-
-/** Coalescer keys that stand for many sets. */
-export const everySetKey = "*";
-export const namespaceKey = (namespace: string) => `${namespace}/*`;
 
 const OwnerRef = z.looseObject({
   apiVersion: z.string(),
@@ -109,42 +107,6 @@ export interface EventRouting {
   ignored?: string;
 }
 
-function setKindOf(apiVersion: string | undefined, kind: string): SetKind | undefined {
-  if (kind === "AdvancedDaemonSet" && (apiVersion ?? `${group}/`).startsWith(`${group}/`)) {
-    return "advanceddaemonsets";
-  }
-  if (kind === "DaemonSet" && (apiVersion ?? "apps/v1") === "apps/v1") return "daemonsets";
-  return undefined;
-}
-
-/**
- * Whether a node's `nodeSchedulingView` moved since it was last seen. Node heartbeats do not
- * move it: remembering the last fingerprint per node drops them (a lost memory only costs one
- * extra fan-out).
- */
-export class NodeChanges {
-  /** Names come from callers: at most this many are remembered, the least recently seen go. */
-  static readonly maxRemembered = 50_000;
-  /** A 64-bit hash of each fingerprint, not the fingerprint: a node's labels can be long. */
-  readonly #seen = new RecentMap<string, bigint>(NodeChanges.maxRemembered);
-
-  get size(): number {
-    return this.#seen.size;
-  }
-
-  changed(node: ResourceData, deleted: boolean): boolean {
-    const name = node.metadata.name;
-    if (deleted) {
-      this.#seen.delete(name);
-      return true;
-    }
-    const fingerprint = fnv1a64(JSON.stringify(nodeSchedulingView(node)));
-    const known = this.#seen.get(name);
-    this.#seen.set(name, fingerprint);
-    return known !== fingerprint;
-  }
-}
-
 function dataOf(event: CloudEventV1<unknown>): unknown {
   const data = event.data ?? (event.data_base64 ? atob(event.data_base64) : undefined);
   if (typeof data !== "string") return data;
@@ -186,19 +148,6 @@ export function routeEvent(event: CloudEventV1<unknown>, nodes: NodeChanges): Ev
   return { type, keys: [], ignored: `event type ${type} is not one edgeroll reads` };
 }
 
-/**
- * Which sets a change of this object concerns: a set itself, a pod's owner, every set for a
- * node whose scheduling-relevant fields moved. For events, and for the controller's caches.
- */
-export function keysForChange(
-  object: ResourceData,
-  deleted: boolean,
-  nodes: NodeChanges,
-): string[] {
-  if (object.kind === "Node") return nodes.changed(object, deleted) ? [everySetKey] : [];
-  return keysForObject(object);
-}
-
 /** Why `namespace/name` cannot name an object, or undefined when they can. */
 function invalidName(namespace: string | undefined, name: string): string | undefined {
   if (namespace !== undefined && !namespaceName.safeParse(namespace).success) {
@@ -206,20 +155,4 @@ function invalidName(namespace: string | undefined, name: string): string | unde
   }
   if (!dnsName.safeParse(name).success) return `name "${name}" is not a DNS-1123 subdomain`;
   return undefined;
-}
-
-function keysForObject({ apiVersion, kind, metadata }: ResourceData): string[] {
-  const namespace = metadata.namespace ?? "";
-  const setKind = setKindOf(apiVersion, kind);
-  if (setKind === "daemonsets" && metadata.annotations?.[updateStrategyAnnotation] === undefined) {
-    return [];
-  }
-  if (setKind) return [setKey({ kind: setKind, namespace, name: metadata.name })];
-  if (kind === "Pod") {
-    for (const owner of metadata.ownerReferences ?? []) {
-      const ownerKind = owner.controller ? setKindOf(owner.apiVersion, owner.kind) : undefined;
-      if (ownerKind) return [setKey({ kind: ownerKind, namespace, name: owner.name })];
-    }
-  }
-  return [];
 }

@@ -18,7 +18,7 @@ import type { KubeObject } from "../kube/objects.ts";
 import { labelSelectorString } from "../kube/selector.ts";
 import { HttpError } from "./errors.ts";
 import { dnsName, rejectInvalid } from "./params.ts";
-import { listManagedSets } from "./tick.ts";
+import { listManagedSets } from "../controller/tick.ts";
 
 export interface OtaDeps {
   kube: KubeClient;

@@ -6,7 +6,7 @@ import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import { errorBody } from "./errors.ts";
-import { createReconciler } from "./reconciler.ts";
+import { createReconciler } from "../controller/reconciler.ts";
 import { parseSetArg } from "./status-command.ts";
 
 export const reconcileCommand: Command = {

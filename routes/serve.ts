@@ -24,7 +24,7 @@ import { type ControllerApp, createApp } from "./app.ts";
 import { defaultLimits, type RequestLimits } from "./limits.ts";
 import { type Authenticator, staticTokenAuthenticator, tokenReviewAuthenticator } from "./auth.ts";
 import { listen, type TlsFiles } from "./listener.ts";
-import { Metrics } from "./metrics.ts";
+import { Metrics } from "../controller/metrics.ts";
 
 export interface ControllerOptions {
   kubeConfig: k8s.KubeConfig;

@@ -11,7 +11,7 @@ import type { Plan, Snapshot } from "../engine/types.ts";
 import type { Pod } from "../api/kube-objects.ts";
 import { staticTokenAuthenticator } from "./auth.ts";
 import { type AppDeps, createApp } from "./app.ts";
-import { Metrics } from "./metrics.ts";
+import { Metrics } from "../controller/metrics.ts";
 
 export const token = "s3cret-token";
 export const now = Date.parse("2026-06-01T12:00:00Z");

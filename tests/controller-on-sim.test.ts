@@ -68,7 +68,7 @@ Deno.test("a rollout on the simulator converges with the right status, then writ
 
     // Converged: 100 more reconciles write nothing (the simulator counts every request).
     // Reconciles the caches call (node heartbeats) must not straddle the counts.
-    const { coalescer } = controller.controller;
+    const { queue: coalescer } = controller.controller;
     await coalescer.idle();
     const before = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
     for (let i = 0; i < 100; i++) {

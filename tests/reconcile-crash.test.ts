@@ -11,7 +11,7 @@ import { interceptApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { memoryApi } from "../kube/memory-api.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import { createReconciler } from "../routes/reconciler.ts";
+import { createReconciler } from "../controller/reconciler.ts";
 
 const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };
 

@@ -58,7 +58,7 @@ Deno.test("relay events reach the controller and reconcile the sets they concern
   try {
     await new Promise((r) => setTimeout(r, 20));
     await relay.sender.flush();
-    await h.controller.coalescer.idle();
+    await h.controller.queue.idle();
     assertEquals(posted.every((s) => s === 202), true);
     assertEquals(
       relay.sender.stats.queued,

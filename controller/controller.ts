@@ -1,0 +1,96 @@
+/**
+ * The controller, whole: the reconcile step, the queue that folds requests for a set into
+ * few runs, the ticker, and the cache changes that feed the queue (controller-runtime's
+ * manager, small). Every dependency comes in, so tests build one over a memory API; the
+ * HTTP routes (`routes/app.ts`) only call into it.
+ */
+import type { KubeClient } from "../kube/client.ts";
+import { setKey } from "../kube/objects.ts";
+import type { Logger } from "../lib/log.ts";
+import { Coalescer } from "./coalescer.ts";
+import { failureOf } from "./errors.ts";
+import {
+  type ChangedObject,
+  everySetKey,
+  keysForChange,
+  NodeChanges,
+  parseSetKey,
+} from "./keys.ts";
+import { Metrics } from "./metrics.ts";
+import { createReconciler, type Planner } from "./reconciler.ts";
+import { createTicker, listManagedSets } from "./tick.ts";
+
+export interface ControllerDeps {
+  kube: KubeClient;
+  plan: Planner;
+  logger: Logger;
+  clock?: () => number;
+  metrics?: Metrics;
+  /**
+   * Wait before an event's reconcile (ms; default 0). Not needed to fold bursts: events for a
+   * set that is being reconciled already fold into one run after it.
+   */
+  eventDelayMs?: number;
+  /** Reconciles run at once by events and ticks. */
+  concurrency?: number;
+  /** Seconds between the tick's full resyncs. */
+  resyncSeconds?: number;
+}
+
+export function createController(deps: ControllerDeps) {
+  const clock = deps.clock ?? Date.now;
+  const metrics = deps.metrics ?? new Metrics();
+  const logger = deps.logger;
+  const reconcile = createReconciler({ kube: deps.kube, plan: deps.plan, clock, logger, metrics });
+  const tick = createTicker({
+    kube: deps.kube,
+    reconcile,
+    clock,
+    resyncSeconds: deps.resyncSeconds ?? 600,
+    concurrency: deps.concurrency,
+  });
+  const queue: Coalescer = new Coalescer(async (key) => {
+    if (key === everySetKey || key.endsWith("/*")) {
+      const namespace = key === everySetKey ? undefined : key.slice(0, -2);
+      for (const { ref } of (await listManagedSets(deps.kube)).sets) {
+        if (namespace === undefined || ref.namespace === namespace) queue.add(setKey(ref));
+      }
+      return;
+    }
+    return (await reconcile(parseSetKey(key))).requeueAfter;
+  }, {
+    concurrency: deps.concurrency,
+    delayMs: deps.eventDelayMs ?? 0,
+    // A missing set or a refused request will not pass with time; an unreachable API may.
+    retryable: (err) => {
+      const { kind, retryable } = failureOf(err);
+      return retryable || kind === "Unavailable" || kind === "Upstream" || kind === "Internal";
+    },
+    logger,
+  });
+
+  // The caches report what they apply, as the relay's events would. Their node fingerprints
+  // are kept apart from the events': a node change the relay reported first (and whose
+  // reconcile found the cache behind) must still call a reconcile once the cache has it.
+  const cachedNodes = new NodeChanges();
+  deps.kube.cache?.onChange(({ object, deleted }) => {
+    for (const key of keysForChange(object as ChangedObject, deleted, cachedNodes)) {
+      queue.add(key);
+    }
+  });
+
+  return {
+    kube: deps.kube,
+    reconcile,
+    tick,
+    /** The work queue: keys from `controller/keys.ts`. */
+    queue,
+    metrics,
+    /** Node fingerprints of the changes callers report (events), apart from the caches'. */
+    reportedNodes: new NodeChanges(),
+    /** Stops queued work; what runs finishes. */
+    close: () => queue.close(),
+  };
+}
+
+export type Controller = ReturnType<typeof createController>;

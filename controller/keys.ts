@@ -1,0 +1,100 @@
+/**
+ * The queue's keys: a set (`advanceddaemonsets/ns/name`), or a fan-out that the queue expands
+ * by listing sets ("every set", "every set of a namespace"); and which keys a change of an
+ * object calls for, whether an event or the controller's own cache reported it.
+ */
+import { group } from "../api/advanced-daemonset.ts";
+import { updateStrategyAnnotation } from "../api/openyurt.ts";
+import { fnv1a64 } from "../engine/hash.ts";
+import { nodeSchedulingView, setKey, type SetKind, type SetRef } from "../kube/objects.ts";
+import { RecentMap } from "../lib/recent-map.ts";
+
+/** Queue keys that stand for many sets. */
+export const everySetKey = "*";
+export const namespaceKey = (namespace: string) => `${namespace}/*`;
+
+/** The set a key names; keys are built by `setKey` only. */
+export function parseSetKey(key: string): SetRef {
+  const [kind, namespace, name] = key.split("/");
+  return { kind: kind as SetKind, namespace, name };
+}
+
+/** An object as a change reports it: what the mapping to keys reads. */
+export interface ChangedObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; controller?: boolean }[];
+  };
+  spec?: unknown;
+  status?: unknown;
+}
+
+export function setKindOf(apiVersion: string | undefined, kind: string): SetKind | undefined {
+  if (kind === "AdvancedDaemonSet" && (apiVersion ?? `${group}/`).startsWith(`${group}/`)) {
+    return "advanceddaemonsets";
+  }
+  if (kind === "DaemonSet" && (apiVersion ?? "apps/v1") === "apps/v1") return "daemonsets";
+  return undefined;
+}
+
+/**
+ * Whether a node's `nodeSchedulingView` moved since it was last seen. Node heartbeats do not
+ * move it: remembering the last fingerprint per node drops them (a lost memory only costs one
+ * extra fan-out).
+ */
+export class NodeChanges {
+  /** Names come from callers: at most this many are remembered, the least recently seen go. */
+  static readonly maxRemembered = 50_000;
+  /** A 64-bit hash of each fingerprint, not the fingerprint: a node's labels can be long. */
+  readonly #seen = new RecentMap<string, bigint>(NodeChanges.maxRemembered);
+
+  get size(): number {
+    return this.#seen.size;
+  }
+
+  changed(node: ChangedObject, deleted: boolean): boolean {
+    const name = node.metadata.name;
+    if (deleted) {
+      this.#seen.delete(name);
+      return true;
+    }
+    const fingerprint = fnv1a64(JSON.stringify(nodeSchedulingView(node)));
+    const known = this.#seen.get(name);
+    this.#seen.set(name, fingerprint);
+    return known !== fingerprint;
+  }
+}
+
+/**
+ * Which sets a change of this object concerns: a set itself, a pod's owner, every set for a
+ * node whose scheduling-relevant fields moved. For events, and for the controller's caches.
+ */
+export function keysForChange(
+  object: ChangedObject,
+  deleted: boolean,
+  nodes: NodeChanges,
+): string[] {
+  if (object.kind === "Node") return nodes.changed(object, deleted) ? [everySetKey] : [];
+  return keysForObject(object);
+}
+
+function keysForObject({ apiVersion, kind, metadata }: ChangedObject): string[] {
+  const namespace = metadata.namespace ?? "";
+  const setKind = setKindOf(apiVersion, kind);
+  if (setKind === "daemonsets" && metadata.annotations?.[updateStrategyAnnotation] === undefined) {
+    return [];
+  }
+  if (setKind) return [setKey({ kind: setKind, namespace, name: metadata.name })];
+  if (kind === "Pod") {
+    for (const owner of metadata.ownerReferences ?? []) {
+      const ownerKind = owner.controller ? setKindOf(owner.apiVersion, owner.kind) : undefined;
+      if (ownerKind) return [setKey({ kind: ownerKind, namespace, name: owner.name })];
+    }
+  }
+  return [];
+}
