@@ -7,10 +7,10 @@ import { type Command, runCommand } from "./lib/command.ts";
 import { crdCommand } from "./cli/crd-command.ts";
 import { simCommand } from "./sim/command.ts";
 import { demoCommand } from "./cli/demo.ts";
-import { serveCommand } from "./routes/serve.ts";
+import { serveCommand } from "./cli/serve.ts";
 import { edgeCommand } from "./edge/command.ts";
-import { reconcileCommand } from "./routes/reconcile-command.ts";
-import { statusCommand } from "./routes/status-command.ts";
+import { reconcileCommand } from "./cli/reconcile-command.ts";
+import { statusCommand } from "./cli/status-command.ts";
 import { relayCommand } from "./relay/relay-command.ts";
 import { clusterDownCommand, clusterNodeCommand, clusterUpCommand } from "./cluster/command.ts";
 

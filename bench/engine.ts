@@ -7,7 +7,7 @@
  */
 import { plan } from "../engine/plan.ts";
 import * as f from "../engine/testdata/fleet.ts";
-import type { Snapshot } from "../engine/types.ts";
+import type { Snapshot } from "../api/plan.ts";
 import { markdownTable } from "./markdown-table.ts";
 
 type RollingUpdate = { maxUnavailable?: number | string; maxSurge?: number | string };

@@ -13,7 +13,7 @@ import { type Command, intOption } from "../lib/command.ts";
 import { createLogger } from "../lib/log.ts";
 import { startSim } from "../sim/start.ts";
 import type { StoreEvent } from "../sim/store.ts";
-import { startController } from "../routes/serve.ts";
+import { startController } from "./serve.ts";
 import { staticTokenAuthenticator } from "../routes/auth.ts";
 import { startRelay } from "../relay/relay.ts";
 

@@ -5,17 +5,12 @@
  * HTTP routes (`routes/app.ts`) only call into it.
  */
 import type { KubeClient } from "../kube/client.ts";
-import { setKey } from "../kube/objects.ts";
+import { setKey } from "../api/set-ref.ts";
 import type { Logger } from "../lib/log.ts";
 import { Coalescer } from "./coalescer.ts";
 import { failureOf } from "./errors.ts";
-import {
-  type ChangedObject,
-  everySetKey,
-  keysForChange,
-  NodeChanges,
-  parseSetKey,
-} from "./keys.ts";
+import { type ChangedObject, everySetKey, keysForChange, NodeChanges } from "./keys.ts";
+import { parseSetKey } from "../api/set-ref.ts";
 import { Metrics } from "./metrics.ts";
 import { createReconciler, type Planner } from "./reconciler.ts";
 import { createTicker, listManagedSets } from "./tick.ts";

@@ -5,19 +5,14 @@
  */
 import { group } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
-import { fnv1a64 } from "../engine/hash.ts";
-import { nodeSchedulingView, setKey, type SetKind, type SetRef } from "../kube/objects.ts";
+import { fnv1a64 } from "../api/hash.ts";
+import { nodeSchedulingView } from "../kube/objects.ts";
+import { setKey, type SetKind } from "../api/set-ref.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 
 /** Queue keys that stand for many sets. */
 export const everySetKey = "*";
 export const namespaceKey = (namespace: string) => `${namespace}/*`;
-
-/** The set a key names; keys are built by `setKey` only. */
-export function parseSetKey(key: string): SetRef {
-  const [kind, namespace, name] = key.split("/");
-  return { kind: kind as SetKind, namespace, name };
-}
 
 /** An object as a change reports it: what the mapping to keys reads. */
 export interface ChangedObject {

@@ -5,7 +5,7 @@
  */
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
-import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../engine/types.ts";
+import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../api/plan.ts";
 import type { Expectation } from "../api/advanced-daemonset.ts";
 import { readSet, resolve } from "../engine/config.ts";
 import { type KubeClient, writtenStatus } from "../kube/client.ts";
@@ -16,8 +16,9 @@ import {
   defaultBurst,
   executeActions,
 } from "../kube/executor.ts";
-import type { KubeObject, SetRef } from "../kube/objects.ts";
-import { setKey } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import type { SetRef } from "../api/set-ref.ts";
+import { setKey } from "../api/set-ref.ts";
 import type { Logger } from "../lib/log.ts";
 import { ControllerError } from "./errors.ts";
 import { RecentMap } from "../lib/recent-map.ts";

@@ -1,6 +1,6 @@
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { KubeError } from "../kube/errors.ts";
-import { advancedDaemonSet, harness } from "../routes/test-fixtures.ts";
+import { advancedDaemonSet, harness } from "../tests/doubles/controller-harness.ts";
 
 function withStatus(name: string, status: Record<string, unknown>, generation = 1) {
   const set = advancedDaemonSet(name);

@@ -5,7 +5,8 @@
  */
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import { type KubeClient, writtenStatus } from "../kube/client.ts";
-import { type KubeObject, setKey, type SetKind, type SetRef } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import { setKey, type SetKind, type SetRef } from "../api/set-ref.ts";
 import { failureOf } from "./errors.ts";
 import type { Reconcile } from "./reconciler.ts";
 

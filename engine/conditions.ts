@@ -6,7 +6,7 @@
  */
 import type { SetCondition } from "../api/kube-objects.ts";
 import { formatTime } from "./objects.ts";
-import type { EpochMillis, PlanEvent } from "./types.ts";
+import type { EpochMillis, PlanEvent } from "../api/plan.ts";
 
 export const conditionTypes = [
   "Progressing",

@@ -17,7 +17,7 @@ import type { FieldIssue, Notice } from "../api/label-selector.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import { validateAdvancedDaemonSet } from "../api/validation.ts";
 import type { SetIdentity } from "./revisions.ts";
-import type { Snapshot } from "./types.ts";
+import type { Snapshot } from "../api/plan.ts";
 
 /** How pods are replaced when the template changes. */
 export type UpdateMode =

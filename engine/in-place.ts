@@ -6,8 +6,8 @@
  */
 import type { ControllerRevision, Pod, PodTemplateSpec } from "../api/kube-objects.ts";
 import { Keys } from "../api/kube-objects.ts";
-import { canonicalJson } from "./hash.ts";
-import type { PatchPod } from "./types.ts";
+import { canonicalJson } from "../api/hash.ts";
+import type { PatchPod } from "../api/plan.ts";
 
 /** The template a revision stands for (`data.spec.template`, as upstream stores it). */
 export function revisionTemplate(revision: ControllerRevision): PodTemplateSpec | undefined {

@@ -4,7 +4,7 @@
  * order of pods on one node (`podByCreationTimestampAndPhase`), node health.
  */
 import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
-import type { EpochMillis } from "./types.ts";
+import type { EpochMillis } from "../api/plan.ts";
 
 export function parseTime(rfc3339: string | undefined): EpochMillis | undefined {
   if (rfc3339 === undefined) return undefined;

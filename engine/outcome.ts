@@ -21,7 +21,7 @@ import {
   type NodeView,
   type PlanBuilder,
 } from "./plan-builder.ts";
-import type { EpochMillis, Plan } from "./types.ts";
+import type { EpochMillis, Plan } from "../api/plan.ts";
 
 /** The reconcile answer lists at most this many awaited items; the rest are summed up. */
 const maxAwaitedListed = 20;

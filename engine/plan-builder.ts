@@ -6,12 +6,12 @@
 import type { Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, type Node, type Pod, type PodTemplateSpec } from "../api/kube-objects.ts";
 import type { SetConfig } from "./config.ts";
-import { nameSuffix } from "./hash.ts";
+import { nameSuffix } from "../api/hash.ts";
 import { inPlacePatch, updatedInPlace } from "./in-place.ts";
 import { formatTime, isTerminating, parseTime, podNodeName } from "./objects.ts";
 import { daemonPodTolerations, type Placement } from "./placement.ts";
 import { controllerRef } from "./revisions.ts";
-import type { Action, Awaited, EpochMillis, PlanEvent } from "./types.ts";
+import type { Action, Awaited, EpochMillis, PlanEvent } from "../api/plan.ts";
 
 /** An action not observed within this time is forgotten and planned again. */
 export const expectationTimeoutSeconds = 60;

@@ -9,7 +9,7 @@ import { Keys, type Pod } from "../api/kube-objects.ts";
 import { formatTime, isNodeReady, podNodeName } from "./objects.ts";
 import { plan } from "./plan.ts";
 import * as f from "./testdata/fleet.ts";
-import type { Plan, Snapshot } from "./types.ts";
+import type { Plan, Snapshot } from "../api/plan.ts";
 
 interface FleetSpec {
   nodes: number;

@@ -8,7 +8,7 @@ import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
 import { plan } from "./plan.ts";
 import { startingPodPollSeconds } from "./outcome.ts";
 import * as f from "./testdata/fleet.ts";
-import type { Action, Plan, Snapshot } from "./types.ts";
+import type { Action, Plan, Snapshot } from "../api/plan.ts";
 
 function adsSnapshot(
   spec: Parameters<typeof f.advancedDaemonSet>[0],

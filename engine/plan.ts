@@ -47,7 +47,7 @@ import {
   newestOwnedRevisionHash,
   planRevisions,
 } from "./revisions.ts";
-import type { Action, EpochMillis, Plan, Snapshot } from "./types.ts";
+import type { Action, EpochMillis, Plan, Snapshot } from "../api/plan.ts";
 import {
   planBudgetedUpdate,
   planOta,

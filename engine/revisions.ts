@@ -9,8 +9,8 @@
  */
 import { Keys } from "../api/kube-objects.ts";
 import type { ControllerRevision, OwnerReference, PodTemplateSpec } from "../api/kube-objects.ts";
-import { canonicalJson, templateHash } from "./hash.ts";
-import type { Action } from "./types.ts";
+import { canonicalJson, templateHash } from "../api/hash.ts";
+import type { Action } from "../api/plan.ts";
 
 export interface SetIdentity {
   apiVersion: string;

@@ -1,7 +1,11 @@
 import { assertEquals } from "@std/assert";
 import { clientNodeApi, interceptApi } from "./api.ts";
 import { KubeError } from "./errors.ts";
-import { type Answer, startRecordingServer, statusAnswer } from "./recording-server.ts";
+import {
+  type Answer,
+  startRecordingServer,
+  statusAnswer,
+} from "../tests/doubles/recording-server.ts";
 
 const emptyList: Answer = { body: { kind: "List", metadata: { resourceVersion: "7" }, items: [] } };
 

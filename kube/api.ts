@@ -7,7 +7,8 @@
 import * as k8s from "@kubernetes/client-node";
 import { group, plural, version } from "../api/advanced-daemonset.ts";
 import { toKubeError } from "./errors.ts";
-import { type KubeList, type KubeObject, type SetKind, type SetRef, toWire } from "./objects.ts";
+import { type KubeList, type KubeObject, toWire } from "./objects.ts";
+import type { SetKind, SetRef } from "../api/set-ref.ts";
 
 export type MergePatch = Record<string, unknown>;
 

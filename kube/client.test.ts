@@ -8,7 +8,7 @@ import {
   type RecordedRequest,
   startRecordingServer,
   statusAnswer,
-} from "./recording-server.ts";
+} from "../tests/doubles/recording-server.ts";
 
 const noWait = { attempts: 4, baseDelayMs: 1, maxDelayMs: 1, sleep: () => Promise.resolve() };
 

@@ -12,7 +12,8 @@ import {
   verbOf,
 } from "./api.ts";
 import { isAlreadyExists, isConflict, isNotFound, toKubeError } from "./errors.ts";
-import type { KubeObject, SetKind, SetRef } from "./objects.ts";
+import type { KubeObject } from "./objects.ts";
+import type { SetKind, SetRef } from "../api/set-ref.ts";
 import type { SnapshotCache } from "./cache.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
@@ -25,7 +26,7 @@ import {
   type Pod,
 } from "../api/kube-objects.ts";
 import { labelSelectorIssues } from "../api/label-selector.ts";
-import type { Snapshot } from "../engine/types.ts";
+import type { Snapshot } from "../api/plan.ts";
 
 /** One request as `/metrics` counts it. */
 export interface RequestRecord {

@@ -7,8 +7,8 @@ import {
   type RecordedRequest,
   startRecordingServer,
   statusAnswer,
-} from "./recording-server.ts";
-import type { Action, CreatePod } from "../engine/types.ts";
+} from "../tests/doubles/recording-server.ts";
+import type { Action, CreatePod } from "../api/plan.ts";
 
 const now = new Date("2026-05-06T07:08:09Z");
 const noRetry = { attempts: 1, baseDelayMs: 1, maxDelayMs: 1 };

@@ -7,7 +7,7 @@
  * in flight), as upstream deletes. What did not land is left for the next reconcile, which
  * re-plans from what it observes.
  */
-import type { Action } from "../engine/types.ts";
+import type { Action } from "../api/plan.ts";
 import type { KubeClient } from "./client.ts";
 import { type KubeError, toKubeError } from "./errors.ts";
 

@@ -17,20 +17,6 @@ export interface KubeList<T extends KubeObject = KubeObject> {
   resourceVersion: string;
 }
 
-/** The two kinds of set edgeroll reconciles, as they appear in URLs. */
-export type SetKind = "advanceddaemonsets" | "daemonsets";
-export const setKinds: readonly SetKind[] = ["advanceddaemonsets", "daemonsets"];
-
-export interface SetRef {
-  kind: SetKind;
-  namespace: string;
-  name: string;
-}
-
-export function setKey(ref: SetRef): string {
-  return `${ref.kind}/${ref.namespace}/${ref.name}`;
-}
-
 /** Client-node returns model objects holding `Date`s; JSON gives back the wire form. */
 export function toWire<T>(value: unknown): T {
   return JSON.parse(JSON.stringify(value));

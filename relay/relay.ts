@@ -8,7 +8,7 @@ import type * as k8s from "@kubernetes/client-node";
 import { group, plural, version } from "../api/advanced-daemonset.ts";
 import { updateStrategyAnnotation } from "../api/openyurt.ts";
 import type { Logger } from "../lib/log.ts";
-import { fnv1a64 } from "../engine/hash.ts";
+import { fnv1a64 } from "../api/hash.ts";
 import { type KubeObject, nodeSchedulingView } from "../kube/objects.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 import { type BearerToken, EventSender } from "./sender.ts";

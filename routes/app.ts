@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { zValidator } from "@hono/zod-validator";
 import { z } from "zod";
 import { type ControllerDeps, createController } from "../controller/controller.ts";
-import { type SetKind, setKinds } from "../kube/objects.ts";
+import { type SetKind, setKinds } from "../api/set-ref.ts";
 import { type Authenticator, requireBearer } from "./auth.ts";
 import { errorHandler, HttpError, notFound } from "./errors.ts";
 import { parseCloudEvents, routeEvent } from "./events.ts";

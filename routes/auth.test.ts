@@ -1,9 +1,9 @@
 import { assertEquals, assertThrows } from "@std/assert";
 import { KubeClient } from "../kube/client.ts";
 import { interceptApi } from "../kube/api.ts";
-import { memoryApi } from "../kube/memory-api.ts";
+import { memoryApi } from "../tests/doubles/memory-api.ts";
 import { staticTokenAuthenticator, tokenReviewAuthenticator } from "./auth.ts";
-import { harness } from "./test-fixtures.ts";
+import { harness } from "../tests/doubles/controller-harness.ts";
 
 const path = "/reconcile/advanceddaemonsets/edge/agent";
 

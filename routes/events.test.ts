@@ -2,7 +2,7 @@ import { assertEquals } from "@std/assert";
 import { memoryLogger } from "../lib/log.ts";
 import { SnapshotCache } from "../kube/cache.ts";
 import type { WatchFn } from "../kube/watcher.ts";
-import { harness, podOfAgent } from "./test-fixtures.ts";
+import { harness, podOfAgent } from "../tests/doubles/controller-harness.ts";
 
 const pod = (name: string) => ({ apiVersion: "v1", kind: "Pod", ...podOfAgent(name) });
 

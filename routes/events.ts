@@ -12,7 +12,7 @@ import {
   type NodeChanges,
   setKindOf,
 } from "../controller/keys.ts";
-import { setKey } from "../kube/objects.ts";
+import { setKey } from "../api/set-ref.ts";
 import { badRequest } from "./errors.ts";
 import { dnsName, namespaceName } from "./params.ts";
 

@@ -1,6 +1,6 @@
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { KubeError } from "../kube/errors.ts";
-import { harness } from "./test-fixtures.ts";
+import { harness } from "../tests/doubles/controller-harness.ts";
 
 Deno.test("healthz is always ok; readyz says whether Kubernetes answers", async () => {
   await using up = harness();

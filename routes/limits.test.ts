@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { harness } from "./test-fixtures.ts";
+import { harness } from "../tests/doubles/controller-harness.ts";
 
 Deno.test("a request line and headers past the limit answer 431 before any route runs", async () => {
   await using h = harness({ deps: { limits: { headerBytes: 2048 } } });

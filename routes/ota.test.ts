@@ -4,12 +4,12 @@ import { memoryLogger } from "../lib/log.ts";
 import { interceptApi, type Overrides } from "../kube/api.ts";
 import { KubeClient, type RequestRecord } from "../kube/client.ts";
 import { KubeError } from "../kube/errors.ts";
-import { type MemoryApi, memoryApi } from "../kube/memory-api.ts";
+import { type MemoryApi, memoryApi } from "../tests/doubles/memory-api.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { requireBearer, staticTokenAuthenticator } from "./auth.ts";
 import { errorHandler } from "./errors.ts";
 import { edgeOtaCalls, registerOtaRoutes } from "./ota.ts";
-import { harness, token } from "./test-fixtures.ts";
+import { harness, token } from "../tests/doubles/controller-harness.ts";
 
 const upgrade = (ns: string, pod: string) => `/openyurt.io/v1/namespaces/${ns}/pods/${pod}/upgrade`;
 

@@ -1,7 +1,7 @@
 import { assertEquals } from "@std/assert";
 import { KubeError } from "../kube/errors.ts";
-import { harness, onePodPerNode } from "./test-fixtures.ts";
-import type { Plan, Snapshot } from "../engine/types.ts";
+import { harness, onePodPerNode } from "../tests/doubles/controller-harness.ts";
+import type { Plan, Snapshot } from "../api/plan.ts";
 
 const path = "/reconcile/advanceddaemonsets/edge/agent";
 

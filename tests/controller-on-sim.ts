@@ -13,7 +13,7 @@ import { memoryLogger } from "../lib/log.ts";
 import type { RelayOptions } from "../relay/relay.ts";
 import { type Authenticator, staticTokenAuthenticator } from "../routes/auth.ts";
 import type { KubeClient } from "../kube/client.ts";
-import { type RunningController, startController } from "../routes/serve.ts";
+import { type RunningController, startController } from "../cli/serve.ts";
 
 export const controllerToken = "integration-token";
 

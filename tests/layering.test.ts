@@ -29,21 +29,8 @@ const mayImport: Record<string, string[] | "*"> = {
  * Known imports across the map, each with why it is still here (issue 14 pays them).
  */
 const knownDebts: Record<string, string> = {
-  "kube/client.ts -> engine": "Snapshot and Action types: to api/ (issue 14)",
-  "kube/executor.ts -> engine": "Action types: to api/ (issue 14)",
-  "relay/relay.ts -> engine": "fnv1a64 for node fingerprints (issue 14)",
-  "routes/app.ts -> kube": "set kinds from kube/objects.ts: to api/ (issue 14)",
   "routes/auth.ts -> kube": "TokenReview through the controller's client (issue 14)",
-  "routes/events.ts -> kube": "setKey from kube/objects.ts: to api/ (issue 14)",
   "routes/ota.ts -> kube": "OTA calls the API from the route (issue 14)",
-  "routes/reconcile-command.ts -> engine": "a command in routes/: to cli/ (issue 14)",
-  "routes/reconcile-command.ts -> kube": "a command in routes/: to cli/ (issue 14)",
-  "routes/serve.ts -> engine": "a command in routes/: to cli/ (issue 14)",
-  "routes/serve.ts -> kube": "a command in routes/: to cli/ (issue 14)",
-  "routes/status-command.ts -> engine": "a command in routes/: to cli/ (issue 14)",
-  "routes/status-command.ts -> kube": "a command in routes/: to cli/ (issue 14)",
-  "routes/test-fixtures.ts -> engine": "a test double beside production code (issue 14)",
-  "routes/test-fixtures.ts -> kube": "a test double beside production code (issue 14)",
 };
 
 async function sourceFiles(dir: URL, prefix = ""): Promise<string[]> {

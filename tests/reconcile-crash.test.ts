@@ -9,7 +9,7 @@ import { plan } from "../engine/plan.ts";
 import * as f from "../engine/testdata/fleet.ts";
 import { interceptApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
-import { memoryApi } from "../kube/memory-api.ts";
+import { memoryApi } from "./doubles/memory-api.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { createReconciler } from "../controller/reconciler.ts";
 

@@ -7,7 +7,7 @@ import { memoryLogger } from "../lib/log.ts";
 import { kubeConfigForServer } from "../kube/config.ts";
 import { startRelay } from "../relay/relay.ts";
 import type { WatchFn } from "../kube/watcher.ts";
-import { harness, podOfAgent, token } from "../routes/test-fixtures.ts";
+import { harness, podOfAgent, token } from "./doubles/controller-harness.ts";
 
 type Line = [string, unknown];
 

@@ -16,7 +16,7 @@ import {
   type Taint,
 } from "../../api/kube-objects.ts";
 import { formatTime, isNodeReady, podNodeName } from "../objects.ts";
-import type { Plan, Snapshot } from "../types.ts";
+import type { Plan, Snapshot } from "../../api/plan.ts";
 
 export const t0 = Date.parse("2026-01-01T00:00:00Z");
 export const setUid = "uid-set";

@@ -4,9 +4,10 @@
  * and a count of writes. Route tests run on it without a network; integration tests use the
  * simulator instead.
  */
-import type { ApiGroup, KubeApi, MergePatch } from "./api.ts";
-import { KubeError } from "./errors.ts";
-import type { KubeObject, SetKind } from "./objects.ts";
+import type { ApiGroup, KubeApi, MergePatch } from "../../kube/api.ts";
+import { KubeError } from "../../kube/errors.ts";
+import type { KubeObject } from "../../kube/objects.ts";
+import type { SetKind } from "../../api/set-ref.ts";
 
 type Resource = SetKind | "pods" | "nodes" | "controllerrevisions" | "events";
 

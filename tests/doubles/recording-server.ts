@@ -3,7 +3,7 @@
  * so kube/ is tested through the real @kubernetes/client-node stack.
  */
 import type * as k8s from "@kubernetes/client-node";
-import { kubeConfigForServer } from "./config.ts";
+import { kubeConfigForServer } from "../../kube/config.ts";
 
 export interface RecordedRequest {
   method: string;

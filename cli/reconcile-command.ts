@@ -5,7 +5,7 @@ import { plan } from "../engine/plan.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
-import { errorBody } from "./errors.ts";
+import { errorBody } from "../routes/errors.ts";
 import { createReconciler } from "../controller/reconciler.ts";
 import { parseSetArg } from "./status-command.ts";
 

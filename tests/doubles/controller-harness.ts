@@ -2,16 +2,16 @@
  * For route tests: a fresh in-memory cluster per test (a set, nodes) and a tiny planner with
  * the engine's contract: one pod per node, status a function of the snapshot only.
  */
-import { memoryLogger } from "../lib/log.ts";
-import { KubeClient } from "../kube/client.ts";
-import { interceptApi, type KubeApi, type Overrides } from "../kube/api.ts";
-import type { SnapshotCache } from "../kube/cache.ts";
-import { memoryApi } from "../kube/memory-api.ts";
-import type { Plan, Snapshot } from "../engine/types.ts";
-import type { Pod } from "../api/kube-objects.ts";
-import { staticTokenAuthenticator } from "./auth.ts";
-import { type AppDeps, createApp } from "./app.ts";
-import { Metrics } from "../controller/metrics.ts";
+import { memoryLogger } from "../../lib/log.ts";
+import { KubeClient } from "../../kube/client.ts";
+import { interceptApi, type KubeApi, type Overrides } from "../../kube/api.ts";
+import type { SnapshotCache } from "../../kube/cache.ts";
+import { memoryApi } from "./memory-api.ts";
+import type { Plan, Snapshot } from "../../api/plan.ts";
+import type { Pod } from "../../api/kube-objects.ts";
+import { staticTokenAuthenticator } from "../../routes/auth.ts";
+import { type AppDeps, createApp } from "../../routes/app.ts";
+import { Metrics } from "../../controller/metrics.ts";
 
 export const token = "s3cret-token";
 export const now = Date.parse("2026-06-01T12:00:00Z");

@@ -7,11 +7,11 @@ import { type Command, stringOption, UsageError } from "../lib/command.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { readSet, resolve } from "../engine/config.ts";
 import { plan } from "../engine/plan.ts";
-import type { Plan, Snapshot } from "../engine/types.ts";
+import type { Plan, Snapshot } from "../api/plan.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
-import { setKey, type SetKind, setKinds, type SetRef } from "../kube/objects.ts";
+import { setKey, type SetKind, setKinds, type SetRef } from "../api/set-ref.ts";
 
 const barWidth = 30;
 const maxWaitingShown = 15;

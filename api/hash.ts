@@ -2,6 +2,8 @@
  * Stable hashes for revision and pod names: FNV-1a over a canonical JSON (object keys sorted), so
  * the same template always gives the same hash whatever order its keys were written in. Encoded
  * with Kubernetes' "safe" alphabet (no vowels, no 0/1/3), as upstream's `ComputeHash` does.
+ * In `api/` because the hashes are part of what edgeroll writes (revision labels, pod names)
+ * and every room that names or fingerprints objects uses them.
  */
 
 const safeAlphabet = "bcdfghjklmnpqrstvwxz2456789";

@@ -20,10 +20,14 @@ import { SnapshotCache } from "../kube/cache.ts";
 import { clientNodeWatch } from "../kube/watcher.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
-import { type ControllerApp, createApp } from "./app.ts";
-import { defaultLimits, type RequestLimits } from "./limits.ts";
-import { type Authenticator, staticTokenAuthenticator, tokenReviewAuthenticator } from "./auth.ts";
-import { listen, type TlsFiles } from "./listener.ts";
+import { type ControllerApp, createApp } from "../routes/app.ts";
+import { defaultLimits, type RequestLimits } from "../routes/limits.ts";
+import {
+  type Authenticator,
+  staticTokenAuthenticator,
+  tokenReviewAuthenticator,
+} from "../routes/auth.ts";
+import { listen, type TlsFiles } from "../routes/listener.ts";
 import { Metrics } from "../controller/metrics.ts";
 
 export interface ControllerOptions {

@@ -1,5 +1,7 @@
 /**
- * The engine's contract: `plan(snapshot, now) -> Plan`.
+ * The engine's contract: `plan(snapshot, now) -> Plan`. Here in `api/`, so `kube/` (which reads
+ * snapshots and carries out actions) and `engine/` (which plans) share the types without
+ * either importing the other.
  *
  * A snapshot is what `kube/` read; a plan is what `kube/` does next, one action after the
  * other, and what the reconcile route answers. Both are plain JSON (no classes, no Dates, no
@@ -12,7 +14,7 @@ import type {
   AdvancedDaemonSet,
   AdvancedDaemonSetStatus,
   Expectation,
-} from "../api/advanced-daemonset.ts";
+} from "./advanced-daemonset.ts";
 import type {
   ControllerRevision,
   DaemonSet,
@@ -22,7 +24,7 @@ import type {
   PodCondition,
   PodSpec,
   SetCondition,
-} from "../api/kube-objects.ts";
+} from "./kube-objects.ts";
 
 /** Milliseconds since the Unix epoch. */
 export type EpochMillis = number;

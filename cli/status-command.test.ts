@@ -2,7 +2,7 @@ import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import { UsageError } from "../lib/command.ts";
 import { plan } from "../engine/plan.ts";
 import * as f from "../engine/testdata/fleet.ts";
-import type { Snapshot } from "../engine/types.ts";
+import type { Snapshot } from "../api/plan.ts";
 import { isComplete, parseSetArg, renderStatus } from "./status-command.ts";
 
 const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };
