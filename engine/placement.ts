@@ -71,13 +71,24 @@ function requirementMatches(req: NodeSelectorRequirement, value: string | undefi
       return value === undefined;
     case "Gt":
     case "Lt": {
-      if (value === undefined || values.length !== 1) return false;
-      const have = Number(value);
-      const want = Number(values[0]);
-      if (!Number.isInteger(have) || !Number.isInteger(want)) return false;
+      if (values.length !== 1) return false;
+      const have = parseInt64(value);
+      const want = parseInt64(values[0]);
+      if (have === undefined || want === undefined) return false;
       return req.operator === "Gt" ? have > want : have < want;
     }
   }
+}
+
+/**
+ * `strconv.ParseInt(text, 10, 64)`, as upstream reads Gt and Lt: an optional sign and decimal
+ * digits within int64, else nothing. Kept in the same words in sim/cluster/placement.ts
+ * (sim may not import engine/); tests/placement-agreement.test.ts holds the two together.
+ */
+function parseInt64(text: string | undefined): bigint | undefined {
+  if (text === undefined || !/^[+-]?\d+$/.test(text)) return undefined;
+  const n = BigInt(text);
+  return n >= -(2n ** 63n) && n < 2n ** 63n ? n : undefined;
 }
 
 /** A term matches when all its requirements do; an empty term matches nothing (upstream). */

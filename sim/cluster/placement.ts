@@ -48,12 +48,24 @@ function requirementMatches(
       return value === undefined;
     case "Gt":
     case "Lt": {
-      const actual = Number.parseInt(value ?? "", 10);
-      const bound = Number.parseInt(values[0] ?? "", 10);
-      if (Number.isNaN(actual) || Number.isNaN(bound)) return false;
+      if (values.length !== 1) return false;
+      const actual = parseInt64(value);
+      const bound = parseInt64(values[0]);
+      if (actual === undefined || bound === undefined) return false;
       return requirement.operator === "Gt" ? actual > bound : actual < bound;
     }
   }
+}
+
+/**
+ * `strconv.ParseInt(text, 10, 64)`, as upstream reads Gt and Lt: an optional sign and decimal
+ * digits within int64, else nothing. Kept in the same words in engine/placement.ts
+ * (sim may not import engine/); tests/placement-agreement.test.ts holds the two together.
+ */
+function parseInt64(text: string | undefined): bigint | undefined {
+  if (text === undefined || !/^[+-]?\d+$/.test(text)) return undefined;
+  const n = BigInt(text);
+  return n >= -(2n ** 63n) && n < 2n ** 63n ? n : undefined;
 }
 
 function fieldValue(node: Node, key: string): string | undefined {
