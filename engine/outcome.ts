@@ -118,43 +118,73 @@ function namedList(names: string[]): string {
     (names.length > maxPodsNamed ? ` and ${names.length - maxPodsNamed} more` : "");
 }
 
-export function finish(o: Outcome): Plan {
-  const { config, previous, hash, b, now } = o;
-  const minReady = config.minReadySeconds;
-  const desired = o.views.filter((v) => v.placement.shouldRun);
-  let current = 0, ready = 0, availableCount = 0, updated = 0, misscheduled = 0;
-  // outdated: nodes without a current pod; onOld: those of them running an old one.
-  let outdated = 0, onOld = 0, outdatedInScope = 0, outdatedInScopeReady = 0, settling = 0;
+/** What the node views count, as upstream's status counts them: nodes, not pods. */
+interface NodeCounts {
+  desired: number;
+  current: number;
+  ready: number;
+  available: number;
+  updated: number;
+  misscheduled: number;
+  /** Nodes without a current pod; `onOld`: those of them running an old one. */
+  outdated: number;
+  onOld: number;
+  /** Outdated nodes the update may reach, and how many of those are Ready. */
+  outdatedInScope: number;
+  outdatedInScopeReady: number;
+  /** Ready nodes whose pod is not available yet. */
+  settling: number;
   /** Nodes NotReady or unreachable whose pod waits for them on an old revision (ADR 0006). */
-  const cutOnOld: string[] = [];
+  cutOnOld: string[];
+}
+
+/**
+ * Counts the nodes as observed (our own deletions not yet seen still count, so a repeated plan
+ * on the same cluster writes the same status), and asks the builder to look again when a
+ * starting pod may be ready and when a ready pod becomes available.
+ */
+function countNodes(o: Outcome): NodeCounts {
+  const { hash, b, now } = o;
+  const minReady = o.config.minReadySeconds;
+  const n: NodeCounts = {
+    desired: 0,
+    current: 0,
+    ready: 0,
+    available: 0,
+    updated: 0,
+    misscheduled: 0,
+    outdated: 0,
+    onOld: 0,
+    outdatedInScope: 0,
+    outdatedInScopeReady: 0,
+    settling: 0,
+    cutOnOld: [],
+  };
   for (const view of o.views) {
-    // Counted as observed (our own deletions not yet seen still count), so a repeated plan on
-    // the same cluster writes the same status.
     const observed = view.observed;
     if (!view.placement.shouldRun) {
-      if (observed.length > 0) misscheduled++;
+      if (observed.length > 0) n.misscheduled++;
       continue;
     }
-    if (view.live.length + view.leaving.length > 0) current++;
-    if (observed.some(isPodReady)) ready++;
+    n.desired++;
+    if (view.live.length + view.leaving.length > 0) n.current++;
+    if (observed.some(isPodReady)) n.ready++;
     else if (view.ready && observed.some(mayStart)) {
-      b.polls.push(
-        Math.max(
-          ...observed.filter(mayStart).map((p) => parseTime(p.metadata.creationTimestamp) ?? now),
-        ),
+      const started = observed.filter(mayStart).map((p) =>
+        parseTime(p.metadata.creationTimestamp) ?? now
       );
+      b.polls.push(Math.max(...started));
     }
-    if (observed.some((p) => isPodAvailable(p, minReady, now))) availableCount++;
-    else if (view.ready) settling++;
-    const isUpdated = hash !== undefined && observed.some((p) => podRevision(p) === hash);
-    if (isUpdated) updated++;
+    if (observed.some((p) => isPodAvailable(p, minReady, now))) n.available++;
+    else if (view.ready) n.settling++;
+    if (hash !== undefined && observed.some((p) => podRevision(p) === hash)) n.updated++;
     else {
-      outdated++;
-      if (observed.length > 0) onOld++;
+      n.outdated++;
+      if (observed.length > 0) n.onOld++;
       if (o.inScope.has(view.name)) {
-        outdatedInScope++;
-        if (view.ready) outdatedInScopeReady++;
-        else if (observed.length > 0) cutOnOld.push(view.name);
+        n.outdatedInScope++;
+        if (view.ready) n.outdatedInScopeReady++;
+        else if (observed.length > 0) n.cutOnOld.push(view.name);
       }
     }
     for (const pod of observed) {
@@ -168,7 +198,15 @@ export function finish(o: Outcome): Plan {
       }
     }
   }
-  const expectations = [...o.pending, ...b.expectations];
+  return n;
+}
+
+/**
+ * The actions not observed yet, earlier ones and this plan's: each awaited, looked at again
+ * soon after it was taken and at its deadline at the latest.
+ */
+function awaitExpectations(o: Outcome): Expectation[] {
+  const { b, now } = o;
   for (const exp of o.pending) {
     b.wait(
       `${exp.action} pod/${exp.pod} observed`,
@@ -176,54 +214,100 @@ export function finish(o: Outcome): Plan {
       parseTime(exp.deadline),
     );
   }
-  // An action is looked at again soon after it was taken, and at its deadline at the latest.
+  const expectations = [...o.pending, ...b.expectations];
   for (const exp of expectations) {
     const deadline = parseTime(exp.deadline) ?? now;
     b.wakeUps.push(deadline);
     b.polls.push(deadline - expectationTimeoutSeconds * 1000);
   }
+  return expectations;
+}
+
+/**
+ * When to look again: `nextCheckAt` is written to status, so it holds instants that do not
+ * move from call to call (a wait's first poll, even once passed) and a repeated plan writes the
+ * same status; `requeueAfterSeconds` is this call's answer. More work than one call may do
+ * comes back soon, but only when this call did some (a cap held by actions still unobserved
+ * waits for them or their deadline instead).
+ */
+function nextLooks(o: Outcome): { nextCheckAt?: string; requeueAfterSeconds: number | null } {
+  const { b, now } = o;
   const wakeUps = b.wakeUps.filter((t) => t > now);
-  // Written to status: instants that do not move from call to call (a wait's first poll, even
-  // once passed), so a repeated plan writes the same status.
   const nextCheck = Math.min(...wakeUps, ...b.polls.map((since) => since + 1000));
-  const nextCheckAt = Number.isFinite(nextCheck) ? formatTime(nextCheck) : undefined;
   const nextLook = Math.min(
     ...wakeUps,
     ...b.polls.map((since) => nextPoll(since, now, startingPodPollSeconds)),
   );
-  // More work than one call may do: come back soon, but only when this call did some (a cap
-  // held by actions still unobserved waits for them or their deadline instead).
-  const requeueAfterSeconds = b.moreWork && b.actions.length > 0
-    ? 1
-    : Number.isFinite(nextLook)
-    ? Math.max(1, Math.ceil((nextLook - now) / 1000))
-    : null;
+  return {
+    ...(Number.isFinite(nextCheck) ? { nextCheckAt: formatTime(nextCheck) } : {}),
+    requeueAfterSeconds: b.moreWork && b.actions.length > 0
+      ? 1
+      : Number.isFinite(nextLook)
+      ? Math.max(1, Math.ceil((nextLook - now) / 1000))
+      : null,
+  };
+}
 
-  const counts = `${updated}/${desired.length} updated, ${availableCount} available`;
-  const complete = hash !== undefined && outdated === 0 && availableCount === desired.length &&
-    expectations.length === 0;
-  const podActions = b.actions.filter((a) =>
-    a.type.endsWith("Pod") || a.type === "setPodCondition"
-  );
-  const busy = podActions.length > 0 || expectations.length > 0 || settling > 0;
-  const progressing = ((): ConditionState => {
-    if (hash === undefined) {
-      return { status: false, reason: "WaitingForRevision", message: "no ControllerRevision yet" };
-    }
-    if (complete) return { status: false, reason: "Complete", message: counts };
-    if (busy) return { status: true, reason: "RollingUpdate", message: counts };
-    if (config.paused) return { status: false, reason: "Paused", message: counts };
-    if (config.mode === "OnDelete") {
-      return {
-        status: false,
-        reason: "OnDelete",
-        message: `${plural(onOld, "pod")} wait to be deleted by hand; ${counts}`,
-      };
-    }
-    if (config.mode === "OTA") {
+/** What the conditions are decided from. */
+interface Facts {
+  o: Outcome;
+  n: NodeCounts;
+  /** `3/10 updated, 9 available`. */
+  counts: string;
+  complete: boolean;
+  /** This plan acts on pods, or waits on what an earlier one did, or on pods settling. */
+  busy: boolean;
+}
+
+/**
+ * Progressing, as an ordered list of rules (Pepr lays its decisions out so): the first that
+ * applies says the state. Each has a name for what it stands for.
+ */
+const progressingRules: {
+  name: string;
+  applies: (f: Facts) => boolean;
+  state: (f: Facts) => ConditionState;
+}[] = [
+  {
+    name: "no revision yet",
+    applies: (f) => f.o.hash === undefined,
+    state: () => ({
+      status: false,
+      reason: "WaitingForRevision",
+      message: "no ControllerRevision yet",
+    }),
+  },
+  {
+    name: "complete",
+    applies: (f) => f.complete,
+    state: (f) => ({ status: false, reason: "Complete", message: f.counts }),
+  },
+  {
+    name: "acting, or waiting on what was done",
+    applies: (f) => f.busy,
+    state: (f) => ({ status: true, reason: "RollingUpdate", message: f.counts }),
+  },
+  {
+    name: "paused",
+    applies: (f) => f.o.config.paused,
+    state: (f) => ({ status: false, reason: "Paused", message: f.counts }),
+  },
+  {
+    name: "OnDelete: pods are deleted by hand",
+    applies: (f) => f.o.config.mode === "OnDelete",
+    state: (f) => ({
+      status: false,
+      reason: "OnDelete",
+      message: `${plural(f.n.onOld, "pod")} wait to be deleted by hand; ${f.counts}`,
+    }),
+  },
+  {
+    name: "OTA: pods are upgraded from their node",
+    applies: (f) => f.o.config.mode === "OTA",
+    state: (f) => {
       // Every live pod off the revision is marked, on a node the set still wants or not.
-      const marked = o.views.reduce(
-        (n, v) => n + v.live.filter((p) => podRevision(p) !== hash).length,
+      const marked = f.o.views.reduce(
+        (n, v) => n + v.live.filter((p) => podRevision(p) !== f.o.hash).length,
         0,
       );
       return {
@@ -231,68 +315,85 @@ export function finish(o: Outcome): Plan {
         reason: "WaitingForNodes",
         message: `${
           plural(marked, "pod")
-        } marked PodNeedUpgrade, upgraded from their node; ${counts}`,
+        } marked PodNeedUpgrade, upgraded from their node; ${f.counts}`,
       };
-    }
-    if (outdatedInScope > 0 && outdatedInScopeReady === 0) {
-      return {
-        status: false,
-        reason: "WaitingForNodes",
-        message: `${
-          plural(outdatedInScope, "NotReady node")
-        } updated when they come back; ${counts}`,
-      };
-    }
-    if (outdatedInScope === 0 && outdated > 0) {
-      return {
-        status: false,
-        reason: "UpdateScopeReached",
-        message: `${
-          plural(outdated, "node")
-        } kept on the old revision by partition or selector; ${counts}`,
-      };
-    }
-    return { status: true, reason: "RollingUpdate", message: counts };
-  })();
-  const named = namedList(b.budgetHolders);
-  const states: Record<ConditionType, ConditionState> = {
-    Progressing: progressing,
+    },
+  },
+  {
+    name: "every outdated node in scope is cut off",
+    applies: (f) => f.n.outdatedInScope > 0 && f.n.outdatedInScopeReady === 0,
+    state: (f) => ({
+      status: false,
+      reason: "WaitingForNodes",
+      message: `${
+        plural(f.n.outdatedInScope, "NotReady node")
+      } updated when they come back; ${f.counts}`,
+    }),
+  },
+  {
+    name: "what is left is outside the update's scope",
+    applies: (f) => f.n.outdatedInScope === 0 && f.n.outdated > 0,
+    state: (f) => ({
+      status: false,
+      reason: "UpdateScopeReached",
+      message: `${
+        plural(f.n.outdated, "node")
+      } kept on the old revision by partition or selector; ${f.counts}`,
+    }),
+  },
+  {
+    name: "rolling",
+    applies: () => true,
+    state: (f) => ({ status: true, reason: "RollingUpdate", message: f.counts }),
+  },
+];
+
+function conditionStates(f: Facts): Record<ConditionType, ConditionState> {
+  const { o, n, counts, complete } = f;
+  const { b, config, hash } = o;
+  return {
+    Progressing: progressingRules.find((rule) => rule.applies(f))!.state(f),
     Complete: complete
       ? {
         status: true,
         reason: "Complete",
-        message: `all ${plural(desired.length, "node")} run revision ${hash} and are available`,
+        message: `all ${plural(n.desired, "node")} run revision ${hash} and are available`,
       }
-      : cutOnOld.length > 0 && outdatedInScopeReady === 0
+      : n.cutOnOld.length > 0 && n.outdatedInScopeReady === 0
       ? {
         // Everything reachable is done: say which nodes the rollout waits for, once.
         status: false,
         reason: "NodesUnreachable",
         message: `${
-          plural(cutOnOld.length, "NotReady node")
-        } run an old revision, updated when they come back: ${namedList(cutOnOld)}`,
+          plural(n.cutOnOld.length, "NotReady node")
+        } run an old revision, updated when they come back: ${namedList(n.cutOnOld)}`,
         event: "Normal",
       }
       : { status: false, reason: "Incomplete", message: counts },
-    Paused: config.paused && onOld > 0
+    Paused: config.paused && n.onOld > 0
       ? {
         status: true,
         reason: "Paused",
-        message: `${plural(onOld, "node")} wait for the update`,
+        message: `${plural(n.onOld, "node")} wait for the update`,
       }
       : { status: false, reason: "NotPaused", message: "" },
     BudgetExhausted: b.budgetBlocked > 0
       ? {
         status: true,
         reason: "BudgetExhausted",
-        message: `${b.budgetMessage}: ${named}; ${plural(b.budgetBlocked, "node")} wait`,
+        message: `${b.budgetMessage}: ${namedList(b.budgetHolders)}; ${
+          plural(b.budgetBlocked, "node")
+        } wait`,
       }
       : { status: false, reason: "WithinBudget", message: "" },
     InvalidSpec: validity(config.notices),
   };
-  const { conditions, events } = buildConditions(states, previous.conditions, now);
-  // The set-wide reasons to wait, first in the list: the per-pod items follow.
-  const why = [
+}
+
+/** The set-wide reasons to wait, listed before the per-pod items. */
+function setWideWaits(states: Record<ConditionType, ConditionState>, complete: boolean) {
+  const progressing = states.Progressing;
+  return [
     ...(states.Paused.status
       ? [{ what: "rollingUpdate.paused: false", why: states.Paused.message }]
       : []),
@@ -304,17 +405,38 @@ export function finish(o: Outcome): Plan {
       ? [{ what: "update budget", why: states.BudgetExhausted.message }]
       : []),
   ];
-  b.awaited.unshift(...why);
+}
+
+/** The plan's report: status as upstream counts it, conditions, awaited items, the requeue. */
+export function finish(o: Outcome): Plan {
+  const { previous, hash, b, now } = o;
+  const n = countNodes(o);
+  const expectations = awaitExpectations(o);
+  const { nextCheckAt, requeueAfterSeconds } = nextLooks(o);
+  const complete = hash !== undefined && n.outdated === 0 && n.available === n.desired &&
+    expectations.length === 0;
+  const podActions = b.actions.filter((a) =>
+    a.type.endsWith("Pod") || a.type === "setPodCondition"
+  );
+  const states = conditionStates({
+    o,
+    n,
+    counts: `${n.updated}/${n.desired} updated, ${n.available} available`,
+    complete,
+    busy: podActions.length > 0 || expectations.length > 0 || n.settling > 0,
+  });
+  const { conditions, events } = buildConditions(states, previous.conditions, now);
+  b.awaited.unshift(...setWideWaits(states, complete));
 
   const status: AdvancedDaemonSetStatus = {
-    currentNumberScheduled: current,
-    numberMisscheduled: misscheduled,
-    desiredNumberScheduled: desired.length,
-    numberReady: ready,
-    observedGeneration: config.generation,
-    updatedNumberScheduled: updated,
-    numberAvailable: availableCount,
-    numberUnavailable: desired.length - availableCount,
+    currentNumberScheduled: n.current,
+    numberMisscheduled: n.misscheduled,
+    desiredNumberScheduled: n.desired,
+    numberReady: n.ready,
+    observedGeneration: o.config.generation,
+    updatedNumberScheduled: n.updated,
+    numberAvailable: n.available,
+    numberUnavailable: n.desired - n.available,
     collisionCount: o.collisionCount,
     ...(hash !== undefined ? { daemonSetHash: hash } : {}),
     conditions,
