@@ -22,11 +22,11 @@
  * - Phases: revisions, then placement (`manage.ts`), then updates (`updates.ts`) planned on the
  *   nodes as placement and earlier unobserved actions leave them, then status (`outcome.ts`).
  */
-import type { Expectation } from "../api/advanced-daemonset.ts";
+import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-objects.ts";
 import { maxUnavailableAnnotation, updateStrategyAnnotation } from "../api/openyurt.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
-import { readSet, resolve } from "./config.ts";
+import { readSet, resolve, type SetConfig } from "./config.ts";
 import { revisionTemplate } from "./in-place.ts";
 import { planPlacement } from "./manage.ts";
 import {
@@ -63,114 +63,15 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
 /** `counting`: the snapshot is already reduced for counting; an invalid one is not reduced again. */
 function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const reading = readSet(snapshot);
-  if (!reading.ok) {
-    const invalid = invalidOrUnmanagedPlan(reading, now, snapshot.set.metadata.generation);
-    const reduced = reading.managed && !counting ? countingSnapshot(snapshot) : undefined;
-    const counted = reduced && planOf(reduced, now, true);
-    // A spec that cannot be rolled still has pods to count, as long as its template and
-    // selector can be read: UP-TO-DATE and AVAILABLE go on telling the fleet.
-    if (
-      !counted || counted.conditions.some((c) => c.type === "InvalidSpec" && c.status === "True")
-    ) {
-      return invalid;
-    }
-    return withCounts(invalid, counted, invalid.status.expectations ?? []);
-  }
+  if (!reading.ok) return notRolledPlan(reading, snapshot, now, counting);
   const { config, previous } = reading;
-  const setUid = config.identity.uid;
-
-  // Pods: ours by controller reference; orphans matching the selector are adopted (ADS only).
-  const owned: Pod[] = [];
-  const adoptions: Action[] = [];
-  for (const pod of snapshot.pods) {
-    const owner = controllerUid(pod);
-    if (owner === setUid) owned.push(pod);
-    else if (
-      owner === undefined && config.ownsPlacement && !isTerminating(pod) &&
-      matchesLabelSelector(config.selector, pod.metadata.labels)
-    ) {
-      adoptions.push({
-        type: "patchPod",
-        reason: "adopt an orphaned pod matching the selector",
-        name: pod.metadata.name ?? "",
-        uid: pod.metadata.uid ?? "",
-        patch: { metadata: { ownerReferences: [controllerRef(config.identity)] } },
-      });
-    }
-  }
-  const liveHashes = new Set(owned.map(podRevision).filter((h): h is string => h !== undefined));
-
-  // Revisions.
-  const revisionActions: Action[] = [];
-  let hash: string | undefined;
-  let collisionCount = previous.collisionCount ?? 0;
-  if (config.ownsPlacement) {
-    const revisions = planRevisions(
-      config.identity,
-      config.template,
-      config.revisionHistoryLimit,
-      snapshot.revisions,
-      liveHashes,
-      collisionCount,
-    );
-    hash = revisions.hash;
-    collisionCount = revisions.collisionCount;
-    revisionActions.push(...revisions.actions);
-  } else {
-    hash = newestOwnedRevisionHash(setUid, snapshot.revisions);
-  }
-
-  // Expectations: keep the ones neither observed nor expired.
-  const byName = new Map(snapshot.pods.map((p) => [p.metadata.name ?? "", p]));
-  const byUid = new Map(snapshot.pods.map((p) => [p.metadata.uid ?? "", p]));
-  const pending = (previous.expectations ?? []).filter((exp) =>
-    (parseTime(exp.deadline) ?? 0) > now && !isObserved(exp, byName, byUid)
-  );
-
-  // Nodes and their pods.
-  const podsByNode = new Map<string, Pod[]>();
-  const strays: Pod[] = [];
-  const nodeNames = new Set(snapshot.nodes.map((n) => n.metadata.name ?? ""));
-  for (const pod of owned) {
-    const nodeName = podNodeName(pod);
-    if (nodeName === undefined || !nodeNames.has(nodeName)) {
-      // Upstream deletes unbound pods aimed at a node that is gone; bound ones are PodGC's.
-      if (!pod.spec.nodeName && !isTerminating(pod)) strays.push(pod);
-      continue;
-    }
-    const list = podsByNode.get(nodeName);
-    if (list) list.push(pod);
-    else podsByNode.set(nodeName, [pod]);
-  }
-  const templateSpec = config.template.spec;
-  const tolerations = daemonPodTolerations(templateSpec);
-  // Earlier actions not yet observed count as done: deleted pods leaving, created pods expected.
-  const pendingByNode = groupByNode(pending);
-  const views: NodeView[] = [...snapshot.nodes]
-    .sort((a, b) => ((a.metadata.name ?? "") < (b.metadata.name ?? "") ? -1 : 1))
-    .map((node) => {
-      const name = node.metadata.name ?? "";
-      const pods = (podsByNode.get(name) ?? []).sort(compareOldestFirst);
-      const view: NodeView = {
-        name,
-        node,
-        ready: isNodeReady(node),
-        placement: keepsPlaceWhileCut(
-          node,
-          nodeShouldRunDaemonPod(node, templateSpec, tolerations),
-          templateSpec,
-          tolerations,
-          pods.some((p) => !isTerminating(p)),
-        ),
-        live: pods.filter((p) => !isTerminating(p)),
-        leaving: pods.filter(isTerminating),
-        observed: pods.filter((p) => !isTerminating(p)),
-      };
-      return afterActions(view, pendingByNode, config.template);
-    });
+  const { owned, adoptions } = claimPods(snapshot, config);
+  const revisions = currentRevision(snapshot, config, previous, owned);
+  const { hash, collisionCount } = revisions;
+  const pending = pendingExpectations(snapshot, previous, now);
+  const { views, strays } = nodeViews(snapshot, config, owned, pending);
   const desired = views.filter((v) => v.placement.shouldRun);
   const desiredCount = desired.length;
-
   const burst = Math.max(1, resolve(config.burstReplicas, desiredCount, true));
 
   if (hash === undefined) {
@@ -183,11 +84,11 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   for (const revision of snapshot.revisions) {
     const template = revisionTemplate(revision);
     const revisionHash = revision.metadata.labels?.[Keys.revisionHash];
-    if (template && revisionHash && controllerUid(revision) === setUid) {
+    if (template && revisionHash && controllerUid(revision) === config.identity.uid) {
       b.templates.set(revisionHash, template);
     }
   }
-  b.actions.push(...revisionActions, ...adoptions);
+  b.actions.push(...revisions.actions, ...adoptions);
   const minReady = config.minReadySeconds;
   const availability = new Map<Pod, boolean>();
   const available = (p: Pod) => {
@@ -236,6 +137,143 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   }
   if (config.ownsPlacement) planned.probe = probeOf(planned.actions, b, desired);
   return planned;
+}
+
+/**
+ * The plan of a set that is not managed or whose spec is invalid: no action. A spec that
+ * cannot be rolled still has pods to count, as long as its template and selector can be read:
+ * UP-TO-DATE and AVAILABLE go on telling the fleet.
+ */
+function notRolledPlan(
+  reading: Extract<ReturnType<typeof readSet>, { ok: false }>,
+  snapshot: Snapshot,
+  now: EpochMillis,
+  counting: boolean,
+): Plan {
+  const invalid = invalidOrUnmanagedPlan(reading, now, snapshot.set.metadata.generation);
+  const reduced = reading.managed && !counting ? countingSnapshot(snapshot) : undefined;
+  const counted = reduced && planOf(reduced, now, true);
+  if (
+    !counted || counted.conditions.some((c) => c.type === "InvalidSpec" && c.status === "True")
+  ) {
+    return invalid;
+  }
+  return withCounts(invalid, counted, invalid.status.expectations ?? []);
+}
+
+/** Pods ours by controller reference; orphans matching the selector are adopted (ADS only). */
+function claimPods(snapshot: Snapshot, config: SetConfig): { owned: Pod[]; adoptions: Action[] } {
+  const owned: Pod[] = [];
+  const adoptions: Action[] = [];
+  for (const pod of snapshot.pods) {
+    const owner = controllerUid(pod);
+    if (owner === config.identity.uid) owned.push(pod);
+    else if (
+      owner === undefined && config.ownsPlacement && !isTerminating(pod) &&
+      matchesLabelSelector(config.selector, pod.metadata.labels)
+    ) {
+      adoptions.push({
+        type: "patchPod",
+        reason: "adopt an orphaned pod matching the selector",
+        name: pod.metadata.name ?? "",
+        uid: pod.metadata.uid ?? "",
+        patch: { metadata: { ownerReferences: [controllerRef(config.identity)] } },
+      });
+    }
+  }
+  return { owned, adoptions };
+}
+
+/**
+ * The revision pods should run: ours to write when edgeroll owns placement, else the newest
+ * the native controller wrote (undefined while it has written none).
+ */
+function currentRevision(
+  snapshot: Snapshot,
+  config: SetConfig,
+  previous: AdvancedDaemonSetStatus,
+  owned: Pod[],
+): { hash?: string; collisionCount: number; actions: Action[] } {
+  const collisionCount = previous.collisionCount ?? 0;
+  if (!config.ownsPlacement) {
+    const hash = newestOwnedRevisionHash(config.identity.uid, snapshot.revisions);
+    return { hash, collisionCount, actions: [] };
+  }
+  const liveHashes = new Set(owned.map(podRevision).filter((h): h is string => h !== undefined));
+  return planRevisions(
+    config.identity,
+    config.template,
+    config.revisionHistoryLimit,
+    snapshot.revisions,
+    liveHashes,
+    collisionCount,
+  );
+}
+
+/** The expectations written last time that are neither observed nor expired. */
+function pendingExpectations(
+  snapshot: Snapshot,
+  previous: AdvancedDaemonSetStatus,
+  now: EpochMillis,
+): Expectation[] {
+  const byName = new Map(snapshot.pods.map((p) => [p.metadata.name ?? "", p]));
+  const byUid = new Map(snapshot.pods.map((p) => [p.metadata.uid ?? "", p]));
+  return (previous.expectations ?? []).filter((exp) =>
+    (parseTime(exp.deadline) ?? 0) > now && !isObserved(exp, byName, byUid)
+  );
+}
+
+/**
+ * Each node with its pods and whether the set wants a pod there, earlier actions not yet
+ * observed counted as done (deleted pods leaving, created pods expected); and the strays, pods
+ * aimed at no node that exists.
+ */
+function nodeViews(
+  snapshot: Snapshot,
+  config: SetConfig,
+  owned: Pod[],
+  pending: Expectation[],
+): { views: NodeView[]; strays: Pod[] } {
+  const podsByNode = new Map<string, Pod[]>();
+  const strays: Pod[] = [];
+  const nodeNames = new Set(snapshot.nodes.map((n) => n.metadata.name ?? ""));
+  for (const pod of owned) {
+    const nodeName = podNodeName(pod);
+    if (nodeName === undefined || !nodeNames.has(nodeName)) {
+      // Upstream deletes unbound pods aimed at a node that is gone; bound ones are PodGC's.
+      if (!pod.spec.nodeName && !isTerminating(pod)) strays.push(pod);
+      continue;
+    }
+    const list = podsByNode.get(nodeName);
+    if (list) list.push(pod);
+    else podsByNode.set(nodeName, [pod]);
+  }
+  const templateSpec = config.template.spec;
+  const tolerations = daemonPodTolerations(templateSpec);
+  const pendingByNode = groupByNode(pending);
+  const views = [...snapshot.nodes]
+    .sort((a, b) => ((a.metadata.name ?? "") < (b.metadata.name ?? "") ? -1 : 1))
+    .map((node) => {
+      const name = node.metadata.name ?? "";
+      const pods = (podsByNode.get(name) ?? []).sort(compareOldestFirst);
+      const view: NodeView = {
+        name,
+        node,
+        ready: isNodeReady(node),
+        placement: keepsPlaceWhileCut(
+          node,
+          nodeShouldRunDaemonPod(node, templateSpec, tolerations),
+          templateSpec,
+          tolerations,
+          pods.some((p) => !isTerminating(p)),
+        ),
+        live: pods.filter((p) => !isTerminating(p)),
+        leaving: pods.filter(isTerminating),
+        observed: pods.filter((p) => !isTerminating(p)),
+      };
+      return afterActions(view, pendingByNode, config.template);
+    });
+  return { views, strays };
 }
 
 /** An InvalidSpec plan (no action) whose status counts the fleet as `counted` saw it. */
