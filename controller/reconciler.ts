@@ -8,7 +8,7 @@ import type { SetCondition } from "../api/kube-objects.ts";
 import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../api/plan.ts";
 import type { Expectation } from "../api/advanced-daemonset.ts";
 import { readSet, resolve } from "../engine/config.ts";
-import { type KubeClient, writtenStatus } from "../kube/client.ts";
+import { type KubeClient, type SnapshotRead, writtenStatus } from "../kube/client.ts";
 import { isConflict } from "../kube/errors.ts";
 import {
   type ActionOutcome,
@@ -197,35 +197,84 @@ async function reconcileOnce(
     );
   }
 
-  const statusChanged = !deepEqual(
+  const claim = await claimStatus(deps, ref, snapshot, plan, conflicts, log);
+  if (!claim) return undefined;
+  phases.end("claim");
+  const { reports, status } = await carryOut(deps, ref, snapshot, plan, now, claim, log, phases);
+  if (claim.changed || reports.length > 0) {
+    log.info("reconciled", {
+      actions: reports.length,
+      failed: reports.filter((r) => r.result === "failed").length,
+      requeueAfter: plan.requeueAfterSeconds,
+      ms: phases.spent,
+    });
+  }
+  deps.metrics?.observeSet(base.set, status);
+  return { ...answer(reports, claim.changed), status };
+}
+
+interface Claim {
+  /** The plan's status differs from the one written: it was written now. */
+  changed: boolean;
+  /** The status as written, with the pods' resourceVersion the plan saw. */
+  stamped: Plan["status"];
+  /** The set as the claim left it; undefined when nothing was written. */
+  claimed?: KubeObject;
+}
+
+/**
+ * Writes the plan's status when it differs from the one written, with a resourceVersion
+ * precondition: the claim. Undefined when another writer won it (the caller reads again).
+ */
+async function claimStatus(
+  deps: StepDeps,
+  ref: SetRef,
+  snapshot: SnapshotRead,
+  plan: Plan,
+  conflicts: number,
+  log: Logger,
+): Promise<Claim | undefined> {
+  const changed = !deepEqual(
     unstamped(plan.status),
     unstamped(writtenStatus(ref.kind, snapshot.set as KubeObject)),
   );
   // What this plan saw of the pods, so no later reader plans from less (kube/cache.ts).
   const stamped = { ...plan.status, observedPodsVersion: snapshot.podsVersion };
-  let claimed: KubeObject | undefined;
-  if (statusChanged) {
-    try {
-      claimed = await deps.kube.claimStatus(ref.kind, snapshot.set as KubeObject, stamped);
-    } catch (err) {
-      if (!isConflict(err)) throw err;
-      log.info("status claim lost, reading again", { attempt: conflicts + 1 });
-      return undefined;
-    }
+  if (!changed) return { changed, stamped };
+  try {
+    const claimed = await deps.kube.claimStatus(ref.kind, snapshot.set as KubeObject, stamped);
+    return { changed, stamped, claimed };
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+    log.info("status claim lost, reading again", { attempt: conflicts + 1 });
+    return undefined;
   }
-  phases.end("claim");
+}
 
-  const burst = burstOf(snapshot);
+/**
+ * Carries out the claimed plan's actions within the burst, takes back the expectations of
+ * those that did not land, and records the Events of those that did.
+ */
+async function carryOut(
+  deps: StepDeps,
+  ref: SetRef,
+  snapshot: SnapshotRead,
+  plan: Plan,
+  now: EpochMillis,
+  claim: Claim,
+  log: Logger,
+  phases: PhaseTimer,
+): Promise<{ reports: ActionReport[]; status: Plan["status"] }> {
   const outcomes = await executeActions(deps.kube, ref.namespace, plan.actions, {
-    burst,
+    burst: burstOf(snapshot),
     now: new Date(now),
   });
   phases.end("act");
   deps.metrics?.observeActions(outcomes);
   const notLanded = outcomes.filter((o) => o.result === "failed" || o.result === "skipped");
-  const status = claimed && notLanded.length > 0
-    ? await withdrawExpectations(deps, ref, claimed, stamped, notLanded, log)
-    : stamped;
+  const status = claim.claimed && notLanded.length > 0
+    ? await withdrawExpectations(deps, ref, claim.claimed, claim.stamped, notLanded, log)
+    : claim.stamped;
   const missing = new Set(notLanded.map((o) => podOf(o.action)));
   await recordEvents(
     deps,
@@ -239,16 +288,7 @@ async function reconcileOnce(
   for (const r of reports.filter((r) => r.result === "failed")) {
     log.warn("action failed", { action: r.type, target: r.target, error: r.error });
   }
-  if (statusChanged || reports.length > 0) {
-    log.info("reconciled", {
-      actions: reports.length,
-      failed: reports.filter((r) => r.result === "failed").length,
-      requeueAfter: plan.requeueAfterSeconds,
-      ms: phases.spent,
-    });
-  }
-  deps.metrics?.observeSet(base.set, status);
-  return { ...answer(reports, statusChanged), status };
+  return { reports, status };
 }
 
 /** Milliseconds spent in each phase of a step, for the log line that reports it. */
