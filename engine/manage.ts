@@ -25,8 +25,7 @@ export function planPlacement(
   strays: Pod[],
   available: (p: Pod) => boolean,
 ) {
-  const { config, hash, now } = b;
-  const minReady = config.minReadySeconds;
+  const { config, hash } = b;
   const surge = config.mode === "Surge";
   const desired = views.filter((v) => v.placement.shouldRun);
   for (const pod of strays) b.remove(pod, "its node no longer exists", false);
@@ -38,25 +37,7 @@ export function planPlacement(
       }
       continue;
     }
-    const running: Pod[] = [];
-    for (const pod of view.live) {
-      if (isFailed(pod)) {
-        const oldEnough = (parseTime(pod.metadata.creationTimestamp) ?? 0) +
-          failedPodMinAgeSeconds * 1000;
-        if (oldEnough <= now) b.remove(pod, "the pod failed", false);
-        else {b.wait(
-            `pod/${pod.metadata.name} deleted`,
-            "a failed pod is replaced after a backoff",
-            oldEnough,
-          );}
-      } else if (isPreDeleting(pod)) {
-        if (!isHooked(config, pod)) b.remove(pod, "its preDelete hook was released", false);
-        else {b.wait(
-            `pod/${pod.metadata.name} preDelete hook released`,
-            "the pod is PreparingDelete",
-          );}
-      } else running.push(pod);
-    }
+    const running = runningPods(b, view);
     if (running.length === 0) {
       // Without surge, the node's last pod must be gone first (upstream: one pod per node).
       const empty = view.live.length === 0 && view.leaving.length === 0;
@@ -71,29 +52,7 @@ export function planPlacement(
       }
       continue;
     }
-    // Of each kind the best pod stays: available, then ready, then oldest.
-    const rank = (p: Pod) => (available(p) ? 0 : isPodReady(p) ? 1 : 2);
-    const best = (pods: Pod[]) =>
-      pods.sort((x, y) => rank(x) - rank(y) || compareOldestFirst(x, y));
-    const newest = best(running.filter((p) => podRevision(p) === hash));
-    const olds = best(running.filter((p) => podRevision(p) !== hash));
-    const [oldestNew, oldestOld] = [newest[0], olds[0]];
-    for (const pod of [...newest.slice(1), ...olds.slice(1)]) {
-      b.remove(pod, "duplicate daemon pod on the node", false);
-    }
-    if (oldestNew && oldestOld) {
-      if (!isPodReady(oldestOld)) {
-        b.remove(oldestOld, "replaced by a new pod: the old one is not ready", false);
-      } else if (available(oldestNew)) b.remove(oldestOld, "its replacement is available", false);
-      else {
-        const at = availableAt(oldestNew, minReady);
-        b.wait(
-          `pod/${oldestNew.metadata.name} available`,
-          "surge: the old pod goes once the new one is available",
-          at,
-        );
-      }
-    }
+    keepSurgePair(b, running, available);
   }
   // Kruise's progressive creation: with the annotation, partition also holds back new nodes.
   let toCreate = needing;
@@ -109,4 +68,58 @@ export function planPlacement(
     }
   }
   for (const view of toCreate) b.create(view, "the node should run the daemon pod and has none");
+}
+
+/**
+ * The node's live pods that keep running: a failed pod is deleted after a backoff, a pod whose
+ * preDelete hook was released is deleted, one still hooked waits.
+ */
+function runningPods(b: PlanBuilder, view: NodeView): Pod[] {
+  const running: Pod[] = [];
+  for (const pod of view.live) {
+    if (isFailed(pod)) {
+      const oldEnough = (parseTime(pod.metadata.creationTimestamp) ?? 0) +
+        failedPodMinAgeSeconds * 1000;
+      if (oldEnough <= b.now) b.remove(pod, "the pod failed", false);
+      else {
+        b.wait(
+          `pod/${pod.metadata.name} deleted`,
+          "a failed pod is replaced after a backoff",
+          oldEnough,
+        );
+      }
+    } else if (isPreDeleting(pod)) {
+      if (!isHooked(b.config, pod)) b.remove(pod, "its preDelete hook was released", false);
+      else {
+        b.wait(`pod/${pod.metadata.name} preDelete hook released`, "the pod is PreparingDelete");
+      }
+    } else running.push(pod);
+  }
+  return running;
+}
+
+/**
+ * Surge: of each revision the best pod stays (available, then ready, then oldest); the old
+ * one goes once the new one is available, or at once when it is not ready itself.
+ */
+function keepSurgePair(b: PlanBuilder, running: Pod[], available: (p: Pod) => boolean) {
+  const rank = (p: Pod) => (available(p) ? 0 : isPodReady(p) ? 1 : 2);
+  const best = (pods: Pod[]) => pods.sort((x, y) => rank(x) - rank(y) || compareOldestFirst(x, y));
+  const newest = best(running.filter((p) => podRevision(p) === b.hash));
+  const olds = best(running.filter((p) => podRevision(p) !== b.hash));
+  const [oldestNew, oldestOld] = [newest[0], olds[0]];
+  for (const pod of [...newest.slice(1), ...olds.slice(1)]) {
+    b.remove(pod, "duplicate daemon pod on the node", false);
+  }
+  if (!oldestNew || !oldestOld) return;
+  if (!isPodReady(oldestOld)) {
+    b.remove(oldestOld, "replaced by a new pod: the old one is not ready", false);
+  } else if (available(oldestNew)) b.remove(oldestOld, "its replacement is available", false);
+  else {
+    b.wait(
+      `pod/${oldestNew.metadata.name} available`,
+      "surge: the old pod goes once the new one is available",
+      availableAt(oldestNew, b.config.minReadySeconds),
+    );
+  }
 }

@@ -91,25 +91,9 @@ export function planRevisions(
       });
     }
   } else {
-    const names = new Map(revisions.map((r) => [r.metadata.name, r]));
-    hash = templateHash(template, collisionCount);
-    while (names.has(`${set.name}-${hash}`)) {
-      collisionCount++;
-      hash = templateHash(template, collisionCount);
-    }
-    const name = `${set.name}-${hash}`;
-    current = {
-      apiVersion: "apps/v1",
-      kind: "ControllerRevision",
-      metadata: {
-        name,
-        namespace: set.namespace,
-        labels: { ...(template.metadata?.labels ?? {}), [Keys.revisionHash]: hash },
-        ownerReferences: [controllerRef(set)],
-      },
-      data,
-      revision: maxRevision + 1,
-    };
+    const created = newRevision(set, template, revisions, maxRevision, collisionCount);
+    ({ hash, collisionCount } = created);
+    current = created.revision;
     actions.push({
       type: "createRevision",
       reason: `the template changed: revision ${maxRevision + 1} (${hash})`,
@@ -117,6 +101,51 @@ export function planRevisions(
     });
   }
 
+  actions.push(...pruneHistory(ours, current, revisionHistoryLimit, liveHashes));
+  return { hash, collisionCount, actions };
+}
+
+/**
+ * The revision of a template no revision holds: named by its hash, the collision count raised
+ * past names already taken by other data (upstream's `collisionCount`).
+ */
+function newRevision(
+  set: SetIdentity,
+  template: PodTemplateSpec,
+  revisions: ControllerRevision[],
+  maxRevision: number,
+  collisionCountIn: number,
+): { revision: ControllerRevision; hash: string; collisionCount: number } {
+  const names = new Map(revisions.map((r) => [r.metadata.name, r]));
+  let collisionCount = collisionCountIn;
+  let hash = templateHash(template, collisionCount);
+  while (names.has(`${set.name}-${hash}`)) {
+    collisionCount++;
+    hash = templateHash(template, collisionCount);
+  }
+  const revision: ControllerRevision = {
+    apiVersion: "apps/v1",
+    kind: "ControllerRevision",
+    metadata: {
+      name: `${set.name}-${hash}`,
+      namespace: set.namespace,
+      labels: { ...(template.metadata?.labels ?? {}), [Keys.revisionHash]: hash },
+      ownerReferences: [controllerRef(set)],
+    },
+    data: { spec: { template } },
+    revision: maxRevision + 1,
+  };
+  return { revision, hash, collisionCount };
+}
+
+/** Old revisions past revisionHistoryLimit are deleted, oldest first, unless a pod runs one. */
+function pruneHistory(
+  ours: ControllerRevision[],
+  current: ControllerRevision,
+  revisionHistoryLimit: number,
+  liveHashes: Set<string>,
+): Action[] {
+  const actions: Action[] = [];
   const old = ours.filter((r) => r !== current && r.metadata.name !== current.metadata.name)
     .sort((a, b) => a.revision - b.revision);
   let toDelete = old.length - revisionHistoryLimit;
@@ -132,7 +161,7 @@ export function planRevisions(
     });
     toDelete--;
   }
-  return { hash, collisionCount, actions };
+  return actions;
 }
 
 /**
