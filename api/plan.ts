@@ -199,6 +199,13 @@ export interface Plan {
   requeueAfterSeconds: number | null;
   awaited: Awaited[];
   /**
+   * Most pod creations, and most pod deletions (with pod conditions), this plan's actions may
+   * hold: the set's burstReplicas as the engine resolved it over the desired nodes. The plan
+   * keeps within it and the executor holds it, one computation for both (upstream's
+   * `syncNodes` caps creations and deletions each at burstReplicas).
+   */
+  burst: number;
+  /**
    * When the plan writes pods of the current revision (edgeroll owns placement): a pod that
    * revision makes, and its ControllerRevision when the plan creates one, for the shell to
    * prove the API server admits them before any action is taken (a server-side dry run).

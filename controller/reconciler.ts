@@ -7,15 +7,9 @@ import { readOpenYurtRollout } from "../api/openyurt.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
 import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../api/plan.ts";
 import type { Expectation } from "../api/advanced-daemonset.ts";
-import { readSet, resolve } from "../engine/config.ts";
 import { type KubeClient, type SnapshotRead, writtenStatus } from "../kube/client.ts";
 import { isConflict } from "../kube/errors.ts";
-import {
-  type ActionOutcome,
-  type ActionResult,
-  defaultBurst,
-  executeActions,
-} from "../kube/executor.ts";
+import { type ActionOutcome, type ActionResult, executeActions } from "../kube/executor.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import type { SetRef } from "../api/set-ref.ts";
 import { setKey } from "../api/set-ref.ts";
@@ -266,7 +260,7 @@ async function carryOut(
   phases: PhaseTimer,
 ): Promise<{ reports: ActionReport[]; status: Plan["status"] }> {
   const outcomes = await executeActions(deps.kube, ref.namespace, plan.actions, {
-    burst: burstOf(snapshot),
+    burst: plan.burst,
     now: new Date(now),
   });
   phases.end("act");
@@ -308,13 +302,6 @@ function unstamped(status: unknown): unknown {
   if (typeof status !== "object" || status === null) return status;
   const { observedPodsVersion: _stamp, ...rest } = status as Record<string, unknown>;
   return rest;
-}
-
-/** The set's `burstReplicas` (an int or a percent of the nodes), upstream's 250 otherwise. */
-function burstOf(snapshot: Snapshot): number {
-  const reading = readSet(snapshot);
-  if (!reading.ok) return defaultBurst;
-  return Math.max(1, resolve(reading.config.burstReplicas, snapshot.nodes.length, true));
 }
 
 /** The pod an action writes, as expectations name it. */

@@ -28,12 +28,12 @@ export function planPlacement(
   const { config, hash } = b;
   const surge = config.mode === "Surge";
   const desired = views.filter((v) => v.placement.shouldRun);
-  for (const pod of strays) b.remove(pod, "its node no longer exists", false);
+  for (const pod of strays) b.remove(pod, "its node no longer exists");
   const needing: NodeView[] = [];
   for (const view of views) {
     if (!view.placement.shouldContinueRunning) {
       for (const pod of view.live) {
-        b.remove(pod, `node ${view.name} no longer matches the set's placement`, false);
+        b.remove(pod, `node ${view.name} no longer matches the set's placement`);
       }
       continue;
     }
@@ -48,7 +48,7 @@ export function planPlacement(
       // Duplicates: keep the oldest available pod (oldest when none is available).
       const keep = running.find(available) ?? running[0];
       for (const pod of running) {
-        if (pod !== keep) b.remove(pod, "duplicate daemon pod on the node", false);
+        if (pod !== keep) b.remove(pod, "duplicate daemon pod on the node");
       }
       continue;
     }
@@ -80,7 +80,7 @@ function runningPods(b: PlanBuilder, view: NodeView): Pod[] {
     if (isFailed(pod)) {
       const oldEnough = (parseTime(pod.metadata.creationTimestamp) ?? 0) +
         failedPodMinAgeSeconds * 1000;
-      if (oldEnough <= b.now) b.remove(pod, "the pod failed", false);
+      if (oldEnough <= b.now) b.remove(pod, "the pod failed");
       else {
         b.wait(
           `pod/${pod.metadata.name} deleted`,
@@ -89,7 +89,7 @@ function runningPods(b: PlanBuilder, view: NodeView): Pod[] {
         );
       }
     } else if (isPreDeleting(pod)) {
-      if (!isHooked(b.config, pod)) b.remove(pod, "its preDelete hook was released", false);
+      if (!isHooked(b.config, pod)) b.remove(pod, "its preDelete hook was released");
       else {
         b.wait(`pod/${pod.metadata.name} preDelete hook released`, "the pod is PreparingDelete");
       }
@@ -109,12 +109,12 @@ function keepSurgePair(b: PlanBuilder, running: Pod[], available: (p: Pod) => bo
   const olds = best(running.filter((p) => podRevision(p) !== b.hash));
   const [oldestNew, oldestOld] = [newest[0], olds[0]];
   for (const pod of [...newest.slice(1), ...olds.slice(1)]) {
-    b.remove(pod, "duplicate daemon pod on the node", false);
+    b.remove(pod, "duplicate daemon pod on the node");
   }
   if (!oldestNew || !oldestOld) return;
   if (!isPodReady(oldestOld)) {
-    b.remove(oldestOld, "replaced by a new pod: the old one is not ready", false);
-  } else if (available(oldestNew)) b.remove(oldestOld, "its replacement is available", false);
+    b.remove(oldestOld, "replaced by a new pod: the old one is not ready");
+  } else if (available(oldestNew)) b.remove(oldestOld, "its replacement is available");
   else {
     b.wait(
       `pod/${oldestNew.metadata.name} available`,

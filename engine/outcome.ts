@@ -51,6 +51,7 @@ export function invalidOrUnmanagedPlan(
       conditions: previous.conditions ?? [],
       events: [],
       requeueAfterSeconds: null,
+      burst: 0,
       awaited: [{
         what: "annotation apps.openyurt.io/update-strategy",
         why: "this DaemonSet is not managed by edgeroll",
@@ -83,6 +84,7 @@ export function invalidOrUnmanagedPlan(
     events,
     requeueAfterSeconds: null,
     awaited: [{ what: "a valid spec", why: message }],
+    burst: 0,
   };
 }
 
@@ -456,5 +458,6 @@ export function finish(o: Outcome): Plan {
     events: [...b.events, ...events],
     requeueAfterSeconds,
     awaited,
+    burst: b.burst,
   };
 }

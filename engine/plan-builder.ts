@@ -90,7 +90,7 @@ export class PlanBuilder {
     readonly config: SetConfig,
     readonly hash: string,
     readonly now: EpochMillis,
-    burst: number,
+    readonly burst: number,
     pending: Expectation[],
   ) {
     // Work still expected counts against this call's share, so a repeated call adds nothing.
@@ -233,16 +233,16 @@ export class PlanBuilder {
    * PreparingDelete and deleted once its owner releases it. Returns whether the pod is on its way
    * out (deleted or marked), i.e. whether it now counts as unavailable.
    */
-  remove(pod: Pod, reason: string, budgeted: boolean): boolean {
+  remove(pod: Pod, reason: string): boolean {
     const name = pod.metadata.name ?? "";
     const uid = pod.metadata.uid ?? "";
-    if (!budgeted) {
-      if (this.deletionsLeft <= 0) {
-        this.moreWork = true;
-        return false;
-      }
-      this.deletionsLeft--;
+    // Every deletion counts against the burst, the update's too: the plan holds what the
+    // executor will send (upstream's syncNodes caps rolling-update deletions the same way).
+    if (this.deletionsLeft <= 0) {
+      this.moreWork = true;
+      return false;
     }
+    this.deletionsLeft--;
     if (isHooked(this.config, pod)) {
       if (isPreDeleting(pod)) {
         this.wait(`pod/${name} preDelete hook released`, `${reason}; its preDelete hook holds it`);

@@ -103,6 +103,15 @@ const stepMillis = 6000;
 
 function step(c: f.Cluster, now: number, failing = new Set<string>()): [Plan, f.Cluster] {
   const p = plan(c.snapshot, now);
+  // Every plan keeps within the burst it carries, the update's deletions too: the executor
+  // cuts at the same numbers, so nothing planned is left over.
+  const count = (types: string[]) => p.actions.filter((a) => types.includes(a.type)).length;
+  assertEquals(count(["createPod"]) <= p.burst, true, `creations over burst ${p.burst}`);
+  assertEquals(
+    count(["deletePod", "setPodCondition"]) <= p.burst,
+    true,
+    `deletions over burst ${p.burst}`,
+  );
   return [p, f.kubelet(f.apply(c, p, now), now, failing)];
 }
 

@@ -82,6 +82,23 @@ Deno.test("placement: a pod on every matching node, at most burstReplicas per ca
   assertEquals(condition(p, "Complete"), "True Complete");
 });
 
+Deno.test("update: deletions keep within burstReplicas too, past it the rest waits for the next call", () => {
+  // maxUnavailable 5 allows five at once; burstReplicas 2 lets a call delete two, as upstream's
+  // syncNodes caps rolling-update deletions. The plan says so: the executor cuts nothing.
+  let c = f.cluster(adsSnapshot({
+    burstReplicas: 2,
+    updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 5 } },
+  }, f.nodes(10)));
+  let p: Plan;
+  for (let i = 0; i < 10; i++) [, c] = step(c, f.t0 - 3600_000 + i * 1000);
+  c = f.withTemplate(c, "agent:v2", 2);
+  [p, c] = step(c, f.t0);
+  assertEquals(podActions(p), ["delete node-9", "delete node-8"]);
+  assertEquals([p.burst, p.requeueAfterSeconds], [2, 1]);
+  [p] = step(c, f.t0 + 1000);
+  assertEquals(podActions(p).filter((a) => a.startsWith("delete")).length, 2);
+});
+
 Deno.test("placement: the created pod is pinned to its node, owned, labelled, deterministic", () => {
   const snapshot = adsSnapshot({}, [f.node("edge-1")]);
   const p = plan(snapshot, f.t0);

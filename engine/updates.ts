@@ -138,7 +138,7 @@ export function recreateBudget(
   const { maxUnavailable } = resolvedBudget(b, desiredCount);
   // InPlaceIfPossible patches the pod when it can; either way the pod is unavailable for a while.
   const replaceOld = (old: Pod, reason: string) =>
-    (b.config.inPlace && b.updateInPlace(old, reason)) || b.remove(old, reason, true);
+    (b.config.inPlace && b.updateInPlace(old, reason)) || b.remove(old, reason);
   return {
     name: "maxUnavailable",
     limit: maxUnavailable,
@@ -154,8 +154,11 @@ export function recreateBudget(
       });
     },
     replace(_view, old) {
-      replaceOld(old, `update to revision ${b.hash} (maxUnavailable ${maxUnavailable})`);
-      return old.metadata.name ?? "";
+      const started = replaceOld(
+        old,
+        `update to revision ${b.hash} (maxUnavailable ${maxUnavailable})`,
+      );
+      return started ? old.metadata.name ?? "" : undefined;
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The one executor of a plan's actions, as upstream's `syncNodes`: at most `burst` pod
- * creations and deletions per call. Revisions go first (the pods name theirs; a failure there
+ * creations and at most `burst` deletions (pod conditions count with them) per call. Revisions go first (the pods name theirs; a failure there
  * ends the run). Creations go in slow-start batches (1, 2, 4, …), so a failing API server or an
  * exhausted quota costs one request, not a whole burst: a batch with a failure skips the
  * creations after it. Deletions, patches and pod conditions then go all at once (a few dozen
@@ -21,15 +21,12 @@ export interface ActionOutcome {
 }
 
 export interface ExecuteOptions {
-  /** Most pod creations and deletions sent in one call (the set's `burstReplicas`). */
+  /** Most pod creations, and most deletions, sent in one call (the plan's `burst`). */
   burst: number;
   /** First batch of creations; doubled after each batch that fully succeeded. */
   initialBatch?: number;
   now: Date;
 }
-
-/** Upstream's default `burstReplicas`. */
-export const defaultBurst = 250;
 
 /** Requests in flight at once for the writes that are not slow-started. */
 const inFlight = 32;
@@ -47,12 +44,17 @@ export async function executeActions(
   { burst, initialBatch = 1, now }: ExecuteOptions,
 ): Promise<ActionOutcome[]> {
   const outcomes: ActionOutcome[] = actions.map((action) => ({ action, result: "skipped" }));
-  // As upstream's burstReplicas, the cap counts pod creations and deletions; revisions,
-  // patches and conditions ride along.
-  let podWrites = 0;
+  // As upstream's burstReplicas, creations and deletions are capped each; the engine counts
+  // pod conditions with deletions (plan-builder.ts), so does this. Revisions and patches ride
+  // along. A plan keeps within its burst: this cap only holds one that would not.
+  const sent = { create: 0, delete: 0 };
   const sendable = outcomes.filter(({ action }) => {
-    if (action.type !== "createPod" && action.type !== "deletePod") return true;
-    return ++podWrites <= Math.max(0, burst);
+    const share = action.type === "createPod"
+      ? "create"
+      : action.type === "deletePod" || action.type === "setPodCondition"
+      ? "delete"
+      : undefined;
+    return share === undefined || ++sent[share] <= Math.max(0, burst);
   });
   const apply = async (outcome: ActionOutcome) => {
     try {
