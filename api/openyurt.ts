@@ -55,13 +55,22 @@ export type OpenYurtResult =
   | { managed: true; ok: false; issues: FieldIssue[] };
 
 /**
+ * Whether edgeroll manages a plain DaemonSet: OpenYurt's update-strategy annotation is on it,
+ * whatever its value (a value it cannot read is an InvalidSpec condition, not "unmanaged").
+ * The one answer to "managed?" for the relay, the queue's keys, the tick and the reconcile.
+ */
+export function isManagedDaemonSet(set: { metadata: { annotations?: Record<string, string> } }) {
+  return set.metadata.annotations?.[updateStrategyAnnotation] !== undefined;
+}
+
+/**
  * Reads a DaemonSet's OpenYurt annotations. Without the strategy annotation edgeroll does not
  * manage the set; with it, the set must use `OnDelete` or the native controller would roll it too.
  */
 export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
   const annotations = set.metadata.annotations ?? {};
+  if (!isManagedDaemonSet(set)) return { managed: false };
   const strategyValue = annotations[updateStrategyAnnotation];
-  if (strategyValue === undefined) return { managed: false };
   const issues: FieldIssue[] = [];
   const strategy = OpenYurtUpdateStrategy.safeParse(strategyValue);
   if (!strategy.success) {

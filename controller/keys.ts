@@ -4,7 +4,7 @@
  * object calls for, whether an event or the controller's own cache reported it.
  */
 import { group } from "../api/advanced-daemonset.ts";
-import { updateStrategyAnnotation } from "../api/openyurt.ts";
+import { isManagedDaemonSet } from "../api/openyurt.ts";
 import { fnv1a64 } from "../api/hash.ts";
 import { nodeSchedulingView } from "../kube/objects.ts";
 import { setKey, type SetKind } from "../api/set-ref.ts";
@@ -81,9 +81,7 @@ export function keysForChange(
 function keysForObject({ apiVersion, kind, metadata }: ChangedObject): string[] {
   const namespace = metadata.namespace ?? "";
   const setKind = setKindOf(apiVersion, kind);
-  if (setKind === "daemonsets" && metadata.annotations?.[updateStrategyAnnotation] === undefined) {
-    return [];
-  }
+  if (setKind === "daemonsets" && !isManagedDaemonSet({ metadata })) return [];
   if (setKind) return [setKey({ kind: setKind, namespace, name: metadata.name })];
   if (kind === "Pod") {
     for (const owner of metadata.ownerReferences ?? []) {

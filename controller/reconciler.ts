@@ -3,11 +3,12 @@
  * `reconcileHandler`): read → plan → claim → act → answer. Stateless: what must survive
  * between two calls is in the set's status, written by the claim.
  */
-import { readOpenYurtRollout } from "../api/openyurt.ts";
+import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
 import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../api/plan.ts";
 import type { Expectation } from "../api/advanced-daemonset.ts";
-import { type KubeClient, type SnapshotRead, writtenStatus } from "../kube/client.ts";
+import type { KubeClient, SnapshotRead } from "../kube/client.ts";
+import { writtenStatus } from "../api/written-status.ts";
 import { isConflict } from "../kube/errors.ts";
 import { type ActionOutcome, type ActionResult, executeActions } from "../kube/executor.ts";
 import type { KubeObject } from "../kube/objects.ts";
@@ -158,7 +159,7 @@ async function reconcileOnce(
   phases.end("read");
   if (!snapshot) throw new ControllerError("NotFound", `${setKey(ref)} not found`);
   const base = { set: setKey(ref), dryRun, conflicts };
-  if (snapshot.kind === "DaemonSet" && !readOpenYurtRollout(snapshot.set).managed) {
+  if (snapshot.kind === "DaemonSet" && !isManagedDaemonSet(snapshot.set)) {
     return {
       ...base,
       managed: false,

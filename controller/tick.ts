@@ -3,8 +3,9 @@
  * passed) or whose spec moved (`metadata.generation` ahead of `status.observedGeneration`),
  * and every set at a slower full resync, because events can be lost.
  */
-import { updateStrategyAnnotation } from "../api/openyurt.ts";
-import { type KubeClient, writtenStatus } from "../kube/client.ts";
+import { isManagedDaemonSet } from "../api/openyurt.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { writtenStatus } from "../api/written-status.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { setKey, type SetKind, type SetRef } from "../api/set-ref.ts";
 import { failureOf } from "./errors.ts";
@@ -69,10 +70,7 @@ export async function listManagedSets(
   );
   const sets = lists.flatMap(({ kind, items }) =>
     items
-      .filter((o) =>
-        kind === "advanceddaemonsets" ||
-        o.metadata.annotations?.[updateStrategyAnnotation] !== undefined
-      )
+      .filter((o) => kind === "advanceddaemonsets" || isManagedDaemonSet(o))
       .map((object) => ({
         ref: { kind, namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" },
         object,

@@ -9,13 +9,13 @@ import {
   apiVersion,
   kind,
   type LifecycleHook,
-  rolloutStatusAnnotation,
 } from "../api/advanced-daemonset.ts";
 import { isZero, scaleIntOrPercent } from "../api/int-or-percent.ts";
 import type { IntOrString, LabelSelector, PodTemplateSpec } from "../api/kube-objects.ts";
 import type { FieldIssue, Notice } from "../api/label-selector.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import { validateAdvancedDaemonSet } from "../api/validation.ts";
+import { writtenStatus } from "../api/written-status.ts";
 import type { SetIdentity } from "./revisions.ts";
 import type { Snapshot } from "../api/plan.ts";
 
@@ -67,16 +67,6 @@ function parseStatus(raw: unknown): AdvancedDaemonSetStatus {
   return parsed.success ? parsed.data : StatusSchema.parse({});
 }
 
-/** Not JSON (edited by hand) reads as no status, as `writtenStatus` in kube/ has it. */
-function statusFromAnnotation(text: string | undefined): AdvancedDaemonSetStatus {
-  if (text === undefined) return parseStatus({});
-  try {
-    return parseStatus(JSON.parse(text));
-  } catch {
-    return parseStatus({});
-  }
-}
-
 /** Resolves an int-or-percent against the desired node count (percent rounded up or down). */
 export function resolve(value: IntOrString, desired: number, roundUp: boolean): number {
   return scaleIntOrPercent(value, desired, roundUp);
@@ -124,7 +114,7 @@ export function readSet(snapshot: Snapshot): SetReading {
     };
   }
   const set = snapshot.set;
-  const previous = statusFromAnnotation(meta.annotations?.[rolloutStatusAnnotation]);
+  const previous = parseStatus(writtenStatus("daemonsets", set) ?? {});
   const yurt = readOpenYurtRollout(set);
   if (!yurt.managed) return { ok: false, managed: false, issues: [], previous };
   if (!yurt.ok) return { ok: false, managed: true, issues: yurt.issues, previous };

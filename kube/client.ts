@@ -17,7 +17,8 @@ import type { SetKind, SetRef } from "../api/set-ref.ts";
 import type { SnapshotCache } from "./cache.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
-import { group, rolloutStatusAnnotation, version } from "../api/advanced-daemonset.ts";
+import { group, version } from "../api/advanced-daemonset.ts";
+import { statusAnnotations, writtenStatus } from "../api/written-status.ts";
 import {
   type ControllerRevision,
   type DaemonSet,
@@ -68,22 +69,6 @@ function listableSelector(selector: unknown): boolean {
   if (selector === undefined) return true;
   const parsed = LabelSelectorSchema.safeParse(selector);
   return parsed.success && labelSelectorIssues(parsed.data, "spec.selector").length === 0;
-}
-
-/**
- * The set's status as its last claim wrote it: `.status`, or a DaemonSet's annotation. An
- * annotation that is not JSON (edited by hand) counts as no status written: the set then
- * looks unobserved, so the next reconcile plans afresh and its claim writes a valid one.
- */
-export function writtenStatus(kind: SetKind, set: KubeObject): unknown {
-  if (kind === "advanceddaemonsets") return set.status;
-  const raw = set.metadata.annotations?.[rolloutStatusAnnotation];
-  if (raw === undefined) return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
 }
 
 function observedPodsVersion(kind: SetKind, set: KubeObject): string | undefined {
@@ -166,7 +151,7 @@ export class KubeClient {
       patch: {
         metadata: {
           resourceVersion,
-          annotations: { [rolloutStatusAnnotation]: JSON.stringify(status) },
+          annotations: statusAnnotations(status),
         },
       },
     });

@@ -6,7 +6,7 @@
  */
 import type * as k8s from "@kubernetes/client-node";
 import { group, plural, version } from "../api/advanced-daemonset.ts";
-import { updateStrategyAnnotation } from "../api/openyurt.ts";
+import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { Logger } from "../lib/log.ts";
 import { fnv1a64 } from "../api/hash.ts";
 import { type KubeObject, nodeSchedulingView } from "../kube/objects.ts";
@@ -71,10 +71,7 @@ const sources: Source[] = [
     path: "/apis/apps/v1/daemonsets",
     apiVersion: "apps/v1",
     kind: "DaemonSet",
-    trim: (o) =>
-      o.metadata.annotations?.[updateStrategyAnnotation] === undefined
-        ? undefined
-        : { metadata: o.metadata },
+    trim: (o) => isManagedDaemonSet(o) ? { metadata: o.metadata } : undefined,
   },
   {
     path: "/api/v1/pods",

@@ -3,10 +3,8 @@
  * performs a plan's actions as an API server would, and a `kubelet` step that starts pods.
  * Test-only: the engine never imports it.
  */
-import {
-  type AdvancedDaemonSetInput,
-  rolloutStatusAnnotation,
-} from "../../api/advanced-daemonset.ts";
+import { statusAnnotations } from "../../api/written-status.ts";
+import type { AdvancedDaemonSetInput } from "../../api/advanced-daemonset.ts";
 import {
   type ControllerRevision,
   type DaemonSet,
@@ -125,7 +123,7 @@ export function apply(c: Cluster, plan: Plan, now: number): Cluster {
   else {
     s.set.metadata.annotations = {
       ...s.set.metadata.annotations,
-      [rolloutStatusAnnotation]: JSON.stringify(plan.status),
+      ...statusAnnotations(plan.status),
     };
   }
   const podAt = (name: string, uid: string) =>
