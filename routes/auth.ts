@@ -5,7 +5,6 @@
  * allowed: 403.
  */
 import type { MiddlewareHandler } from "hono";
-import type { KubeClient } from "../kube/client.ts";
 import { HttpError } from "./errors.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 
@@ -87,9 +86,24 @@ class ExpiringMap<V> {
   }
 }
 
+/** What a TokenReview answers, as far as authentication reads it. */
+export interface TokenReviewAnswer {
+  authenticated: boolean;
+  username?: string;
+  groups?: string[];
+  /** The audiences the token is valid for, among those the review asked about. */
+  audiences?: string[];
+  error?: string;
+}
+
+/** Who reviews tokens: the controller's Kubernetes client (`KubeClient.reviewToken`). */
+export interface TokenReviewer {
+  reviewToken(token: string, audiences?: string[]): Promise<TokenReviewAnswer>;
+}
+
 /** Checks tokens with the API server's TokenReview. */
 export function tokenReviewAuthenticator(
-  kube: KubeClient,
+  reviewer: TokenReviewer,
   options: TokenReviewOptions,
 ): Authenticator {
   if (options.allowed.length === 0) {
@@ -113,7 +127,7 @@ export function tokenReviewAuthenticator(
     return true;
   };
   const review = async (token: string): Promise<Identity> => {
-    const result = await kube.reviewToken(token, options.audiences);
+    const result = await reviewer.reviewToken(token, options.audiences);
     // An API server that ignores audiences answers without them: that is not a match.
     const audienceMatched = !options.audiences?.length ||
       (result.audiences ?? []).some((a) => options.audiences!.includes(a));

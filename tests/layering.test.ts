@@ -29,7 +29,6 @@ const mayImport: Record<string, string[] | "*"> = {
  * Known imports across the map, each with why it is still here (issue 14 pays them).
  */
 const knownDebts: Record<string, string> = {
-  "routes/auth.ts -> kube": "TokenReview through the controller's client (issue 14)",
   "routes/ota.ts -> kube": "OTA calls the API from the route (issue 14)",
 };
 
