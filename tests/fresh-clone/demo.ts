@@ -1,6 +1,7 @@
 /**
  * The README's first command, `deno task demo`, works from a fresh clone of the repository
- * (what is committed, nothing from this work tree).
+ * (what is committed, nothing from this work tree). Its own CI stage (`deno task
+ * test:fresh-clone`), apart from `deno task test`: it runs the whole demo.
  */
 import { assertEquals, assertMatch } from "@std/assert";
 
