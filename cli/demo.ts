@@ -7,6 +7,7 @@
  * It drives the rooms exactly as a user deploys them: the relay watches through the API
  * server and posts CloudEvents to the controller over HTTP; nothing here plans or acts.
  */
+import { eventually } from "../lib/eventually.ts";
 import * as k8s from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
 import { type Command, intOption } from "../lib/command.ts";
@@ -113,20 +114,6 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
-async function until<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => T | undefined | Promise<T | undefined>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
-}
-
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const sim = await startSim({
     nodes: options.nodes,
@@ -159,7 +146,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       `sim ${sim.url} with ${options.nodes} nodes in ${options.zones} zones, ` +
         `controller ${controller.url}, relay watching`,
     );
-    await until("the AdvancedDaemonSet API to be served", 10_000, async () => {
+    await eventually("the AdvancedDaemonSet API to be served", async () => {
       try {
         await objects.create(adsManifest("registry.local/edge-agent:1.0", options.maxUnavailable));
         return true;
@@ -167,7 +154,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
         if ((err as { code?: number }).code === 404) return undefined;
         throw err;
       }
-    });
+    }, { timeoutMs: 10_000, intervalMs: 100 });
 
     const progress = (): Progress | undefined => {
       const set = store.tryGet("advanceddaemonsets.apps.edgeroll.dev", NAMESPACE, SET);
@@ -207,10 +194,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
         ? true
         : undefined;
     };
-    await until(
+    await eventually(
       "the first version on every node",
-      30_000,
       () => settled("registry.local/edge-agent:1.0"),
+      { timeoutMs: 30_000, intervalMs: 100 },
     );
 
     // Record the rollout as the API server sees it: old pods deleted, new pods available.
@@ -260,11 +247,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     );
 
     // Mid-rollout, cut a few nodes that still run the old version off the cloud.
-    await until("a third of the fleet to be updated", 30_000, () => {
+    await eventually("a third of the fleet to be updated", () => {
       show("rollout");
       const p = progress();
       return p && p.updated >= Math.ceil(p.desired / 3) ? true : undefined;
-    });
+    }, { timeoutMs: 30_000, intervalMs: 100 });
     const stillOld = store.list("pods", { namespace: NAMESPACE }).items
       .filter((pod) =>
         pod.metadata.labels?.[REVISION_LABEL] === oldHash.daemonSetHash &&
@@ -276,14 +263,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     for (const node of cut) await admin(sim.url, node, "disconnect");
     options.out.note(`disconnected ${cut.join(", ")}: the rollout goes on without them`);
 
-    await until("every connected node to be updated", 45_000, () => {
+    await eventually("every connected node to be updated", () => {
       show("rollout");
       const p = progress();
       return p && p.updated >= p.desired - cut.length ? true : undefined;
-    });
+    }, { timeoutMs: 45_000, intervalMs: 100 });
     for (const node of cut) await admin(sim.url, node, "reconnect");
     options.out.note(`reconnected ${cut.join(", ")}: they are updated as they come back`);
-    await until("the rollout to complete", 45_000, () => settled("registry.local/edge-agent:1.1"));
+    await eventually("the rollout to complete", () => settled("registry.local/edge-agent:1.1"), {
+      timeoutMs: 45_000,
+      intervalMs: 100,
+    });
     const rolloutMs = Date.now() - started;
 
     const after = await requestTotals(sim.url);

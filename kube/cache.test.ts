@@ -1,4 +1,5 @@
 import { assertEquals } from "@std/assert";
+import { eventually } from "../lib/eventually.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { type CacheChange, isAtLeast, SnapshotCache } from "./cache.ts";
 import type { KubeList, KubeObject } from "./objects.ts";
@@ -35,7 +36,8 @@ const node = (name: string, rv: string, ready = "True"): KubeObject => ({
   status: { conditions: [{ type: "Ready", status: ready }] },
 });
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
+/** Until `read` answers: the cache has listed and its watch is open. */
+const opened = <T>(read: () => T | undefined) => eventually("the cache open", read);
 
 Deno.test("a cache answers only once listed and watching, then follows the watch", async () => {
   const server = fakeServer();
@@ -45,7 +47,7 @@ Deno.test("a cache answers only once listed and watching, then follows the watch
   cache.onChange((change) => changes.push(change));
   try {
     assertEquals(cache.nodes(), undefined, "the first read starts the cache and lists");
-    await settle();
+    await opened(() => cache.nodes());
     assertEquals(server.watches.length, 1);
     assertEquals(server.watches[0].query.resourceVersion, "10", "watched from the list's RV");
     assertEquals(cache.nodes()?.map((n) => [n.kind, n.metadata.name]), [
@@ -78,11 +80,12 @@ Deno.test("a failed watch makes the cache answer undefined until the next watch 
   const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
   try {
     cache.nodes();
-    await settle();
+    await opened(() => cache.nodes());
     assertEquals(cache.nodes()?.length, 1);
     server.watches[0].done(new Error("connection reset"));
     assertEquals(cache.nodes(), undefined, "read past a broken watch: the reader lists");
-    await new Promise((resolve) => setTimeout(resolve, 400)); // the watcher's first backoff
+    // After the watcher's first backoff.
+    await opened(() => server.watches.length === 2 && cache.nodes());
     assertEquals(server.watches.length, 2);
     assertEquals(server.watches[1].query.resourceVersion, "10", "resumed, not relisted");
     assertEquals(cache.nodes()?.length, 1);
@@ -99,12 +102,12 @@ Deno.test("410 Gone relists: what changed or vanished meanwhile is applied and r
   cache.onChange((change) => changes.push(change));
   try {
     cache.nodes();
-    await settle();
+    await opened(() => cache.nodes());
     assertEquals(changes, [], "the first list replaces nothing anyone read");
     // While the watch was away: a went NotReady, b was deleted, d joined, c stayed.
     server.listed.nodes = [node("a", "20", "False"), node("c", "3"), node("d", "21")];
     server.watches[0].onLine("ERROR", { code: 410, reason: "Expired" });
-    await settle();
+    await opened(() => server.watches.length === 2 && cache.nodes());
     assertEquals(server.watches.length, 2);
     assertEquals(server.watches[1].query.resourceVersion, "11", "watched from the new list");
     assertEquals(cache.nodes()?.map((n) => n.metadata.name), ["a", "c", "d"]);
@@ -132,7 +135,7 @@ Deno.test("a set's pods are cached by namespace and selector; an unread cache is
   try {
     cache.pods("edge", "app=agent");
     cache.pods("edge", "app=other");
-    await settle();
+    await opened(() => cache.pods("edge", "app=agent") && cache.pods("edge", "app=other"));
     assertEquals(
       server.watches.map((w) => [w.path, w.query.labelSelector]),
       [["/api/v1/namespaces/edge/pods", "app=agent"], [
@@ -159,7 +162,7 @@ Deno.test("pods older than what the set's last status was planned from are not r
   const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
   try {
     cache.pods("edge", "app=agent");
-    await settle();
+    await opened(() => cache.pods("edge", "app=agent"));
     assertEquals(cache.pods("edge", "app=agent", "10")?.resourceVersion, "10", "listed at 10");
     assertEquals(cache.pods("edge", "app=agent", "11"), undefined, "a writer saw 11: list");
     server.watches[0].onLine("ADDED", {
@@ -228,7 +231,7 @@ Deno.test("a cache keeps of each node and pod only what the planner reads", asyn
   try {
     cache.nodes();
     cache.pods("ns", "app=agent");
-    await settle();
+    await opened(() => cache.nodes() && cache.pods("ns", "app=agent"));
     assertEquals(cache.nodes(), [{
       apiVersion: "v1",
       kind: "Node",

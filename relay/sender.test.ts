@@ -1,4 +1,5 @@
 import { assertEquals } from "@std/assert";
+import { eventually } from "../lib/eventually.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { type BearerToken, EventSender } from "./sender.ts";
 
@@ -99,13 +100,11 @@ Deno.test("the first event after a quiet spell is posted at once; the next waits
   const { s, posts } = sender(); // flushMs 10 s
   try {
     s.send("Pod/edge/a", { type: update, subject: "a", data: { n: 1 } });
-    for (let i = 0; i < 100 && posts.length === 0; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    assertEquals(posts.length, 1, "the first event waited for the window");
+    // flushMs is 10 s: the first post comes long before it, on the next turns.
+    await eventually("the first post", () => posts.length === 1, { timeoutMs: 5000 });
     s.send("Pod/edge/b", { type: update, subject: "b", data: { n: 1 } });
-    await new Promise((resolve) => setTimeout(resolve, 50));
     assertEquals([posts.length, s.pending], [1, 1], "a second post inside the window");
+    assertEquals((s.nextPostInMs ?? 0) > 5000, true, `scheduled in ${s.nextPostInMs} ms`);
     await s.flush();
     assertEquals(posts.map((p) => p.events.map((e) => e.subject)), [["a"], ["b"]]);
   } finally {

@@ -44,6 +44,8 @@ export class EventSender {
   /** By object key: what to send next for it. */
   readonly #pending = new Map<string, PendingEvent>();
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the scheduled post goes (`performance.now()`), while one is scheduled. */
+  #postAt: number | undefined;
   #flushing: Promise<void> | undefined;
   #backoff: number;
   /** When the last post started (`performance.now()`). */
@@ -82,16 +84,14 @@ export class EventSender {
 
   /** Sends what is pending now (tests, shutdown). */
   async flush(): Promise<void> {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#clearTimer();
     await this.#flushing;
     if (this.#pending.size > 0) await this.#flushOnce();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    this.#clearTimer();
     await this.#flushing;
   }
 
@@ -102,10 +102,29 @@ export class EventSender {
       0,
       this.#lastPostAt + (this.#options.flushMs ?? 100) - performance.now(),
     );
+    this.#postIn(delay);
+  }
+
+  /** Schedules the next post (one at a time). */
+  #postIn(delay: number) {
+    this.#clearTimer();
+    this.#postAt = performance.now() + delay;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
+      this.#postAt = undefined;
       this.#flushOnce();
     }, delay);
+  }
+
+  #clearTimer() {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#postAt = undefined;
+  }
+
+  /** Milliseconds until the next scheduled post; undefined when none is scheduled. */
+  get nextPostInMs(): number | undefined {
+    return this.#postAt === undefined ? undefined : this.#postAt - performance.now();
   }
 
   #flushOnce(): Promise<void> {
@@ -172,10 +191,6 @@ export class EventSender {
     });
     const wait = this.#backoff;
     this.#backoff = Math.min(this.#options.maxBackoffMs ?? 10_000, this.#backoff * 2);
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#flushOnce();
-    }, wait);
+    this.#postIn(wait);
   }
 }

@@ -1,4 +1,5 @@
 import { assertEquals } from "@std/assert";
+import { eventually } from "../lib/eventually.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { SnapshotCache } from "../kube/cache.ts";
 import type { WatchFn } from "../kube/watcher.ts";
@@ -158,7 +159,8 @@ Deno.test("a node change the relay reported first still reconciles once the cach
     cache: (api) => new SnapshotCache({ api, watch, logger: memoryLogger() }),
   });
   assertEquals((await h.request("/reconcile/advanceddaemonsets/edge/agent")).status, 200);
-  await new Promise((resolve) => setTimeout(resolve, 5)); // the caches list and watch
+  // The caches have listed and watch nodes and the set's pods.
+  await eventually("the caches watching", () => watches.size === 2);
   const notReady = {
     apiVersion: "v1",
     kind: "Node",
@@ -236,8 +238,8 @@ Deno.test("an event naming an object Kubernetes could not hold is ignored with t
   assertEquals(body.accepted, false);
   assertEquals(body.events.map((e: { keys: string[] }) => e.keys), [[], [], []]);
   for (const e of body.events) assertEquals(/DNS-1123/.test(e.ignored), true, e.ignored);
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  assertEquals(h.plans.length, 0);
+  await h.controller.queue.idle();
+  assertEquals(h.plans.length, 0, "nothing was queued");
 });
 
 Deno.test("bodies past the limit and batches past their cap answer 413, and nothing is queued", async () => {

@@ -1,4 +1,5 @@
 import { assertEquals } from "@std/assert";
+import { eventually } from "../lib/eventually.ts";
 import { harness } from "../tests/doubles/controller-harness.ts";
 
 Deno.test("a request line and headers past the limit answer 431 before any route runs", async () => {
@@ -34,8 +35,6 @@ Deno.test("a request not answered in time answers 504 Timeout; the reconcile it 
   const { error } = await res.json();
   assertEquals([error.reason, error.message], ["Timeout", "no answer within 50 ms"]);
   release();
-  for (let i = 0; i < 100 && h.plans.length === 0; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  assertEquals(h.plans.length, 1, "the reconcile finished after its caller was answered");
+  await eventually("the reconcile to plan after its caller was answered", () => h.plans.length > 0);
+  assertEquals(h.plans.length, 1);
 });

@@ -1,5 +1,6 @@
 import { assertEquals, assertRejects } from "@std/assert";
 import { writePki } from "../cluster/certs.ts";
+import { eventually } from "../lib/eventually.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { listen } from "./listener.ts";
 
@@ -11,14 +12,6 @@ async function twoPairs(dir: string) {
     key: pki.servingKeyPath,
     ca: Deno.readTextFileSync(pki.caCertPath),
   }));
-}
-
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 Deno.test("listen over TLS: a renewed certificate is served without a restart; a broken one is not", async () => {
@@ -53,16 +46,19 @@ Deno.test("listen over TLS: a renewed certificate is served without a restart; a
 
     await Deno.copyFile(two.cert, certFile);
     await Deno.copyFile(two.key, keyFile);
-    await until(() => get(two).then(() => true, () => false));
+    await eventually(
+      "the renewed certificate served",
+      () => get(two).then(() => true, () => false),
+    );
     await assertRejects(() => get(one));
     assertEquals(logs.lines.some((l) => l.msg === "TLS certificate reloaded"), true);
 
     // A key that does not load is refused; the served pair stays.
     await Deno.writeTextFile(keyFile, "not a key");
-    await until(() =>
-      Promise.resolve(
+    await eventually(
+      "the broken key refused",
+      () =>
         logs.lines.some((l) => l.msg === "TLS certificate not reloaded; serving the previous one"),
-      )
     );
     assertEquals(await get(two), "ok");
   } finally {

@@ -8,11 +8,11 @@ import { assertEquals } from "@std/assert";
 import {
   adsResource as group,
   createAgentSet,
-  eventually,
   relayOptions,
   setAgentImage,
   withControllerOnSim,
 } from "./controller-on-sim.ts";
+import { eventually } from "../lib/eventually.ts";
 import { startRelay } from "../relay/relay.ts";
 import { tokenReviewAuthenticator } from "../routes/auth.ts";
 
@@ -34,7 +34,7 @@ async function reconcileUntilComplete(post: (p: string) => Promise<{ status: num
     return complete && body.actions.length === 0 && body.status.observedGeneration !== undefined
       ? body
       : undefined;
-  }, 30_000);
+  }, { timeoutMs: 30_000 });
 }
 
 Deno.test("a rollout on the simulator converges with the right status, then writes nothing", async () => {
@@ -120,7 +120,7 @@ Deno.test("POST /tick over the real client finds and rolls an AdvancedDaemonSet;
       const status = (await readStatus(custom)).status;
       return status?.conditions?.find((c: any) => c.type === "Complete")?.status === "True" &&
         status.numberAvailable === 3;
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
   });
 });
 
@@ -161,9 +161,9 @@ Deno.test("driven by the relay's events alone, a rollout on the simulator conver
           status.numberAvailable === 3 &&
           status.conditions?.some((c: any) => c.type === "Complete" && c.status === "True");
       };
-      await eventually("the first rollout", complete(1), 30_000);
+      await eventually("the first rollout", complete(1), { timeoutMs: 30_000 });
       await setAgentImage(kc, "agent:2");
-      await eventually("the update", complete(2), 30_000);
+      await eventually("the update", complete(2), { timeoutMs: 30_000 });
       assertEquals(relay.sender.stats.failedPosts, 0);
       assertEquals(
         relay.sender.stats.posts < relay.sender.stats.queued,

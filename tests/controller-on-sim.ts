@@ -109,21 +109,6 @@ export function startReplica(
   });
 }
 
-/** Polls `probe` until it returns something truthy; fails after `timeoutMs`. */
-export async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false>,
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 /**
  * Records every pod transition of a set as the simulator commits it, and keeps the worst
  * moments seen: nodes without an available pod (what maxUnavailable bounds), and live pods

@@ -8,7 +8,6 @@ import { startRelay } from "../relay/relay.ts";
 import {
   controllerToken,
   createAgentSet,
-  eventually,
   relayOptions,
   rolledOut,
   setAgentImage,
@@ -16,6 +15,7 @@ import {
   watchBudget,
   withControllerOnSim,
 } from "./controller-on-sim.ts";
+import { eventually } from "../lib/eventually.ts";
 
 const reconcilePath = "/reconcile/advanceddaemonsets/default/agent";
 
@@ -41,14 +41,14 @@ Deno.test("two controllers, a relay, a tick and a hammer at once: budget held, n
       const hammers = [hammer(controller.url), hammer(second.url), hammer(controller.url)];
       try {
         await createAgentSet(kc, "agent:1", 2);
-        await eventually(
-          "the first rollout",
-          () => Promise.resolve(rolledOut(sim, 1, "agent:1")),
-          30_000,
-        );
+        await eventually("the first rollout", () => Promise.resolve(rolledOut(sim, 1, "agent:1")), {
+          timeoutMs: 30_000,
+        });
         budget.arm();
         await setAgentImage(kc, "agent:2");
-        await eventually("the update", () => Promise.resolve(rolledOut(sim, 2, "agent:2")), 30_000);
+        await eventually("the update", () => Promise.resolve(rolledOut(sim, 2, "agent:2")), {
+          timeoutMs: 30_000,
+        });
       } finally {
         hammering = false;
         await Promise.all(hammers);
@@ -80,11 +80,9 @@ Deno.test("10% of API calls failing and watches dropped: the rollout completes, 
     await createAgentSet(kc, "agent:1", 1);
     const budget = watchBudget(sim, "agent");
     try {
-      await eventually(
-        "the first rollout",
-        () => Promise.resolve(rolledOut(sim, 1, "agent:1")),
-        30_000,
-      );
+      await eventually("the first rollout", () => Promise.resolve(rolledOut(sim, 1, "agent:1")), {
+        timeoutMs: 30_000,
+      });
     } finally {
       await calm.stop();
     }
@@ -106,7 +104,7 @@ Deno.test("10% of API calls failing and watches dropped: the rollout completes, 
       await eventually(
         "the update under faults",
         () => Promise.resolve(rolledOut(sim, 2, "agent:2")),
-        60_000,
+        { timeoutMs: 60_000 },
       );
       const restarts = relay.watches.reduce((n, w) => n + w.stats.starts - 1, 0);
       assertEquals(restarts > 0, true, "dropped watches were resumed");
@@ -134,14 +132,14 @@ Deno.test("a controller replaced mid-rollout: the new one continues from status,
     await eventually("the first rollout", async () => {
       await post(reconcilePath);
       return rolledOut(sim, 1, "agent:1");
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
     await setAgentImage(kc, "agent:2");
     // Drive the first controller until some, not all, nodes run the new revision.
     await eventually("the rollout under way", async () => {
       const { body } = await post(reconcilePath);
       const updated = body.status?.updatedNumberScheduled ?? 0;
       return body.status?.observedGeneration === 2 && updated >= 2 && updated < 6;
-    }, 30_000);
+    }, { timeoutMs: 30_000 });
     const firstMetrics = await controller.controller.metrics.text();
     await controller.stop();
 
@@ -155,7 +153,7 @@ Deno.test("a controller replaced mid-rollout: the new one continues from status,
         assertEquals(res.status, 200);
         await res.body?.cancel();
         return rolledOut(sim, 2, "agent:2");
-      }, 30_000);
+      }, { timeoutMs: 30_000 });
       const secondMetrics = await fresh.controller.metrics.text();
       for (const text of [firstMetrics, secondMetrics]) {
         assertEquals(
@@ -210,7 +208,9 @@ Deno.test("watches dropped and history compacted mid-rollout, no tick: no step w
         last = performance.now();
         longestMs = 0;
         await setAgentImage(kc, "agent:2");
-        await eventually("the update", () => Promise.resolve(rolledOut(sim, 2, "agent:2")), 60_000);
+        await eventually("the update", () => Promise.resolve(rolledOut(sim, 2, "agent:2")), {
+          timeoutMs: 60_000,
+        });
       } finally {
         faulting = false;
         await faults;

@@ -10,7 +10,8 @@ import { writePki } from "../cluster/certs.ts";
 import { freePort } from "../cluster/processes.ts";
 import { startClusterBehaviour } from "../sim/cluster/mod.ts";
 import { startSim } from "../sim/start.ts";
-import { createAgentSet, eventually, rolledOut } from "./controller-on-sim.ts";
+import { createAgentSet, rolledOut } from "./controller-on-sim.ts";
+import { eventually } from "../lib/eventually.ts";
 import { spawnMain, stop, untilAnswers } from "./processes.ts";
 
 Deno.test({
@@ -59,7 +60,7 @@ Deno.test({
       await eventually(
         "the set rolled out by the relay's events over TLS",
         () => Promise.resolve(rolledOut(sim, 1, "agent:1")),
-        60_000,
+        { timeoutMs: 60_000 },
       );
       assertEquals(rolledOut(sim, 1, "agent:1"), true);
     } finally {

@@ -1,6 +1,7 @@
 import { assert, assertEquals } from "@std/assert";
 import type { KubeObject, Store } from "../store.ts";
-import { waitFor, withCluster } from "./testing.ts";
+import { withCluster } from "./testing.ts";
+import { eventually } from "../../lib/eventually.ts";
 import { GENERATION_LABEL, scaledValue } from "./daemonset.ts";
 import { HASH_LABEL, templateHash } from "./revisions.ts";
 import { type DaemonSet, isPodReady, type Pod } from "./types.ts";
@@ -63,7 +64,7 @@ Deno.test("daemonset: helpers scale percentages up and hash templates stably", (
 Deno.test("daemonset: one pod per node, bound by affinity, with revision labels and full status", async () => {
   await withCluster({ nodes: 4 }, async (store) => {
     store.create("daemonsets.apps", daemonSet("agent", "nginx:1.26", { type: "RollingUpdate" }));
-    const ds = await waitFor("rolled out", () => {
+    const ds = await eventually("rolled out", () => {
       const d = getDs(store, "agent");
       return rolledOut(d) && d.status?.desiredNumberScheduled === 4 && d;
     });
@@ -102,7 +103,7 @@ Deno.test("daemonset: RollingUpdate replaces every pod, never more than maxUnava
         rollingUpdate: { maxUnavailable: 2 },
       }),
     );
-    await waitFor(
+    await eventually(
       "first rollout",
       () => rolledOut(getDs(store, "roll")) && getDs(store, "roll").status?.numberAvailable === 5,
     );
@@ -116,7 +117,7 @@ Deno.test("daemonset: RollingUpdate replaces every pod, never more than maxUnava
     });
     try {
       setImage(store, "roll", "nginx:1.27");
-      const ds = await waitFor("second rollout", () => {
+      const ds = await eventually("second rollout", () => {
         const d = getDs(store, "roll");
         return rolledOut(d) && d.status?.observedGeneration === 2 && d;
       });
@@ -144,7 +145,7 @@ Deno.test("daemonset: maxSurge starts the new pod beside the old one before dele
         rollingUpdate: { maxUnavailable: 0, maxSurge: 1 },
       }),
     );
-    await waitFor("first rollout", () => getDs(store, "surge").status?.numberAvailable === 3);
+    await eventually("first rollout", () => getDs(store, "surge").status?.numberAvailable === 3);
     let nodeWithTwo = false;
     let everUnavailable = false;
     const unsubscribe = store.subscribe(() => {
@@ -159,7 +160,7 @@ Deno.test("daemonset: maxSurge starts the new pod beside the old one before dele
     });
     try {
       setImage(store, "surge", "nginx:1.27");
-      await waitFor("surge rollout", () => {
+      await eventually("surge rollout", () => {
         const d = getDs(store, "surge");
         return rolledOut(d) && d.status?.observedGeneration === 2 &&
           podsOf(store, "surge").length === 3;
@@ -186,17 +187,17 @@ Deno.test("daemonset: a surged pod's minReadySeconds passing, with no other even
     // lastTransitionTime is truncated to, so the new pod is never available at its Ready event.
     (ds.spec as DaemonSet["spec"]).minReadySeconds = 200;
     store.create("daemonsets.apps", ds);
-    await waitFor(
+    await eventually(
       "first rollout",
       () => getDs(store, "ready-wait").status?.numberAvailable === 2,
-      20_000,
+      { timeoutMs: 20_000 },
     );
     setImage(store, "ready-wait", "nginx:1.27");
-    await waitFor("surge rollout past minReadySeconds", () => {
+    await eventually("surge rollout past minReadySeconds", () => {
       const pods = podsOf(store, "ready-wait").filter((p) => !p.metadata.deletionTimestamp);
       return pods.length === 2 &&
         pods.every((p) => p.spec.containers[0].image === "nginx:1.27" && isPodReady(p));
-    }, 20_000);
+    }, { timeoutMs: 20_000 });
   });
 });
 
@@ -205,16 +206,19 @@ Deno.test("daemonset: OnDelete holds still; a deleted pod returns at the new rev
     const ds = daemonSet("yurt", "nginx:1.26", { type: "OnDelete" });
     ds.metadata.annotations = { "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate" };
     store.create("daemonsets.apps", ds);
-    await waitFor("first rollout", () => getDs(store, "yurt").status?.numberAvailable === 3);
+    await eventually("first rollout", () => getDs(store, "yurt").status?.numberAvailable === 3);
     const before = podsOf(store, "yurt").map((p) => p.metadata.uid).sort();
     setImage(store, "yurt", "nginx:1.27");
-    await waitFor("status observed", () => getDs(store, "yurt").status?.observedGeneration === 2);
+    await eventually(
+      "status observed",
+      () => getDs(store, "yurt").status?.observedGeneration === 2,
+    );
     // The controller saw the change and wrote its status; the pods are untouched.
     assertEquals(podsOf(store, "yurt").map((p) => p.metadata.uid).sort(), before);
     assertEquals(getDs(store, "yurt").status?.updatedNumberScheduled, undefined);
     const victim = podsOf(store, "yurt").find((p) => p.spec.nodeName === "edge-2")!;
     store.delete("pods", "default", victim.metadata.name);
-    const replacement = await waitFor(
+    const replacement = await eventually(
       "replacement ready",
       () =>
         podsOf(store, "yurt").find((p) =>
@@ -223,7 +227,10 @@ Deno.test("daemonset: OnDelete holds still; a deleted pod returns at the new rev
     );
     assertEquals(replacement.status?.containerStatuses?.[0].image, "docker.io/library/nginx:1.27");
     assertEquals(replacement.metadata.labels?.[GENERATION_LABEL], "2");
-    await waitFor("one updated", () => getDs(store, "yurt").status?.updatedNumberScheduled === 1);
+    await eventually(
+      "one updated",
+      () => getDs(store, "yurt").status?.updatedNumberScheduled === 1,
+    );
     const others = podsOf(store, "yurt").filter((p) => p.spec.nodeName !== "edge-2");
     assertEquals(others.every((p) => before.includes(p.metadata.uid)), true);
   });
@@ -238,16 +245,16 @@ Deno.test("daemonset: a bad image stalls the rollout at maxUnavailable", async (
         rollingUpdate: { maxUnavailable: 1 },
       }),
     );
-    await waitFor("first rollout", () => getDs(store, "stall").status?.numberAvailable === 4);
+    await eventually("first rollout", () => getDs(store, "stall").status?.numberAvailable === 4);
     setImage(store, "stall", "nginx:bad");
-    await waitFor(
+    await eventually(
       "back-off",
       () =>
         podsOf(store, "stall").some((p) =>
           p.status?.containerStatuses?.[0].state.waiting?.reason === "ImagePullBackOff"
         ),
     );
-    const ds = await waitFor("status settles", () => {
+    const ds = await eventually("status settles", () => {
       const d = getDs(store, "stall");
       return d.status?.observedGeneration === 2 && d.status.numberUnavailable === 1 && d;
     });
@@ -275,21 +282,21 @@ Deno.test("daemonset: history is pruned to the limit; an old template gets the n
       );
     const rollTo = async (image: string, generation: number) => {
       setImage(store, "undo", image);
-      await waitFor(`rolled to ${image}`, () => {
+      await eventually(`rolled to ${image}`, () => {
         const d = getDs(store, "undo");
         return rolledOut(d) && d.status?.observedGeneration === generation;
       });
     };
-    await waitFor("rev 1", () => revisions().size === 1);
+    await eventually("rev 1", () => revisions().size === 1);
     const [hash126] = revisions().keys();
     await rollTo("nginx:1.27", 2);
     const hash127 = [...revisions().keys()].find((h) => h !== hash126)!;
     await rollTo("nginx:1.28", 3);
     // Limit 1: besides the current revision one old one stays; the oldest unused one goes.
-    await waitFor("1.26 pruned", () => !revisions().has(hash126) && revisions().size === 2);
+    await eventually("1.26 pruned", () => !revisions().has(hash126) && revisions().size === 2);
     assertEquals(revisions().get(hash127), 2);
     await rollTo("nginx:1.27", 4);
-    await waitFor("1.27 renumbered", () => revisions().get(hash127) === 4);
+    await eventually("1.27 renumbered", () => revisions().get(hash127) === 4);
   });
 });
 
@@ -302,7 +309,7 @@ Deno.test("daemonset: orphans matching the selector are adopted; pods that stop 
       spec: { nodeName: "edge-1", containers: [{ name: "app", image: "nginx:1.26" }] },
     });
     store.create("daemonsets.apps", daemonSet("adopt", "nginx:1.26", { type: "OnDelete" }));
-    const ds = await waitFor("both nodes covered", () => {
+    const ds = await eventually("both nodes covered", () => {
       const d = getDs(store, "adopt");
       return d.status?.currentNumberScheduled === 2 && d;
     });
@@ -312,7 +319,7 @@ Deno.test("daemonset: orphans matching the selector are adopted; pods that stop 
 
     adopted.metadata.labels = { app: "elsewhere" };
     store.update("pods", adopted);
-    await waitFor("released and replaced", () => {
+    await eventually("released and replaced", () => {
       const released = store.get("pods", "default", "left-behind");
       return released.metadata.ownerReferences?.length === 0 &&
         podsOf(store, "adopt").some((p) => p.spec.nodeName === "edge-1");
@@ -329,7 +336,10 @@ Deno.test("daemonset: a set whose selector misses its own template creates nothi
       (broken.spec as DaemonSet["spec"]).selector = { matchLabels: { app: "other" } };
       store.create("daemonsets.apps", broken);
       store.create("daemonsets.apps", daemonSet("fine", "nginx:1.26", { type: "RollingUpdate" }));
-      await waitFor("the valid set runs", () => getDs(store, "fine").status?.numberAvailable === 2);
+      await eventually(
+        "the valid set runs",
+        () => getDs(store, "fine").status?.numberAvailable === 2,
+      );
       assert(warnings.some((w) => w.includes("selector does not match")));
       assertEquals(podsOf(store, "broken").length, 0);
     },
@@ -339,16 +349,16 @@ Deno.test("daemonset: a set whose selector misses its own template creates nothi
 Deno.test("daemonset: a node that joins gets its pod; a removed node's pod is collected", async () => {
   await withCluster({ nodes: 2 }, async (store, cluster) => {
     store.create("daemonsets.apps", daemonSet("fleet", "nginx:1.26", { type: "OnDelete" }));
-    await waitFor("two pods", () => getDs(store, "fleet").status?.numberAvailable === 2);
+    await eventually("two pods", () => getDs(store, "fleet").status?.numberAvailable === 2);
     assertEquals(cluster.addNodes(1), ["edge-3"]);
-    await waitFor("new node covered", () => {
+    await eventually("new node covered", () => {
       const s = getDs(store, "fleet").status;
       return s?.desiredNumberScheduled === 3 && s.numberAvailable === 3;
     });
     assert(podsOf(store, "fleet").some((p) => p.spec.nodeName === "edge-3" && isPodReady(p)));
     cluster.removeNode("edge-1");
     assertEquals(cluster.nodeNames(), ["edge-2", "edge-3"]);
-    await waitFor(
+    await eventually(
       "edge-1's pod collected, status shrinks",
       () =>
         !podsOf(store, "fleet").some((p) => p.spec.nodeName === "edge-1") &&

@@ -1,6 +1,7 @@
 import { assert, assertEquals } from "@std/assert";
 import type { KubeObject, Store } from "../store.ts";
-import { waitFor, withCluster } from "./testing.ts";
+import { withCluster } from "./testing.ts";
+import { eventually } from "../../lib/eventually.ts";
 import { type DaemonSet, findCondition, isPodReady, type Node, type Pod } from "./types.ts";
 
 function node(store: Store, name: string): Node {
@@ -32,7 +33,7 @@ const agentSet: KubeObject = {
 Deno.test("disconnect: NotReady after the grace period, pods stay, deletes wait for reconnect", async () => {
   await withCluster({ nodes: 3 }, async (store, cluster) => {
     store.create("daemonsets.apps", agentSet);
-    await waitFor(
+    await eventually(
       "set available",
       () =>
         (store.get("daemonsets.apps", "default", "agent") as DaemonSet).status?.numberAvailable ===
@@ -41,7 +42,7 @@ Deno.test("disconnect: NotReady after the grace period, pods stay, deletes wait 
     const onEdge2 = agentPods(store).find((p) => p.spec.nodeName === "edge-2")!;
 
     cluster.disconnect("edge-2");
-    const unknown = await waitFor("edge-2 Unknown", () => {
+    const unknown = await eventually("edge-2 Unknown", () => {
       const n = node(store, "edge-2");
       return readyOf(n) === "Unknown" && n.spec?.taints?.length === 2 && n;
     });
@@ -50,14 +51,14 @@ Deno.test("disconnect: NotReady after the grace period, pods stay, deletes wait 
       ["node.kubernetes.io/unreachable:NoSchedule", "node.kubernetes.io/unreachable:NoExecute"],
     );
     assertEquals(findCondition(unknown.status?.conditions, "Ready")?.reason, "NodeStatusUnknown");
-    const stale = await waitFor("pod marked not ready", () => {
+    const stale = await eventually("pod marked not ready", () => {
       const p = store.tryGet("pods", "default", onEdge2.metadata.name) as Pod | undefined;
       return p && !isPodReady(p) && p;
     });
     assertEquals(stale.status?.phase, "Running"); // still running on the node, as far as anyone knows
     assertEquals(readyOf(node(store, "edge-1")), "True");
     // Upstream counts a node tainted unreachable:NoSchedule out of the desired set.
-    await waitFor("desired drops", () => {
+    await eventually("desired drops", () => {
       const s = (store.get("daemonsets.apps", "default", "agent") as DaemonSet).status;
       return s?.desiredNumberScheduled === 2 && s.numberMisscheduled === 1;
     });
@@ -73,8 +74,11 @@ Deno.test("disconnect: NotReady after the grace period, pods stay, deletes wait 
     const onEdge1 = agentPods(store).find((p) => p.spec.nodeName === "edge-1")!;
     store.delete("pods", "default", onEdge2.metadata.name);
     store.delete("pods", "default", onEdge1.metadata.name);
-    await waitFor("edge-1 pod gone", () => !store.tryGet("pods", "default", onEdge1.metadata.name));
-    await waitFor(
+    await eventually(
+      "edge-1 pod gone",
+      () => !store.tryGet("pods", "default", onEdge1.metadata.name),
+    );
+    await eventually(
       "edge-1 replaced",
       () => agentPods(store).some((p) => p.spec.nodeName === "edge-1" && isPodReady(p)),
     );
@@ -84,20 +88,23 @@ Deno.test("disconnect: NotReady after the grace period, pods stay, deletes wait 
     assertEquals(agentPods(store).filter((p) => p.spec.nodeName === "edge-2").length, 1);
 
     cluster.reconnect("edge-2");
-    await waitFor("edge-2 Ready, untainted", () => {
+    await eventually("edge-2 Ready, untainted", () => {
       const n = node(store, "edge-2");
       return readyOf(n) === "True" && !n.spec?.taints?.length;
     });
-    await waitFor(
+    await eventually(
       "delete confirmed",
       () => !store.tryGet("pods", "default", onEdge2.metadata.name),
     );
-    await waitFor("late pod runs", () => isPodReady(store.get("pods", "default", "late") as Pod));
-    await waitFor(
+    await eventually(
+      "late pod runs",
+      () => isPodReady(store.get("pods", "default", "late") as Pod),
+    );
+    await eventually(
       "edge-2 has a new daemon pod",
       () => agentPods(store).some((p) => p.spec.nodeName === "edge-2" && isPodReady(p)),
     );
-    await waitFor("set whole again", () => {
+    await eventually("set whole again", () => {
       const s = (store.get("daemonsets.apps", "default", "agent") as DaemonSet).status;
       return s?.desiredNumberScheduled === 3 && s.numberAvailable === 3 &&
         s.numberMisscheduled === 0;
@@ -113,19 +120,19 @@ Deno.test("notready: the kubelet reports NotReady while connected; ready restore
       metadata: { name: "p", namespace: "default" },
       spec: { nodeName: "edge-1", containers: [{ name: "a", image: "nginx:1.26" }] },
     });
-    await waitFor("ready", () => isPodReady(store.get("pods", "default", "p") as Pod));
+    await eventually("ready", () => isPodReady(store.get("pods", "default", "p") as Pod));
     cluster.setNotReady("edge-1");
-    const n = await waitFor("NotReady + taint", () => {
+    const n = await eventually("NotReady + taint", () => {
       const n = node(store, "edge-1");
       return readyOf(n) === "False" && n.spec?.taints?.some((t) =>
         t.key === "node.kubernetes.io/not-ready"
       ) && n;
     });
     assertEquals(findCondition(n.status?.conditions, "Ready")?.reason, "KubeletNotReady");
-    await waitFor("pod not ready", () => !isPodReady(store.get("pods", "default", "p") as Pod));
+    await eventually("pod not ready", () => !isPodReady(store.get("pods", "default", "p") as Pod));
     assertEquals(cluster.stats().notReady, 1);
     cluster.setReady("edge-1");
-    await waitFor("ready again", () => {
+    await eventually("ready again", () => {
       const n = node(store, "edge-1");
       return readyOf(n) === "True" && !n.spec?.taints?.length &&
         isPodReady(store.get("pods", "default", "p") as Pod);
@@ -164,16 +171,16 @@ Deno.test("disconnect: a native RollingUpdate stalls on a cut-off node until it 
     };
     store.create("daemonsets.apps", set);
     const status = () => (store.get("daemonsets.apps", "default", "agent") as DaemonSet).status;
-    await waitFor("set available", () => status()?.numberAvailable === 3);
+    await eventually("set available", () => status()?.numberAvailable === 3);
     cluster.disconnect("edge-3");
-    await waitFor("edge-3 out of the desired set", () => status()?.desiredNumberScheduled === 2);
+    await eventually("edge-3 out of the desired set", () => status()?.desiredNumberScheduled === 2);
 
     const ds = store.get("daemonsets.apps", "default", "agent") as DaemonSet;
     ds.spec.template.spec.containers[0].image = "nginx:1.27";
     store.update("daemonsets.apps", ds);
     // The unavailable old pod on edge-3 is deleted outside the budget and stays Terminating;
     // one connected node is updated, and then the terminating pod holds the whole budget.
-    await waitFor(
+    await eventually(
       "one connected node updated",
       () => status()?.updatedNumberScheduled === 1 && status()?.numberAvailable === 2,
     );
@@ -187,7 +194,7 @@ Deno.test("disconnect: a native RollingUpdate stalls on a cut-off node until it 
     assertEquals(stillOld.length, 1, "the other connected node waits");
 
     cluster.reconnect("edge-3");
-    await waitFor("rollout completes", () => {
+    await eventually("rollout completes", () => {
       const s = status();
       return s?.desiredNumberScheduled === 3 && s.updatedNumberScheduled === 3 &&
         s.numberAvailable === 3;

@@ -1,6 +1,7 @@
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import type { KubeObject } from "../store.ts";
-import { waitFor, withCluster } from "./testing.ts";
+import { withCluster } from "./testing.ts";
+import { eventually } from "../../lib/eventually.ts";
 import { findCondition, type Node, type Pod } from "./types.ts";
 
 function pod(name: string, image: string, extra: Partial<Pod["spec"]> = {}): KubeObject {
@@ -41,7 +42,7 @@ Deno.test("nodes: edge-N with labels, Ready condition, lease, kubelet version", 
 Deno.test("kubelet: a pod is scheduled, pulled, started and becomes Ready; the image is cached", async () => {
   await withCluster({ nodes: 1 }, async (store) => {
     store.create("pods", pod("web", "nginx:1.27", { readinessProbe: undefined }));
-    const running = await waitFor("web Ready", () => {
+    const running = await eventually("web Ready", () => {
       const p = getPod(store, "web");
       return p && findCondition(p.status?.conditions, "Ready")?.status === "True" && p;
     });
@@ -57,7 +58,7 @@ Deno.test("kubelet: a pod is scheduled, pulled, started and becomes Ready; the i
     for (const type of ["PodScheduled", "Initialized", "ContainersReady", "Ready"]) {
       assertEquals(findCondition(running.status?.conditions, type)?.status, "True", type);
     }
-    const node = await waitFor("image in node status", () => {
+    const node = await eventually("image in node status", () => {
       const n = store.get("nodes", undefined, "edge-1") as Node;
       return n.status?.images?.some((i) => i.names.includes("docker.io/library/nginx:1.27")) && n;
     });
@@ -70,13 +71,13 @@ Deno.test("kubelet: readiness waits for the probe's initial delay", async () => 
     const probed = pod("slow", "nginx:1.27");
     (probed.spec as Pod["spec"]).containers[0].readinessProbe = { initialDelaySeconds: 5 };
     store.create("pods", probed);
-    const started = await waitFor("slow running", () => {
+    const started = await eventually("slow running", () => {
       const p = getPod(store, "slow");
       return p?.status?.phase === "Running" && p;
     });
     assertEquals(started.status!.containerStatuses![0].ready, false);
     assertEquals(findCondition(started.status?.conditions, "Ready")?.status, "False");
-    await waitFor(
+    await eventually(
       "slow Ready",
       () => findCondition(getPod(store, "slow")?.status?.conditions, "Ready")?.status === "True",
     );
@@ -101,7 +102,7 @@ Deno.test("kubelet: a failing pull shows ErrImagePull then ImagePullBackOff", as
         store.create("pods", pod("bad", "nginx:bad"));
         store.create("pods", pod("listed", "registry.example/app:2"));
         for (const name of ["bad", "listed"]) {
-          await waitFor(`${name} back-off`, () => reasons.get(name)?.has("ImagePullBackOff"));
+          await eventually(`${name} back-off`, () => reasons.get(name)?.has("ImagePullBackOff"));
           assert(reasons.get(name)!.has("ErrImagePull"), `${name} went through ErrImagePull`);
           assertEquals(getPod(store, name)?.status?.phase, "Pending");
         }
@@ -115,7 +116,7 @@ Deno.test("kubelet: a failing pull shows ErrImagePull then ImagePullBackOff", as
 Deno.test("kubelet: a graceful delete is confirmed after termination", async () => {
   await withCluster({ nodes: 1 }, async (store) => {
     store.create("pods", pod("gone", "nginx:1.27"));
-    await waitFor(
+    await eventually(
       "ready",
       () => findCondition(getPod(store, "gone")?.status?.conditions, "Ready")?.status === "True",
     );
@@ -130,7 +131,7 @@ Deno.test("kubelet: a graceful delete is confirmed after termination", async () 
       const { removed, object } = store.delete("pods", "default", "gone");
       assertEquals(removed, false);
       assert(object.metadata.deletionTimestamp);
-      await waitFor("deleted", () => getPod(store, "gone") === undefined);
+      await eventually("deleted", () => getPod(store, "gone") === undefined);
       assert(reportedUnready, "the terminating pod was reported not ready before it went");
     } finally {
       unsubscribe();
@@ -141,13 +142,13 @@ Deno.test("kubelet: a graceful delete is confirmed after termination", async () 
 Deno.test("kubelet: an image change restarts the container with a new restartCount", async () => {
   await withCluster({ nodes: 1 }, async (store) => {
     store.create("pods", pod("swap", "nginx:1.26"));
-    const first = await waitFor("running", () => {
+    const first = await eventually("running", () => {
       const p = getPod(store, "swap");
       return p?.status?.containerStatuses?.[0].ready && p;
     });
     first.spec.containers[0].image = "nginx:1.27";
     store.update("pods", first);
-    const after = await waitFor("restarted", () => {
+    const after = await eventually("restarted", () => {
       const s = getPod(store, "swap")?.status?.containerStatuses?.[0];
       return s?.ready && s.image === "docker.io/library/nginx:1.27" && s;
     });
@@ -160,7 +161,7 @@ Deno.test("kubelet: a crashing image restarts with CrashLoopBackOff and a growin
   await withCluster({ nodes: 1 }, async (store) => {
     store.create("pods", pod("crasher", "nginx:crash"));
     const seen = new Set<string>();
-    const status = await waitFor("second restart", () => {
+    const status = await eventually("second restart", () => {
       const s = getPod(store, "crasher")?.status?.containerStatuses?.[0];
       const reason = s?.state.waiting?.reason;
       if (reason) seen.add(reason);
@@ -181,12 +182,12 @@ Deno.test("kubelet: an image that never passes readiness runs but stays unready"
     async (store) => {
       store.create("pods", pod("unready", "example.org/probe-fails:1"));
       store.create("pods", pod("fine", "nginx:1.27"));
-      await waitFor(
+      await eventually(
         "fine Ready",
         () => findCondition(getPod(store, "fine")?.status?.conditions, "Ready")?.status === "True",
       );
       // Both images pull from scratch; once the fine one is Ready the other has run as long.
-      const p = await waitFor("unready running", () => {
+      const p = await eventually("unready running", () => {
         const p = getPod(store, "unready");
         return p?.status?.containerStatuses?.[0].state.running && p;
       });
@@ -199,9 +200,9 @@ Deno.test("kubelet: an image that never passes readiness runs but stays unready"
 Deno.test("pod GC: pods of a deleted node are removed after the quarantine", async () => {
   await withCluster({ nodes: 2 }, async (store) => {
     store.create("pods", pod("stranded", "nginx:1.27", { nodeName: "edge-2" }));
-    await waitFor("running", () => getPod(store, "stranded")?.status?.phase === "Running");
+    await eventually("running", () => getPod(store, "stranded")?.status?.phase === "Running");
     store.delete("nodes", undefined, "edge-2");
-    await waitFor("stranded pod collected", () => getPod(store, "stranded") === undefined);
+    await eventually("stranded pod collected", () => getPod(store, "stranded") === undefined);
   });
 });
 
@@ -211,7 +212,7 @@ Deno.test("kubelet: conditions it does not own are kept; readiness gates hold Re
       "pods",
       pod("gated", "nginx:1.27", { readinessGates: [{ conditionType: "example.com/gate" }] }),
     );
-    const running = await waitFor("containers ready", () => {
+    const running = await eventually("containers ready", () => {
       const p = getPod(store, "gated");
       return findCondition(p?.status?.conditions, "ContainersReady")?.status === "True" && p;
     });
@@ -221,7 +222,7 @@ Deno.test("kubelet: conditions it does not own are kept; readiness gates hold Re
       { type: "PodNeedUpgrade", status: "True", message: "controllerrevision: abc" },
     );
     store.update("pods", running);
-    const ready = await waitFor("Ready through the gate", () => {
+    const ready = await eventually("Ready through the gate", () => {
       const p = getPod(store, "gated");
       return findCondition(p?.status?.conditions, "Ready")?.status === "True" && p;
     });
@@ -235,7 +236,7 @@ Deno.test("kubelet: conditions it does not own are kept; readiness gates hold Re
 Deno.test("kubelet: a pre-pulled image is listed by the node; a bad one is refused", async () => {
   await withCluster({ nodes: 1 }, async (store, cluster) => {
     await cluster.pullImage("edge-1", "registry.example/agent:2");
-    await waitFor("listed in node status", () => {
+    await eventually("listed in node status", () => {
       const n = store.get("nodes", undefined, "edge-1") as Node;
       return n.status?.images?.some((i) => i.names.includes("registry.example/agent:2"));
     });

@@ -1,6 +1,7 @@
 import { assertEquals, assertMatch } from "@std/assert";
 import type { KubeObject, Store } from "../store.ts";
-import { waitFor, withCluster } from "./testing.ts";
+import { withCluster } from "./testing.ts";
+import { eventually } from "../../lib/eventually.ts";
 import { findCondition, type Node, type Pod, type PodSpec } from "./types.ts";
 
 function pod(name: string, spec: Partial<PodSpec>): KubeObject {
@@ -59,7 +60,7 @@ Deno.test("scheduler: nodeSelector, affinity expressions and matchFields pick th
         },
       }),
     );
-    await waitFor(
+    await eventually(
       "all bound",
       () => ["by-selector", "by-field", "by-zone"].every((n) => boundTo(store, n)),
     );
@@ -85,9 +86,9 @@ Deno.test("scheduler: taints need tolerations; cordoned nodes take nothing; wait
         tolerations: [{ key: "dedicated", operator: "Equal", value: "gpu", effect: "NoSchedule" }],
       }),
     );
-    await waitFor("tolerant bound", () => boundTo(store, "tolerant"));
+    await eventually("tolerant bound", () => boundTo(store, "tolerant"));
     assertEquals(boundTo(store, "tolerant"), "edge-1");
-    const waiting = await waitFor("plain unschedulable", () => {
+    const waiting = await eventually("plain unschedulable", () => {
       const c = findCondition(
         (store.get("pods", "default", "plain") as Pod).status?.conditions,
         "PodScheduled",
@@ -101,6 +102,6 @@ Deno.test("scheduler: taints need tolerations; cordoned nodes take nothing; wait
     );
     assertEquals(boundTo(store, "plain"), undefined);
     editNode(store, "edge-2", (n) => n.spec = { ...n.spec, unschedulable: false });
-    await waitFor("plain bound after uncordon", () => boundTo(store, "plain") === "edge-2");
+    await eventually("plain bound after uncordon", () => boundTo(store, "plain") === "edge-2");
   });
 });

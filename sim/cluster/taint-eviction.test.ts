@@ -1,6 +1,7 @@
 import { assert, assertEquals } from "@std/assert";
 import type { KubeObject } from "../store.ts";
-import { waitFor, withCluster } from "./testing.ts";
+import { withCluster } from "./testing.ts";
+import { eventually } from "../../lib/eventually.ts";
 import { effectiveTolerations, secondsUntilEviction } from "./taint-eviction.ts";
 import { findCondition, type Pod, type Taint, type Toleration } from "./types.ts";
 
@@ -51,13 +52,13 @@ Deno.test("taint eviction: pods on an unreachable node go after their toleration
       pod("forever", [{ key: unreachable.key, operator: "Exists", effect: "NoExecute" }]),
     );
     const get = (name: string) => store.tryGet("pods", "default", name) as Pod | undefined;
-    await waitFor(
+    await eventually(
       "all running",
       () => ["short", "defaulted", "forever"].every((n) => get(n)?.status?.phase === "Running"),
     );
     cluster.disconnect("edge-1");
     for (const name of ["short", "defaulted"]) {
-      const evicted = await waitFor(
+      const evicted = await eventually(
         `${name} evicted`,
         () => {
           const p = get(name);
@@ -73,7 +74,7 @@ Deno.test("taint eviction: pods on an unreachable node go after their toleration
     assert(get("short") && get("defaulted"));
     assertEquals(get("forever")?.metadata.deletionTimestamp, undefined);
     cluster.reconnect("edge-1");
-    await waitFor("evictions confirmed", () => !get("short") && !get("defaulted"));
+    await eventually("evictions confirmed", () => !get("short") && !get("defaulted"));
     assert(get("forever"));
   });
 });

@@ -1,6 +1,6 @@
 /**
- * Helpers for tests of the simulated cluster: a bounded wait for a state (never a timed
- * assertion), and a started cluster on a fresh store that the test stops in `finally`.
+ * For tests of the simulated cluster: a started cluster on a fresh store that the test stops
+ * in `finally` (waits for a state are `lib/eventually.ts`).
  */
 import { Store } from "../store.ts";
 import {
@@ -8,21 +8,6 @@ import {
   type ClusterBehaviourOptions,
   startClusterBehaviour,
 } from "./mod.ts";
-
-/** Polls `probe` until it returns a value other than undefined/false; fails after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  probe: () => T | undefined | false,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 /** Runs `body` against a fresh store and cluster (fast, seeded, quiet), stopping it after. */
 export async function withCluster(

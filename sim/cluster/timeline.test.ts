@@ -1,7 +1,7 @@
 import { assertEquals, assertThrows } from "@std/assert";
 import { createTimeline } from "./timeline.ts";
 import { seededRandom } from "../random.ts";
-import { waitFor } from "./testing.ts";
+import { eventually } from "../../lib/eventually.ts";
 
 Deno.test("timeline: actions run in due order; cancelled ones never run", async () => {
   // 100 ms apart: far more than the clock's millisecond steps between the calls below.
@@ -13,7 +13,7 @@ Deno.test("timeline: actions run in due order; cancelled ones never run", async 
     const cancel = timeline.after(2, () => ran.push("never"));
     timeline.after(2, () => ran.push("b"));
     cancel();
-    await waitFor("three actions", () => ran.length === 3);
+    await eventually("three actions", () => ran.length === 3);
     assertEquals(ran, ["a", "b", "c"]);
   } finally {
     timeline.stop();
@@ -27,7 +27,7 @@ Deno.test("timeline: a speed change rescales what is already scheduled", async (
     // An hour of simulated time at speed 1; at speed 1e6 it is 3.6 ms.
     timeline.after(3600, () => fired = true);
     timeline.setSpeed(1_000_000);
-    await waitFor("rescaled action", () => fired, 2_000);
+    await eventually("rescaled action", () => fired, { timeoutMs: 2_000 });
     assertEquals(timeline.speed, 1_000_000);
     assertThrows(() => timeline.setSpeed(-1), RangeError);
   } finally {

@@ -1,4 +1,5 @@
 /** Small kubectl-based helpers the end-to-end scenarios share. */
+import { eventually as eventuallyAt } from "../../lib/eventually.ts";
 import { kubectl, kubectlJson } from "../../cluster/kubectl.ts";
 
 export interface Condition {
@@ -53,24 +54,16 @@ export function conditionStatus(
   return object.status?.conditions?.find((c) => c.type === type)?.status;
 }
 
-/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(
+/**
+ * `lib/eventually.ts` as the e2e scenarios wait: up to 90 s (a real control plane is slower than
+ * sim), every 250 ms, asking again when the API answers an error meanwhile.
+ */
+export function eventually<T>(
   what: string,
   check: () => Promise<T | undefined>,
   timeoutMs = 90_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`gave up waiting for ${what}${lastError ? `: ${lastError}` : ""}`);
+  return eventuallyAt(what, check, { timeoutMs, intervalMs: 250, retryErrors: true });
 }
 
 const edgerollCrd =

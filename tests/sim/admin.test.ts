@@ -4,7 +4,8 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { assertEquals, assertMatch } from "@std/assert";
-import { apiCode, eventually, request, stillCluster, withSim } from "./helpers.ts";
+import { apiCode, request, stillCluster, withSim } from "./helpers.ts";
+import { eventually } from "../../lib/eventually.ts";
 
 const TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 
@@ -148,7 +149,7 @@ Deno.test("admin: a disconnected node goes NotReady, its pod's delete waits for 
     });
     const phase = () =>
       (sim.store.tryGet("pods", "default", "p")?.status as { phase?: string })?.phase;
-    await eventually(() => phase() === "Running", "the pod to run");
+    await eventually("the pod to run", () => phase() === "Running");
     const ready = () =>
       (sim.store.get("nodes", undefined, "edge-1").status as {
         conditions: { type: string; status: string }[];
@@ -157,16 +158,16 @@ Deno.test("admin: a disconnected node goes NotReady, its pod's delete waits for 
       (await request(sim, "/sim/v1/nodes/edge-1/disconnect", { method: "POST" })).status,
       200,
     );
-    await eventually(() => ready() === "Unknown", "the node to go Unknown after the grace period");
+    await eventually("the node to go Unknown after the grace period", () => ready() === "Unknown");
     await core.deleteNamespacedPod({ namespace: "default", name: "p" });
     const waiting = sim.store.tryGet("pods", "default", "p");
     assertEquals(typeof waiting?.metadata.deletionTimestamp, "string", "the delete waits");
     await request(sim, "/sim/v1/nodes/edge-1/reconnect", { method: "POST" });
     await eventually(
-      () => sim.store.tryGet("pods", "default", "p") === undefined,
       "the kubelet to confirm",
+      () => sim.store.tryGet("pods", "default", "p") === undefined,
     );
-    await eventually(() => ready() === "True", "the node to be Ready again");
+    await eventually("the node to be Ready again", () => ready() === "True");
   });
 });
 
@@ -199,8 +200,8 @@ Deno.test("http: deletecollection by label, namespace deletion empties it, watch
     ]);
     await core.deleteNamespace({ name: "scratch" });
     await eventually(
-      () => sim.store.scan("configmaps", { namespace: "scratch" }).length === 0,
       "the namespace's contents to go",
+      () => sim.store.scan("configmaps", { namespace: "scratch" }).length === 0,
     );
     const refused = await request(sim, "/api/v1/namespaces/scratch/configmaps", {
       method: "POST",

@@ -5,7 +5,8 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { assertEquals, assertRejects } from "@std/assert";
-import { apiCode, eventually, request, stillCluster, withSim } from "./helpers.ts";
+import { apiCode, request, stillCluster, withSim } from "./helpers.ts";
+import { eventually } from "../../lib/eventually.ts";
 
 /** A pod no simulated scheduler picks up, so it holds still unless a test moves it. */
 function pod(name: string, labels: Record<string, string> = {}): k8s.V1Pod {
@@ -366,12 +367,12 @@ Deno.test("client-node: ownerReferences are garbage-collected (background, foreg
 
     await ownAndDelete("bg", "Background");
     assertEquals(owner("bg"), undefined, "a background delete removes the owner at once");
-    await eventually(() => !dependent("bg"), "background GC");
+    await eventually("background GC", () => !dependent("bg"));
 
     await ownAndDelete("fg", "Foreground");
     await eventually(
-      () => dependent("fg")?.metadata.deletionTimestamp !== undefined,
       "foreground GC deletes the dependent",
+      () => dependent("fg")?.metadata.deletionTimestamp !== undefined,
     );
     assertEquals(owner("fg")?.metadata.finalizers, ["foregroundDeletion"]);
     await core.patchNamespacedSecret({
@@ -379,11 +380,11 @@ Deno.test("client-node: ownerReferences are garbage-collected (background, foreg
       name: "fg-secret",
       body: { metadata: { finalizers: null } },
     }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
-    await eventually(() => !dependent("fg"), "the dependent goes once released");
-    await eventually(() => !owner("fg"), "owner removal after its dependents");
+    await eventually("the dependent goes once released", () => !dependent("fg"));
+    await eventually("owner removal after its dependents", () => !owner("fg"));
 
     await ownAndDelete("or", "Orphan");
-    await eventually(() => !owner("or"), "orphaning owner removal");
+    await eventually("orphaning owner removal", () => !owner("or"));
     assertEquals(dependent("or")?.metadata.ownerReferences, undefined);
   });
 });
@@ -555,14 +556,14 @@ Deno.test("client-node: an informer recovers from a forced 410 by relisting", as
     await informer.start();
     try {
       await core.createNamespacedConfigMap({ namespace: "default", body: configMap("before") });
-      await eventually(() => added.includes("before"), "the informer to see the first object");
+      await eventually("the informer to see the first object", () => added.includes("before"));
       // Compaction closes every watch; the informer's resume finds its version gone.
       await request(sim, "/sim/v1/faults", {
         method: "PUT",
         body: JSON.stringify({ compact: true }),
       });
       await core.createNamespacedConfigMap({ namespace: "default", body: configMap("after") });
-      await eventually(() => added.includes("after"), "the informer to relist and see the next");
+      await eventually("the informer to relist and see the next", () => added.includes("after"));
       assertEquals(informer.list().map((c) => c.metadata?.name).sort(), [
         "after",
         "before",

@@ -51,15 +51,6 @@ export async function request(
   return { status: response.status, body };
 }
 
-/** Waits until `check` holds, polling the in-process store; fails after `ms`. */
-export async function eventually(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 export function apiCode(err: unknown): number | undefined {
   return (err as { code?: number }).code;
 }
