@@ -175,7 +175,7 @@ function countNodes(o: Outcome): NodeCounts {
       const started = observed.filter(mayStart).map((p) =>
         parseTime(p.metadata.creationTimestamp) ?? now
       );
-      b.polls.push(Math.max(...started));
+      b.poll(Math.max(...started));
     }
     if (observed.some((p) => isPodAvailable(p, minReady, now))) n.available++;
     else if (view.ready) n.settling++;
@@ -219,8 +219,8 @@ function awaitExpectations(o: Outcome): Expectation[] {
   const expectations = [...o.pending, ...b.expectations];
   for (const exp of expectations) {
     const deadline = parseTime(exp.deadline) ?? now;
-    b.wakeUps.push(deadline);
-    b.polls.push(deadline - expectationTimeoutSeconds * 1000);
+    b.wakeUp(deadline);
+    b.poll(deadline - expectationTimeoutSeconds * 1000);
   }
   return expectations;
 }
@@ -379,12 +379,12 @@ function conditionStates(f: Facts): Record<ConditionType, ConditionState> {
         message: `${plural(n.onOld, "node")} wait for the update`,
       }
       : { status: false, reason: "NotPaused", message: "" },
-    BudgetExhausted: b.budgetBlocked > 0
+    BudgetExhausted: b.budget
       ? {
         status: true,
         reason: "BudgetExhausted",
-        message: `${b.budgetMessage}: ${namedList(b.budgetHolders)}; ${
-          plural(b.budgetBlocked, "node")
+        message: `${b.budget.message}: ${namedList(b.budget.holders)}; ${
+          plural(b.budget.blocked, "node")
         } wait`,
       }
       : { status: false, reason: "WithinBudget", message: "" },
@@ -428,7 +428,7 @@ export function finish(o: Outcome): Plan {
     busy: podActions.length > 0 || expectations.length > 0 || n.settling > 0,
   });
   const { conditions, events } = buildConditions(states, previous.conditions, now);
-  b.awaited.unshift(...setWideWaits(states, complete));
+  b.awaitFirst(setWideWaits(states, complete));
 
   const status: AdvancedDaemonSetStatus = {
     currentNumberScheduled: n.current,
@@ -450,9 +450,9 @@ export function finish(o: Outcome): Plan {
       ...b.awaited.slice(0, maxAwaitedListed),
       { what: `${b.awaited.length - maxAwaitedListed} more`, why: "not listed" },
     ]
-    : b.awaited;
+    : [...b.awaited];
   return {
-    actions: b.actions,
+    actions: [...b.actions],
     status,
     conditions,
     events: [...b.events, ...events],

@@ -67,24 +67,33 @@ export function isHooked(config: SetConfig, pod: Pod): boolean {
   return byLabel || byFinalizer;
 }
 
-/** Collects the plan as the phases run, with the bookkeeping every action needs. */
+/** The update budget holding candidates back: by which pods, how many wait, and how it reads. */
+export interface BudgetHeld {
+  holders: string[];
+  blocked: number;
+  message: string;
+}
+
+/**
+ * Collects the plan as the phases run, with the bookkeeping every action needs. What it holds
+ * is read through getters; it changes only through its methods, so every action comes with its
+ * expectation, its Event and its share of the burst.
+ */
 export class PlanBuilder {
-  actions: Action[] = [];
-  expectations: Expectation[] = [];
-  events: PlanEvent[] = [];
-  awaited: Awaited[] = [];
-  /** Pods holding the update budget when a candidate had to wait. */
-  budgetHolders: string[] = [];
-  budgetBlocked = 0;
-  budgetMessage = "";
-  wakeUps: EpochMillis[] = [];
+  readonly #actions: Action[] = [];
+  readonly #expectations: Expectation[] = [];
+  readonly #events: PlanEvent[] = [];
+  readonly #awaited: Awaited[] = [];
+  readonly #wakeUps: EpochMillis[] = [];
   /** When each wait whose end only the cluster knows began; looked at on `nextPoll`. */
-  polls: EpochMillis[] = [];
-  creationsLeft: number;
-  deletionsLeft: number;
-  moreWork = false;
+  readonly #polls: EpochMillis[] = [];
   /** Templates of the set's revisions by hash, for in-place updates. */
-  templates = new Map<string, PodTemplateSpec>();
+  readonly #templates = new Map<string, PodTemplateSpec>();
+  #budget: BudgetHeld | undefined;
+  #creationsLeft: number;
+  /** Deletions and pod conditions this call may still send (the burst's other share). */
+  #deletionsLeft: number;
+  #moreWork = false;
 
   constructor(
     readonly config: SetConfig,
@@ -96,8 +105,77 @@ export class PlanBuilder {
     // Work still expected counts against this call's share, so a repeated call adds nothing.
     const count = (action: Expectation["action"]) =>
       pending.filter((e) => e.action === action).length;
-    this.creationsLeft = Math.max(0, burst - count("create"));
-    this.deletionsLeft = Math.max(0, burst - count("delete") - count("setCondition"));
+    this.#creationsLeft = Math.max(0, burst - count("create"));
+    this.#deletionsLeft = Math.max(0, burst - count("delete") - count("setCondition"));
+  }
+
+  get actions(): readonly Action[] {
+    return this.#actions;
+  }
+  get expectations(): readonly Expectation[] {
+    return this.#expectations;
+  }
+  get events(): readonly PlanEvent[] {
+    return this.#events;
+  }
+  get awaited(): readonly Awaited[] {
+    return this.#awaited;
+  }
+  get wakeUps(): readonly EpochMillis[] {
+    return this.#wakeUps;
+  }
+  get polls(): readonly EpochMillis[] {
+    return this.#polls;
+  }
+  /** The update budget when it held a candidate back. */
+  get budget(): BudgetHeld | undefined {
+    return this.#budget;
+  }
+  /** The burst cut this call short: come back soon. */
+  get moreWork(): boolean {
+    return this.#moreWork;
+  }
+
+  /** Actions on revisions and adoptions, which the burst does not count. */
+  act(...actions: Action[]) {
+    this.#actions.push(...actions);
+  }
+
+  event(event: PlanEvent) {
+    this.#events.push(event);
+  }
+
+  /** A wait whose end only the cluster knows, begun at `since`: looked at on `nextPoll`. */
+  poll(since: EpochMillis) {
+    this.#polls.push(since);
+  }
+
+  /** An instant the plan must be looked at again. */
+  wakeUp(at: EpochMillis) {
+    this.#wakeUps.push(at);
+  }
+
+  /** The set-wide reasons to wait, listed before the per-pod ones. */
+  awaitFirst(items: Awaited[]) {
+    this.#awaited.unshift(...items);
+  }
+
+  knowTemplate(hash: string, template: PodTemplateSpec) {
+    this.#templates.set(hash, template);
+  }
+
+  budgetExhausted(held: BudgetHeld) {
+    this.#budget = held;
+  }
+
+  /** Takes one of this call's deletions (pod conditions count with them); false when spent. */
+  #takeDeletion(): boolean {
+    if (this.#deletionsLeft <= 0) {
+      this.#moreWork = true;
+      return false;
+    }
+    this.#deletionsLeft--;
+    return true;
   }
 
   deadline(): string {
@@ -105,8 +183,8 @@ export class PlanBuilder {
   }
 
   wait(what: string, why: string, until?: EpochMillis) {
-    this.awaited.push({ what, why, ...(until !== undefined ? { until: formatTime(until) } : {}) });
-    if (until !== undefined && until > this.now) this.wakeUps.push(until);
+    this.#awaited.push({ what, why, ...(until !== undefined ? { until: formatTime(until) } : {}) });
+    if (until !== undefined && until > this.now) this.#wakeUps.push(until);
   }
 
   /**
@@ -122,8 +200,8 @@ export class PlanBuilder {
 
   create(view: NodeView, reason: string): boolean {
     const name = this.podName(view.name);
-    if (this.creationsLeft <= 0) {
-      this.moreWork = true;
+    if (this.#creationsLeft <= 0) {
+      this.#moreWork = true;
       return false;
     }
     const sameName = [...view.live, ...view.leaving].find((p) => p.metadata.name === name);
@@ -131,30 +209,61 @@ export class PlanBuilder {
       const deleting = parseTime(sameName.metadata.deletionTimestamp);
       const grace = sameName.metadata.deletionGracePeriodSeconds ?? 30;
       this.wait(`pod/${name} gone`, "a pod of the same name is still terminating");
-      if (deleting !== undefined) this.polls.push(deleting - grace * 1000);
+      if (deleting !== undefined) this.#polls.push(deleting - grace * 1000);
       return false;
     }
-    this.creationsLeft--;
-    this.actions.push({
+    this.#creationsLeft--;
+    this.#actions.push({
       type: "createPod",
       reason,
       node: view.name,
       revision: this.hash,
       pod: this.podManifest(name, view.name),
     });
-    this.expectations.push({
+    this.#expectations.push({
       action: "create",
       pod: name,
       node: view.name,
       revision: this.hash,
       deadline: this.deadline(),
     });
-    this.events.push({
+    this.#events.push({
       type: "Normal",
       reason: "SuccessfulCreate",
       message: `Created pod ${name} on node ${view.name}: ${reason}`,
       pod: name,
       onSet: true,
+    });
+    return true;
+  }
+
+  /**
+   * Sets a pod's OpenYurt `PodNeedUpgrade` condition to `status` for the current revision;
+   * false when this call's share of the burst is spent.
+   */
+  markPod(pod: Pod, node: string, status: "True" | "False", reason: string): boolean {
+    if (!this.#takeDeletion()) return false;
+    const name = pod.metadata.name ?? "";
+    const uid = pod.metadata.uid ?? "";
+    this.#actions.push({
+      type: "setPodCondition",
+      reason,
+      name,
+      uid,
+      condition: {
+        type: Keys.podNeedUpgrade,
+        status,
+        message: `controllerrevision: ${this.hash}`,
+        lastTransitionTime: formatTime(this.now),
+      },
+    });
+    this.#expectations.push({
+      action: "setCondition",
+      pod: name,
+      uid,
+      node,
+      revision: this.hash,
+      deadline: this.deadline(),
     });
     return true;
   }
@@ -203,14 +312,14 @@ export class PlanBuilder {
    * Returns false when it must be recreated instead.
    */
   updateInPlace(pod: Pod, reason: string): boolean {
-    const old = this.templates.get(pod.metadata.labels?.[Keys.revisionHash] ?? "");
+    const old = this.#templates.get(pod.metadata.labels?.[Keys.revisionHash] ?? "");
     const patch = old &&
       inPlacePatch(pod, old, this.config.template, this.hash, this.config.generation);
     if (!patch) return false;
     const name = pod.metadata.name ?? "";
     const uid = pod.metadata.uid ?? "";
-    this.actions.push({ type: "patchPod", reason: `${reason}, in place`, name, uid, patch });
-    this.expectations.push({
+    this.#actions.push({ type: "patchPod", reason: `${reason}, in place`, name, uid, patch });
+    this.#expectations.push({
       action: "patch",
       pod: name,
       uid,
@@ -218,7 +327,7 @@ export class PlanBuilder {
       revision: this.hash,
       deadline: this.deadline(),
     });
-    this.events.push({
+    this.#events.push({
       type: "Normal",
       reason: "SuccessfulUpdatePodInPlace",
       message: `Updated pod ${name} in place to revision ${this.hash}`,
@@ -238,17 +347,13 @@ export class PlanBuilder {
     const uid = pod.metadata.uid ?? "";
     // Every deletion counts against the burst, the update's too: the plan holds what the
     // executor will send (upstream's syncNodes caps rolling-update deletions the same way).
-    if (this.deletionsLeft <= 0) {
-      this.moreWork = true;
-      return false;
-    }
-    this.deletionsLeft--;
+    if (!this.#takeDeletion()) return false;
     if (isHooked(this.config, pod)) {
       if (isPreDeleting(pod)) {
         this.wait(`pod/${name} preDelete hook released`, `${reason}; its preDelete hook holds it`);
         return true;
       }
-      this.actions.push({
+      this.#actions.push({
         type: "patchPod",
         reason: `${reason}; preDelete hook: mark ${preparingDelete}`,
         name,
@@ -256,7 +361,7 @@ export class PlanBuilder {
         patch: { metadata: { labels: { [Keys.lifecycleState]: preparingDelete } } },
       });
       if (this.config.preDelete?.markPodNotReady) {
-        this.actions.push({
+        this.#actions.push({
           type: "setPodCondition",
           reason: "preDelete hook with markPodNotReady",
           name,
@@ -269,7 +374,7 @@ export class PlanBuilder {
           },
         });
       }
-      this.expectations.push({
+      this.#expectations.push({
         action: "patch",
         pod: name,
         uid,
@@ -278,15 +383,15 @@ export class PlanBuilder {
       });
       return true;
     }
-    this.actions.push({ type: "deletePod", reason, name, uid, node: podNodeName(pod) });
-    this.expectations.push({
+    this.#actions.push({ type: "deletePod", reason, name, uid, node: podNodeName(pod) });
+    this.#expectations.push({
       action: "delete",
       pod: name,
       uid,
       node: podNodeName(pod),
       deadline: this.deadline(),
     });
-    this.events.push({
+    this.#events.push({
       type: "Normal",
       reason: "SuccessfulDelete",
       message: `Deleted pod ${name}: ${reason}`,

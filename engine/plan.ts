@@ -85,10 +85,10 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
     const template = revisionTemplate(revision);
     const revisionHash = revision.metadata.labels?.[Keys.revisionHash];
     if (template && revisionHash && controllerUid(revision) === config.identity.uid) {
-      b.templates.set(revisionHash, template);
+      b.knowTemplate(revisionHash, template);
     }
   }
-  b.actions.push(...revisions.actions, ...adoptions);
+  b.act(...revisions.actions, ...adoptions);
   const minReady = config.minReadySeconds;
   const availability = new Map<Pod, boolean>();
   const available = (p: Pod) => {
@@ -347,7 +347,7 @@ function probeOf(actions: Action[], b: PlanBuilder, desired: NodeView[]): Plan["
   return { revision: b.hash, pod, ...(revisionObject ? { revisionObject } : {}) };
 }
 
-function groupByNode(expectations: Expectation[]): Map<string, Expectation[]> {
+function groupByNode(expectations: readonly Expectation[]): Map<string, Expectation[]> {
   const byNode = new Map<string, Expectation[]>();
   for (const e of expectations) {
     if (e.node !== undefined) byNode.set(e.node, [...(byNode.get(e.node) ?? []), e]);

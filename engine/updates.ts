@@ -7,7 +7,7 @@ import { Keys, type Pod } from "../api/kube-objects.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { plural } from "./conditions.ts";
 import { resolve, type SetConfig } from "./config.ts";
-import { formatTime, isPodAvailable, podRevision } from "./objects.ts";
+import { isPodAvailable, podRevision } from "./objects.ts";
 import { activePods, isPreDeleting, type NodeView, type PlanBuilder } from "./plan-builder.ts";
 
 /**
@@ -119,10 +119,12 @@ export function planBudgetedUpdate(
       notStarted++;
     }
   }
-  if (holders.length >= budget.limit) b.budgetBlocked = notStarted;
-  if (b.budgetBlocked > 0) {
-    b.budgetHolders = [...holders].sort();
-    b.budgetMessage = `${budget.name} ${budget.limit} is used by ${plural(holders.length, "pod")}`;
+  if (holders.length >= budget.limit && notStarted > 0) {
+    b.budgetExhausted({
+      holders: [...holders].sort(),
+      blocked: notStarted,
+      message: `${budget.name} ${budget.limit} is used by ${plural(holders.length, "pod")}`,
+    });
   }
 }
 
@@ -145,7 +147,7 @@ export function recreateBudget(
     holds: (v) => v.ready && !activePods(v).some(available),
     replaceDown(view, old) {
       replaceOld(old, "update: the old pod is already unavailable, replaced in its own slot");
-      b.events.push({
+      b.event({
         type: "Normal",
         reason: "ReplacingUnavailablePod",
         message:
@@ -216,35 +218,12 @@ export function planOta(
       if ((current?.status === status && current.message === message) || expected.has(uid)) {
         continue;
       }
-      if (b.deletionsLeft <= 0) {
-        b.moreWork = true;
-        return;
-      }
-      b.deletionsLeft--;
-      b.actions.push({
-        type: "setPodCondition",
-        reason: !ota
-          ? "the set is not in OTA mode: the node no longer decides"
-          : status === "True"
-          ? `a new revision ${b.hash} is available`
-          : "the pod runs the current revision",
-        name: pod.metadata.name ?? "",
-        uid,
-        condition: {
-          type: Keys.podNeedUpgrade,
-          status,
-          message,
-          lastTransitionTime: formatTime(b.now),
-        },
-      });
-      b.expectations.push({
-        action: "setCondition",
-        pod: pod.metadata.name ?? "",
-        uid,
-        node: view.name,
-        revision: b.hash,
-        deadline: b.deadline(),
-      });
+      const reason = !ota
+        ? "the set is not in OTA mode: the node no longer decides"
+        : status === "True"
+        ? `a new revision ${b.hash} is available`
+        : "the pod runs the current revision";
+      if (!b.markPod(pod, view.name, status, reason)) return;
     }
   }
 }
