@@ -9,7 +9,14 @@
 import { parseArgs } from "node:util";
 import { freePort } from "../cluster/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
-import { imageEnv, spawnMain, stop, untilAnswers, withSimProcess } from "../tests/processes.ts";
+import {
+  imageEnv,
+  residentMiB,
+  spawnMain,
+  stop,
+  untilAnswers,
+  withSimProcess,
+} from "../tests/processes.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -18,10 +25,8 @@ const { values: flags } = parseArgs({
 });
 const distinctNames = Number(flags.names ?? 400_000);
 
-function residentMiB(pid: number): string {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  return (Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]) / 1024).toFixed(0);
-}
+/** Resident MiB of the running controller, as the table prints it. */
+const resident = (pid: number) => residentMiB(pid)!.toFixed(0);
 
 const rows: string[][] = [];
 
@@ -54,7 +59,7 @@ await withSimProcess({ nodes: 100, speed: 10 }, async (sim) => {
     };
     const statuses = (list: number[]) =>
       [...new Set(list)].map((s) => `${s} × ${list.filter((x) => x === s).length}`).join(", ");
-    const idle = residentMiB(child.pid);
+    const idle = resident(child.pid);
 
     // 1. 50 MB bodies on each mutating route, with a valid token.
     const big = new Uint8Array(50 * 1024 * 1024);
@@ -69,7 +74,7 @@ await withSimProcess({ nodes: 100, speed: 10 }, async (sim) => {
     rows.push([
       "9 bodies of 50 MB on /events, /tick, /reconcile",
       statuses(bodyStatuses),
-      `${idle} → ${residentMiB(child.pid)} MiB`,
+      `${idle} → ${resident(child.pid)} MiB`,
       "was read whole: 145 → 791 MiB",
     ]);
 
@@ -127,7 +132,7 @@ await withSimProcess({ nodes: 100, speed: 10 }, async (sim) => {
     ]);
 
     // 4. Distinct node names in events, 1,000 per batch.
-    const beforeNames = residentMiB(child.pid);
+    const beforeNames = resident(child.pid);
     const nameStatuses = new Set<number>();
     for (let sent = 0; sent < distinctNames; sent += 1000) {
       const names = JSON.stringify(Array.from({ length: 1000 }, (_, i) => ({
@@ -151,12 +156,12 @@ await withSimProcess({ nodes: 100, speed: 10 }, async (sim) => {
         }),
       );
     }
-    const afterNames = residentMiB(child.pid);
+    const afterNames = resident(child.pid);
     await new Promise((resolve) => setTimeout(resolve, 20_000));
     rows.push([
       `${distinctNames.toLocaleString("en")} distinct node names in events`,
       [...nameStatuses].join(", "),
-      `${beforeNames} → ${afterNames} MiB, ${residentMiB(child.pid)} MiB 20 s later`,
+      `${beforeNames} → ${afterNames} MiB, ${resident(child.pid)} MiB 20 s later`,
       "was ~600 MiB, 420 after",
     ]);
   } finally {

@@ -13,7 +13,13 @@ import { advancedDaemonSetCrd } from "../api/crd.ts";
 import { markdownTable } from "./markdown-table.ts";
 import { DEFAULT_DURATIONS } from "../sim/cluster/context.ts";
 import { adsResource, createAgentSet, setAgentImage } from "../tests/controller-on-sim.ts";
-import { imageEnv, type SimProcess, withEdgeroll, withSimProcess } from "../tests/processes.ts";
+import {
+  imageEnv,
+  residentMiB,
+  type SimProcess,
+  withEdgeroll,
+  withSimProcess,
+} from "../tests/processes.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -96,16 +102,8 @@ async function untilRolledOut(
   throw new Error(`timed out waiting for generation ${generation} on ${nodes} nodes`);
 }
 
-/**
- * A process's resident size now (Linux's VmRSS) or its highest so far (VmHWM), in MiB: what
- * its memory limit must hold (manifests/base takes its limits from the peak).
- */
-function residentMb(pid: number, field: "VmRSS" | "VmHWM"): string {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  const kb = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1];
-  if (!kb) throw new Error(`no ${field} in /proc/${pid}/status`);
-  return (Number(kb) / 1024).toFixed(0);
-}
+/** Resident MiB of a running process, as the tables print it (limits come from the peak). */
+const residentMb = (pid: number, field: "VmRSS" | "VmHWM") => residentMiB(pid, field)!.toFixed(0);
 
 /** How long the fleet rests before its resident memory is read: V8 gives back after idling. */
 const restMs = 20_000;

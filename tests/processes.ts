@@ -28,6 +28,23 @@ export function spawnMain(args: string[], env?: Record<string, string>): Deno.Ch
   }).spawn();
 }
 
+/**
+ * A process's resident size now (Linux's VmRSS) or its highest so far (VmHWM), in MiB;
+ * undefined once it has exited. Deno reads another process's /proc only with every permission.
+ */
+export function residentMiB(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number | undefined {
+  let status: string;
+  try {
+    status = Deno.readTextFileSync(`/proc/${pid}/status`);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    throw err;
+  }
+  const kb = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1];
+  if (kb === undefined) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(kb) / 1024;
+}
+
 export async function stop(children: Deno.ChildProcess[]): Promise<void> {
   for (const child of [...children].reverse()) {
     try {

@@ -27,7 +27,7 @@ import { freePort } from "../../cluster/processes.ts";
 import { startClusterBehaviour } from "../../sim/cluster/mod.ts";
 import { startSim } from "../../sim/start.ts";
 import { markdownTable } from "../../bench/markdown-table.ts";
-import { imageEnv, spawnMain, stop, untilAnswers } from "../processes.ts";
+import { imageEnv, residentMiB, spawnMain, stop, untilAnswers } from "../processes.ts";
 
 const minutes = Number(Deno.env.get("SOAK_MINUTES") ?? 7);
 const nodeCount = Number(Deno.env.get("SOAK_NODES") ?? 1000);
@@ -142,17 +142,6 @@ const collection = (s: SetUnderTest) =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const pick = <T>(items: T[]) => items[Math.floor(Math.random() * items.length)];
-
-/** Resident memory of a live process, MiB. */
-function residentMiB(pid: number): number | undefined {
-  try {
-    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-    return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]) / 1024;
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return undefined; // between a kill and the restart
-    throw err;
-  }
-}
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
@@ -453,7 +442,7 @@ Deno.test(`soak: ${nodeCount} nodes, ${minutes} minutes of rollouts under faults
     background.push((async () => {
       while (running) {
         const sample = (into: number[], pid: number) => {
-          const mib = residentMiB(pid);
+          const mib = residentMiB(pid); // undefined between a kill and the restart
           if (mib !== undefined) into.push(mib);
         };
         sample(rss.serve0, replicas[0].pid);
