@@ -114,13 +114,26 @@ export function startReplica(
  * moments seen: nodes without an available pod (what maxUnavailable bounds), and live pods
  * on one node (more than one means a pod was created twice, when maxSurge is 0).
  */
+/** What a budget watch keeps of a pod the simulator committed. */
+export interface SeenPod {
+  node: string;
+  ready: boolean;
+  terminating: boolean;
+  image: string;
+}
+
+export function seenPod(pod: any): SeenPod {
+  return {
+    node: pod.spec?.nodeName ?? "",
+    ready: pod.status?.conditions?.some((c: any) => c.type === "Ready" && c.status === "True") ??
+      false,
+    terminating: pod.metadata.deletionTimestamp !== undefined,
+    image: pod.spec?.containers?.[0]?.image ?? "",
+  };
+}
+
 export function watchBudget(sim: Sim, app: string) {
-  interface Seen {
-    node: string;
-    ready: boolean;
-    terminating: boolean;
-  }
-  const pods = new Map<string, Seen>();
+  const pods = new Map<string, SeenPod>();
   const worst = { unavailableNodes: 0, podsOnOneNode: 0, transitions: 0 };
   let armed = false;
   const nodes = () => sim.store.scan("nodes").map((n) => n.metadata.name);
@@ -141,13 +154,7 @@ export function watchBudget(sim: Sim, app: string) {
     if (event.type === "DELETED") {
       pods.delete(pod.metadata.uid);
     } else {
-      pods.set(pod.metadata.uid, {
-        node: pod.spec?.nodeName ?? "",
-        ready: pod.status?.conditions?.some((c: any) =>
-          c.type === "Ready" && c.status === "True"
-        ) ?? false,
-        terminating: pod.metadata.deletionTimestamp !== undefined,
-      });
+      pods.set(pod.metadata.uid, seenPod(pod));
     }
     measure();
   });

@@ -27,6 +27,7 @@ import { freePort } from "../../cluster/processes.ts";
 import { startClusterBehaviour } from "../../sim/cluster/mod.ts";
 import { startSim } from "../../sim/start.ts";
 import { markdownTable } from "../../bench/markdown-table.ts";
+import { type SeenPod, seenPod } from "../controller-on-sim.ts";
 import { imageEnv, residentMiB, spawnMain, stop, untilAnswers } from "../processes.ts";
 
 const minutes = Number(Deno.env.get("SOAK_MINUTES") ?? 7);
@@ -204,13 +205,7 @@ Deno.test(`soak: ${nodeCount} nodes, ${minutes} minutes of rollouts under faults
     const zone = node.metadata.labels["topology.kubernetes.io/zone"];
     zoneNodes.set(zone, [...(zoneNodes.get(zone) ?? []), node.metadata.name]);
   }
-  interface Seen {
-    node: string;
-    ready: boolean;
-    terminating: boolean;
-    image: string;
-  }
-  const podsOf = new Map(sets.map((s) => [s.name, new Map<string, Seen>()]));
+  const podsOf = new Map(sets.map((s) => [s.name, new Map<string, SeenPod>()]));
   const armed = new Set<string>();
   const worst = new Map(sets.map((s) => [s.name, { unavailable: 0, surged: 0, onOneNode: 0 }]));
   const budgetOf = (s: SetUnderTest) => {
@@ -222,7 +217,7 @@ Deno.test(`soak: ${nodeCount} nodes, ${minutes} minutes of rollouts under faults
   };
   const measure = (s: SetUnderTest) => {
     const live = [...podsOf.get(s.name)!.values()].filter((p) => !p.terminating);
-    const perNode = new Map<string, Seen[]>();
+    const perNode = new Map<string, SeenPod[]>();
     for (const p of live.filter((p) => p.node !== "")) {
       perNode.set(p.node, [...(perNode.get(p.node) ?? []), p]);
     }
@@ -247,14 +242,7 @@ Deno.test(`soak: ${nodeCount} nodes, ${minutes} minutes of rollouts under faults
     const pods = podsOf.get(set.name)!;
     if (event.type === "DELETED") pods.delete(pod.metadata.uid);
     else {
-      pods.set(pod.metadata.uid, {
-        node: pod.spec?.nodeName ?? "",
-        ready: pod.status?.conditions?.some((c: any) =>
-          c.type === "Ready" && c.status === "True"
-        ) ?? false,
-        terminating: pod.metadata.deletionTimestamp !== undefined,
-        image: pod.spec.containers[0].image,
-      });
+      pods.set(pod.metadata.uid, seenPod(pod));
     }
     measure(set);
   });
