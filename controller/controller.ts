@@ -12,6 +12,7 @@ import { failureOf } from "./errors.ts";
 import { type ChangedObject, everySetKey, keysForChange, NodeChanges } from "./keys.ts";
 import { parseSetKey } from "../api/set-ref.ts";
 import { Metrics } from "./metrics.ts";
+import { createOta } from "./ota.ts";
 import { createReconciler, type Planner } from "./reconciler.ts";
 import { createTicker, listManagedSets } from "./tick.ts";
 
@@ -56,10 +57,11 @@ export function createController(deps: ControllerDeps) {
   }, {
     concurrency: deps.concurrency,
     delayMs: deps.eventDelayMs ?? 0,
-    // A missing set or a refused request will not pass with time; an unreachable API may.
+    // A missing set or a refused request will not pass with time; an unreachable API may
+    // (retryable), and a failing one or a bug is retried with backoff rather than dropped.
     retryable: (err) => {
       const { kind, retryable } = failureOf(err);
-      return retryable || kind === "Unavailable" || kind === "Upstream" || kind === "Internal";
+      return retryable || kind === "Upstream" || kind === "Internal";
     },
     logger,
   });
@@ -81,6 +83,8 @@ export function createController(deps: ControllerDeps) {
     /** The work queue: keys from `controller/keys.ts`. */
     queue,
     metrics,
+    /** OpenYurt's OTA upgrade for every node. */
+    ota: createOta({ kube: deps.kube, logger }),
     /** Node fingerprints of the changes callers report (events), apart from the caches'. */
     reportedNodes: new NodeChanges(),
     /** Stops queued work; what runs finishes. */

@@ -13,6 +13,8 @@ export type FailureKind =
   | "Conflict"
   /** The API server could not be reached or asked to come back later. */
   | "Unavailable"
+  /** A check refused the request (an OTA pre-check, a node the caller may not reach). */
+  | "Refused"
   /** The API server refused or failed in a way a retry will not change. */
   | "Upstream"
   /** The input is not valid. */
@@ -23,8 +25,10 @@ export type FailureKind =
 export class ControllerError extends Error {
   override name = "ControllerError";
   constructor(
-    readonly kind: "NotFound" | "Conflict",
+    readonly kind: "NotFound" | "Conflict" | "Refused" | "Unavailable",
     message: string,
+    /** A name for the cause, more precise than the kind (`PreCheckFailed`). */
+    readonly reason: string = kind,
   ) {
     super(message);
   }
@@ -45,9 +49,9 @@ export function failureOf(err: unknown): Failure {
   if (err instanceof ControllerError) {
     return {
       kind: err.kind,
-      reason: err.kind,
+      reason: err.reason,
       message: err.message,
-      retryable: err.kind === "Conflict",
+      retryable: err.kind === "Conflict" || err.kind === "Unavailable",
     };
   }
   if (err instanceof z.ZodError) {

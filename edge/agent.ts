@@ -11,6 +11,7 @@ import { KubeClient } from "../kube/client.ts";
 import { type Authenticator, requireBearer } from "../routes/auth.ts";
 import { errorHandler, notFound } from "../routes/errors.ts";
 import { registerOtaRoutes } from "../routes/ota.ts";
+import { createOta } from "../controller/ota.ts";
 import { serveFetch } from "./http-server.ts";
 
 export const defaultEdgePort = 10267;
@@ -29,12 +30,10 @@ export function createEdgeApp(deps: EdgeAppDeps): Hono {
   app.onError(errorHandler(deps.logger));
   app.notFound(notFound(app));
   app.get("/healthz", (c) => c.json({ ok: true, node: deps.node }));
+  const { kube, logger, node, deadlineMs } = deps;
   registerOtaRoutes(app, {
-    kube: deps.kube,
-    logger: deps.logger,
+    ota: createOta({ kube, logger, node, deadlineMs }),
     guard: requireBearer(deps.auth),
-    node: deps.node,
-    deadlineMs: deps.deadlineMs,
   });
   return app;
 }

@@ -32,7 +32,7 @@ const TickQuery = z.object({ full: flag });
 /** The controller's HTTP app: each route maps a request to a call of `createController`'s. */
 export function createApp(deps: AppDeps) {
   const controller = createController(deps);
-  const { reconcile, tick, queue, metrics } = controller;
+  const { reconcile, tick, queue, metrics, ota } = controller;
   const logger = deps.logger;
   const app = new Hono();
   app.onError(errorHandler(logger));
@@ -64,7 +64,7 @@ export function createApp(deps: AppDeps) {
   );
 
   const guarded = requireBearer(deps.auth);
-  registerOtaRoutes(app, { kube: deps.kube, logger, guard: guarded });
+  registerOtaRoutes(app, { ota, guard: guarded });
   app.post(
     "/reconcile/:kind/:namespace/:name",
     guarded,

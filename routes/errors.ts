@@ -61,6 +61,7 @@ export function errorBody(err: unknown): ErrorBody["error"] {
 const statusOf: Record<FailureKind, ContentfulStatusCode> = {
   NotFound: 404,
   Conflict: 409,
+  Refused: 403,
   Unavailable: 503,
   Upstream: 502,
   Invalid: 400,

@@ -8,7 +8,8 @@ import { type MemoryApi, memoryApi } from "../tests/doubles/memory-api.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { requireBearer, staticTokenAuthenticator } from "./auth.ts";
 import { errorHandler } from "./errors.ts";
-import { edgeOtaCalls, registerOtaRoutes } from "./ota.ts";
+import { registerOtaRoutes } from "./ota.ts";
+import { createOta, edgeOtaCalls } from "../controller/ota.ts";
 import { harness, token } from "../tests/doubles/controller-harness.ts";
 
 const upgrade = (ns: string, pod: string) => `/openyurt.io/v1/namespaces/${ns}/pods/${pod}/upgrade`;
@@ -102,12 +103,10 @@ function edgeApp(
   });
   const app = new Hono();
   app.onError(errorHandler(logs));
+  const node = options.node === null ? undefined : options.node ?? "worker2";
   registerOtaRoutes(app, {
-    kube,
-    logger: logs,
+    ota: createOta({ kube, logger: logs, node, deadlineMs: options.deadlineMs }),
     guard: requireBearer(staticTokenAuthenticator(token)),
-    node: options.node === null ? undefined : options.node ?? "worker2",
-    deadlineMs: options.deadlineMs,
   });
   const request = (path: string, method = "POST") =>
     Promise.resolve(

@@ -9,7 +9,7 @@ import { parseAllDocuments } from "yaml";
 import { accessOf } from "../kube/api.ts";
 import { cacheAccess } from "../kube/cache.ts";
 import { watchedPaths } from "../relay/relay.ts";
-import { edgeOtaCalls } from "../routes/ota.ts";
+import { edgeOtaCalls } from "../controller/ota.ts";
 
 interface Rule {
   apiGroups: string[];
