@@ -28,10 +28,13 @@ export interface CoalescerOptions {
 }
 
 /** What a run answers: seconds until the key wants another run, or nothing. */
-export type RunKey = (key: string) => Promise<number | null | undefined | void>;
+export type RunKey<K extends string = string> = (
+  key: K,
+) => Promise<number | null | undefined | void>;
 
-export class Coalescer {
-  readonly #run: RunKey;
+/** Keys are strings so that equal keys are one (`K` narrows which strings). */
+export class Coalescer<K extends string = string> {
+  readonly #run: RunKey<K>;
   readonly #retryMs: number;
   readonly #maxRetryMs: number;
   readonly #retryable: (err: unknown) => boolean;
@@ -39,22 +42,22 @@ export class Coalescer {
   readonly #delayMs: number;
   readonly #logger: Logger;
   /** Waiting keys, in order; a Set keeps each once. */
-  readonly #waiting = new Set<string>();
-  readonly #running = new Set<string>();
+  readonly #waiting = new Set<K>();
+  readonly #running = new Set<K>();
   /** Asked for again while running. */
-  readonly #again = new Set<string>();
+  readonly #again = new Set<K>();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
   /** One pending requeue per key: the latest answer wins. */
-  readonly #requeues = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #requeues = new Map<K, ReturnType<typeof setTimeout>>();
   /** Failed runs in a row, per key, and when the key may run again. */
-  readonly #failures: RecentMap<string, { count: number; notBefore: number }>;
+  readonly #failures: RecentMap<K, { count: number; notBefore: number }>;
   #idle: { promise: Promise<void>; resolve: () => void } | undefined;
   #closed = false;
   /** Keys asked for, and runs started: the difference is what coalescing saved. */
   requested = 0;
   started = 0;
 
-  constructor(run: RunKey, options: CoalescerOptions) {
+  constructor(run: RunKey<K>, options: CoalescerOptions) {
     this.#run = run;
     this.#retryMs = options.retryMs ?? 500;
     this.#maxRetryMs = options.maxRetryMs ?? 30_000;
@@ -66,7 +69,7 @@ export class Coalescer {
   }
 
   /** Asks for `key` to be reconciled soon. */
-  add(key: string): void {
+  add(key: K): void {
     if (this.#closed) return;
     this.requested++;
     if (this.#running.has(key)) {
@@ -113,7 +116,7 @@ export class Coalescer {
     await this.idle();
   }
 
-  #requeue(key: string, ms: number): void {
+  #requeue(key: K, ms: number): void {
     if (this.#closed) return;
     clearTimeout(this.#requeues.get(key));
     this.#requeues.set(

@@ -5,12 +5,17 @@
  * HTTP routes (`routes/app.ts`) only call into it.
  */
 import type { KubeClient } from "../kube/client.ts";
-import { setKey } from "../api/set-ref.ts";
 import type { Logger } from "../lib/log.ts";
 import { Coalescer } from "./coalescer.ts";
 import { failureOf } from "./errors.ts";
-import { type ChangedObject, everySetKey, keysForChange, NodeChanges } from "./keys.ts";
-import { parseSetKey } from "../api/set-ref.ts";
+import {
+  type ChangedObject,
+  keysForChange,
+  NodeChanges,
+  type QueueKey,
+  queueTarget,
+  setQueueKey,
+} from "./keys.ts";
 import { Metrics } from "./metrics.ts";
 import { createOta } from "./ota.ts";
 import { createReconciler, type Planner } from "./reconciler.ts";
@@ -45,15 +50,13 @@ export function createController(deps: ControllerDeps) {
     resyncSeconds: deps.resyncSeconds ?? 600,
     concurrency: deps.concurrency,
   });
-  const queue: Coalescer = new Coalescer(async (key) => {
-    if (key === everySetKey || key.endsWith("/*")) {
-      const namespace = key === everySetKey ? undefined : key.slice(0, -2);
-      for (const { ref } of (await listManagedSets(deps.kube)).sets) {
-        if (namespace === undefined || ref.namespace === namespace) queue.add(setKey(ref));
-      }
-      return;
+  const queue: Coalescer<QueueKey> = new Coalescer<QueueKey>(async (key) => {
+    const target = queueTarget(key);
+    if ("set" in target) return (await reconcile(target.set)).requeueAfter;
+    const namespace = target.everySetIn;
+    for (const { ref } of (await listManagedSets(deps.kube)).sets) {
+      if (namespace === undefined || ref.namespace === namespace) queue.add(setQueueKey(ref));
     }
-    return (await reconcile(parseSetKey(key))).requeueAfter;
   }, {
     concurrency: deps.concurrency,
     delayMs: deps.eventDelayMs ?? 0,

@@ -1,18 +1,36 @@
 /**
- * The queue's keys: a set (`advanceddaemonsets/ns/name`), or a fan-out that the queue expands
- * by listing sets ("every set", "every set of a namespace"); and which keys a change of an
- * object calls for, whether an event or the controller's own cache reported it.
+ * The queue's keys: a set, or a fan-out that the queue expands by listing sets ("every set",
+ * "every set of a namespace"); and which keys a change of an object calls for, whether an event
+ * or the controller's own cache reported it.
  */
 import { group } from "../api/advanced-daemonset.ts";
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import { fnv1a64 } from "../api/hash.ts";
 import { nodeSchedulingView } from "../kube/objects.ts";
-import { setKey, type SetKind } from "../api/set-ref.ts";
+import { parseSetKey, setKey, type SetKind, type SetRef } from "../api/set-ref.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 
-/** Queue keys that stand for many sets. */
-export const everySetKey = "*";
-export const namespaceKey = (namespace: string) => `${namespace}/*`;
+/**
+ * A queue key. The queue folds equal keys, so a key is a string; only the constructors below
+ * make one, and `queueTarget` reads it back, so no caller builds or parses its text.
+ */
+export type QueueKey = string & { readonly queueKey: unique symbol };
+
+/** What a queue key stands for. */
+export type QueueTarget =
+  | { set: SetRef }
+  /** Every managed set, or every one in `namespace`. */
+  | { everySetIn: string | undefined };
+
+export const setQueueKey = (ref: SetRef) => setKey(ref) as QueueKey;
+export const everySetKey = "*" as QueueKey;
+export const namespaceKey = (namespace: string) => `${namespace}/*` as QueueKey;
+
+export function queueTarget(key: QueueKey): QueueTarget {
+  if (key === everySetKey) return { everySetIn: undefined };
+  if (key.endsWith("/*")) return { everySetIn: key.slice(0, -2) };
+  return { set: parseSetKey(key) };
+}
 
 /** An object as a change reports it: what the mapping to keys reads. */
 export interface ChangedObject {
@@ -73,20 +91,20 @@ export function keysForChange(
   object: ChangedObject,
   deleted: boolean,
   nodes: NodeChanges,
-): string[] {
+): QueueKey[] {
   if (object.kind === "Node") return nodes.changed(object, deleted) ? [everySetKey] : [];
   return keysForObject(object);
 }
 
-function keysForObject({ apiVersion, kind, metadata }: ChangedObject): string[] {
+function keysForObject({ apiVersion, kind, metadata }: ChangedObject): QueueKey[] {
   const namespace = metadata.namespace ?? "";
   const setKind = setKindOf(apiVersion, kind);
   if (setKind === "daemonsets" && !isManagedDaemonSet({ metadata })) return [];
-  if (setKind) return [setKey({ kind: setKind, namespace, name: metadata.name })];
+  if (setKind) return [setQueueKey({ kind: setKind, namespace, name: metadata.name })];
   if (kind === "Pod") {
     for (const owner of metadata.ownerReferences ?? []) {
       const ownerKind = owner.controller ? setKindOf(owner.apiVersion, owner.kind) : undefined;
-      if (ownerKind) return [setKey({ kind: ownerKind, namespace, name: owner.name })];
+      if (ownerKind) return [setQueueKey({ kind: ownerKind, namespace, name: owner.name })];
     }
   }
   return [];

@@ -10,9 +10,10 @@ import {
   keysForChange,
   namespaceKey,
   type NodeChanges,
+  type QueueKey,
   setKindOf,
+  setQueueKey,
 } from "../controller/keys.ts";
-import { setKey } from "../api/set-ref.ts";
 import { badRequest } from "./errors.ts";
 import { dnsName, namespaceName } from "./params.ts";
 
@@ -101,8 +102,8 @@ export function parseCloudEvents(headers: Headers, body: string): CloudEventV1<u
 
 export interface EventRouting {
   type: string;
-  /** Coalescer keys to run; empty for an event that concerns no set. */
-  keys: string[];
+  /** Queue keys to run; empty for an event that concerns no set. */
+  keys: QueueKey[];
   /** Set when the type is not one we read. */
   ignored?: string;
 }
@@ -139,7 +140,7 @@ export function routeEvent(event: CloudEventV1<unknown>, nodes: NodeChanges): Ev
     const invalid = invalidName(parsed.data.namespace, name);
     if (invalid) return { type, keys: [], ignored: `event ${event.id}: ${invalid}` };
     const setKind = setKindOf(apiVersion, kind);
-    if (setKind) return { type, keys: [setKey({ kind: setKind, namespace, name })] };
+    if (setKind) return { type, keys: [setQueueKey({ kind: setKind, namespace, name })] };
     // A reference says nothing of owners or labels: widen to what it may concern.
     if (kind === "Pod") return { type, keys: [namespaceKey(namespace)] };
     if (kind === "Node") return { type, keys: [everySetKey] };
