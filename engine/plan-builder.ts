@@ -91,8 +91,8 @@ export class PlanBuilder {
   readonly #templates = new Map<string, PodTemplateSpec>();
   #budget: BudgetHeld | undefined;
   #creationsLeft: number;
-  /** Deletions and pod conditions this call may still send (the burst's other share). */
-  #deletionsLeft: number;
+  /** Pod deletions and pod condition writes this call may still send (the burst's other share). */
+  #podWritesLeft: number;
   #moreWork = false;
 
   constructor(
@@ -106,7 +106,7 @@ export class PlanBuilder {
     const count = (action: Expectation["action"]) =>
       pending.filter((e) => e.action === action).length;
     this.#creationsLeft = Math.max(0, burst - count("create"));
-    this.#deletionsLeft = Math.max(0, burst - count("delete") - count("setCondition"));
+    this.#podWritesLeft = Math.max(0, burst - count("delete") - count("setCondition"));
   }
 
   get actions(): readonly Action[] {
@@ -168,13 +168,13 @@ export class PlanBuilder {
     this.#budget = held;
   }
 
-  /** Takes one of this call's deletions (pod conditions count with them); false when spent. */
-  #takeDeletion(): boolean {
-    if (this.#deletionsLeft <= 0) {
+  /** Takes one of this call's pod writes (a deletion or a pod condition); false when spent. */
+  #takePodWrite(): boolean {
+    if (this.#podWritesLeft <= 0) {
       this.#moreWork = true;
       return false;
     }
-    this.#deletionsLeft--;
+    this.#podWritesLeft--;
     return true;
   }
 
@@ -242,7 +242,7 @@ export class PlanBuilder {
    * false when this call's share of the burst is spent.
    */
   markPod(pod: Pod, node: string, status: "True" | "False", reason: string): boolean {
-    if (!this.#takeDeletion()) return false;
+    if (!this.#takePodWrite()) return false;
     const name = pod.metadata.name ?? "";
     const uid = pod.metadata.uid ?? "";
     this.#actions.push({
@@ -347,7 +347,7 @@ export class PlanBuilder {
     const uid = pod.metadata.uid ?? "";
     // Every deletion counts against the burst, the update's too: the plan holds what the
     // executor will send (upstream's syncNodes caps rolling-update deletions the same way).
-    if (!this.#takeDeletion()) return false;
+    if (!this.#takePodWrite()) return false;
     if (isHooked(this.config, pod)) {
       if (isPreDeleting(pod)) {
         this.wait(`pod/${name} preDelete hook released`, `${reason}; its preDelete hook holds it`);

@@ -6,7 +6,7 @@
 import { assertEquals } from "@std/assert";
 import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
 import { plan } from "./plan.ts";
-import { startingPodPollSeconds } from "./outcome.ts";
+import { startingPodPollSeconds } from "./plan-report.ts";
 import * as f from "./testdata/fleet.ts";
 import type { Action, Plan, Snapshot } from "../api/plan.ts";
 

@@ -20,7 +20,7 @@
  * - Creations per call are at most burstReplicas minus creations still expected.
  * - A pod updated in place (InPlaceIfPossible) counts as unavailable until it runs its new images.
  * - Phases: revisions, then placement (`manage.ts`), then updates (`updates.ts`) planned on the
- *   nodes as placement and earlier unobserved actions leave them, then status (`outcome.ts`).
+ *   nodes as placement and earlier unobserved actions leave them, then status (`plan-report.ts`).
  */
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-objects.ts";
@@ -38,7 +38,7 @@ import {
   podNodeName,
   podRevision,
 } from "./objects.ts";
-import { finish, invalidOrUnmanagedPlan } from "./outcome.ts";
+import { finish, invalidOrUnmanagedPlan } from "./plan-report.ts";
 import { daemonPodTolerations, keepsPlaceWhileCut, nodeShouldRunDaemonPod } from "./placement.ts";
 import { afterActions, isObserved, type NodeView, PlanBuilder } from "./plan-builder.ts";
 import {
@@ -75,20 +75,29 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const burst = Math.max(1, resolve(config.burstReplicas, desiredCount, true));
 
   if (hash === undefined) {
-    const b = new PlanBuilder(config, "", now, burst, pending);
-    b.wait("a ControllerRevision", "the native DaemonSet controller has not written one yet");
-    return finish({ config, previous, collisionCount, views, pending, b, now, inScope: new Set() });
+    const builder = new PlanBuilder(config, "", now, burst, pending);
+    builder.wait("a ControllerRevision", "the native DaemonSet controller has not written one yet");
+    return finish({
+      config,
+      previous,
+      collisionCount,
+      views,
+      pending,
+      builder: builder,
+      now,
+      inScope: new Set(),
+    });
   }
 
-  const b = new PlanBuilder(config, hash, now, burst, pending);
+  const builder = new PlanBuilder(config, hash, now, burst, pending);
   for (const revision of snapshot.revisions) {
     const template = revisionTemplate(revision);
     const revisionHash = revision.metadata.labels?.[Keys.revisionHash];
     if (template && revisionHash && controllerUid(revision) === config.identity.uid) {
-      b.knowTemplate(revisionHash, template);
+      builder.knowTemplate(revisionHash, template);
     }
   }
-  b.act(...revisions.actions, ...adoptions);
+  builder.act(...revisions.actions, ...adoptions);
   const minReady = config.minReadySeconds;
   const availability = new Map<Pod, boolean>();
   const available = (p: Pod) => {
@@ -98,19 +107,19 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   };
 
   // Phase 1, placement (what upstream's `manage` does): only when edgeroll owns placement.
-  if (config.ownsPlacement) planPlacement(b, views, desiredCount, strays, available);
+  if (config.ownsPlacement) planPlacement(builder, views, desiredCount, strays, available);
 
   // Phase 2, updates, on the nodes as phase 1 leaves them.
-  const byNode = groupByNode(b.expectations);
+  const byNode = groupByNode(builder.expectations);
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
   const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
-  if (config.mode === "OTA") planOta(b, views, pending);
-  else planOta(b, views, pending, false);
+  if (config.mode === "OTA") planOta(builder, views, pending);
+  else planOta(builder, views, pending, false);
   if (config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused) {
     const budget = config.mode === "Surge"
-      ? surgeBudget(b, desiredCount, available)
-      : recreateBudget(b, desiredCount, available);
-    planBudgetedUpdate(b, settled, order, budget);
+      ? surgeBudget(builder, desiredCount, available)
+      : recreateBudget(builder, desiredCount, available);
+    planBudgetedUpdate(builder, settled, order, budget);
   }
   const inScope = new Set(order.map((v) => v.name));
   const planned = finish({
@@ -120,7 +129,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
     hash,
     views,
     pending,
-    b,
+    builder: builder,
     now,
     inScope,
   });
@@ -135,7 +144,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
     );
     return withCounts(invalid, planned, pending);
   }
-  if (config.ownsPlacement) planned.probe = probeOf(planned.actions, b, desired);
+  if (config.ownsPlacement) planned.probe = probeOf(planned.actions, builder, desired);
   return planned;
 }
 
@@ -332,7 +341,7 @@ function countingSnapshot(snapshot: Snapshot): Snapshot | undefined {
  * The pod (and new ControllerRevision) to prove admissible when the plan writes pods: the
  * first pod it creates, or the one it would create on the first node it deletes from.
  */
-function probeOf(actions: Action[], b: PlanBuilder, desired: NodeView[]): Plan["probe"] {
+function probeOf(actions: Action[], builder: PlanBuilder, desired: NodeView[]): Plan["probe"] {
   const first = actions.find((a) => a.type === "createPod" || a.type === "deletePod");
   if (!first) return undefined;
   const created = actions.find((a) => a.type === "createRevision");
@@ -342,9 +351,9 @@ function probeOf(actions: Action[], b: PlanBuilder, desired: NodeView[]): Plan["
   else {
     const node = (first.type === "deletePod" ? first.node : undefined) ?? desired[0]?.name;
     if (node === undefined) return undefined;
-    pod = b.podManifest(b.podName(node), node);
+    pod = builder.podManifest(builder.podName(node), node);
   }
-  return { revision: b.hash, pod, ...(revisionObject ? { revisionObject } : {}) };
+  return { revision: builder.hash, pod, ...(revisionObject ? { revisionObject } : {}) };
 }
 
 function groupByNode(expectations: readonly Expectation[]): Map<string, Expectation[]> {

@@ -41,11 +41,11 @@ export function updateOrder(
 }
 
 function resolvedBudget(
-  b: PlanBuilder,
+  builder: PlanBuilder,
   desiredCount: number,
 ): { maxUnavailable: number; maxSurge: number } {
-  let maxUnavailable = resolve(b.config.maxUnavailable, desiredCount, true);
-  const maxSurge = resolve(b.config.maxSurge, desiredCount, true);
+  let maxUnavailable = resolve(builder.config.maxUnavailable, desiredCount, true);
+  const maxSurge = resolve(builder.config.maxSurge, desiredCount, true);
   if (desiredCount > 0 && maxUnavailable === 0 && maxSurge === 0) maxUnavailable = 1;
   return { maxUnavailable, maxSurge };
 }
@@ -86,30 +86,30 @@ interface UpdateBudget {
  * skipped (and hold no budget); old pods already down are replaced in their own slot.
  */
 export function planBudgetedUpdate(
-  b: PlanBuilder,
+  builder: PlanBuilder,
   desired: NodeView[],
   order: NodeView[],
   budget: UpdateBudget,
 ) {
-  const holders = budgetHolderNames(desired, budget.holds, b.hash);
+  const holders = budgetHolderNames(desired, budget.holds, builder.hash);
   // Nodes whose available old pod was not replaced this call (budget full, or the replacement
   // could not start yet): counted once the walk is over, so the count does not depend on where
   // in the order the budget filled up, and a plan repeated on its own status says the same.
   let notStarted = 0;
   for (const view of order) {
     const active = activePods(view);
-    const old = active.find((p) => podRevision(p) !== b.hash);
-    if (!old || active.some((p) => podRevision(p) === b.hash) || view.pendingCreate) continue;
+    const old = active.find((p) => podRevision(p) !== builder.hash);
+    if (!old || active.some((p) => podRevision(p) === builder.hash) || view.pendingCreate) continue;
     if (!view.ready) {
       const since = view.node.status?.conditions?.find((c) => c.type === "Ready")
         ?.lastTransitionTime;
-      b.wait(
+      builder.wait(
         `node/${view.name} Ready`,
         `NotReady or unreachable${
           since ? ` since ${since}` : ""
         }: its pod is updated when it comes back`,
       );
-    } else if (!isPodAvailable(old, b.config.minReadySeconds, b.now)) {
+    } else if (!isPodAvailable(old, builder.config.minReadySeconds, builder.now)) {
       budget.replaceDown(view, old);
     } else if (holders.length < budget.limit) {
       const holder = budget.replace(view, old);
@@ -120,7 +120,7 @@ export function planBudgetedUpdate(
     }
   }
   if (holders.length >= budget.limit && notStarted > 0) {
-    b.budgetExhausted({
+    builder.budgetExhausted({
       holders: [...holders].sort(),
       blocked: notStarted,
       message: `${budget.name} ${budget.limit} is used by ${plural(holders.length, "pod")}`,
@@ -133,21 +133,21 @@ export function planBudgetedUpdate(
  * pod on a Ready desired node counts against maxUnavailable, old or new.
  */
 export function recreateBudget(
-  b: PlanBuilder,
+  builder: PlanBuilder,
   desiredCount: number,
   available: (p: Pod) => boolean,
 ): UpdateBudget {
-  const { maxUnavailable } = resolvedBudget(b, desiredCount);
+  const { maxUnavailable } = resolvedBudget(builder, desiredCount);
   // InPlaceIfPossible patches the pod when it can; either way the pod is unavailable for a while.
   const replaceOld = (old: Pod, reason: string) =>
-    (b.config.inPlace && b.updateInPlace(old, reason)) || b.remove(old, reason);
+    (builder.config.inPlace && builder.updateInPlace(old, reason)) || builder.remove(old, reason);
   return {
     name: "maxUnavailable",
     limit: maxUnavailable,
     holds: (v) => v.ready && !activePods(v).some(available),
     replaceDown(view, old) {
       replaceOld(old, "update: the old pod is already unavailable, replaced in its own slot");
-      b.event({
+      builder.event({
         type: "Normal",
         reason: "ReplacingUnavailablePod",
         message:
@@ -158,7 +158,7 @@ export function recreateBudget(
     replace(_view, old) {
       const started = replaceOld(
         old,
-        `update to revision ${b.hash} (maxUnavailable ${maxUnavailable})`,
+        `update to revision ${builder.hash} (maxUnavailable ${maxUnavailable})`,
       );
       return started ? old.metadata.name ?? "" : undefined;
     },
@@ -167,11 +167,11 @@ export function recreateBudget(
 
 /** Standard rolling update with maxSurge: a new pod next to the old one, at most maxSurge at once. */
 export function surgeBudget(
-  b: PlanBuilder,
+  builder: PlanBuilder,
   desiredCount: number,
   available: (p: Pod) => boolean,
 ): UpdateBudget {
-  const { maxSurge } = resolvedBudget(b, desiredCount);
+  const { maxSurge } = resolvedBudget(builder, desiredCount);
   return {
     name: "maxSurge",
     limit: maxSurge,
@@ -179,16 +179,19 @@ export function surgeBudget(
       if (!v.ready) return false;
       const active = activePods(v);
       // A node whose old pod is down is replaced in its own slot: it holds no surge.
-      const newPod = active.find((p) => podRevision(p) === b.hash);
-      return active.some((p) => podRevision(p) !== b.hash && available(p)) &&
+      const newPod = active.find((p) => podRevision(p) === builder.hash);
+      return active.some((p) => podRevision(p) !== builder.hash && available(p)) &&
         (v.pendingCreate !== undefined || (newPod !== undefined && !available(newPod)));
     },
     replaceDown(view) {
-      b.create(view, "update: the old pod is unavailable, its replacement starts at once");
+      builder.create(view, "update: the old pod is unavailable, its replacement starts at once");
     },
     replace(view) {
-      const started = b.create(view, `update to revision ${b.hash} (maxSurge ${maxSurge})`);
-      return started ? b.podName(view.name) : undefined;
+      const started = builder.create(
+        view,
+        `update to revision ${builder.hash} (maxSurge ${maxSurge})`,
+      );
+      return started ? builder.podName(view.name) : undefined;
     },
   };
 }
@@ -200,30 +203,32 @@ export function surgeBudget(
  * delete its pod outside the rollout's budget.
  */
 export function planOta(
-  b: PlanBuilder,
+  builder: PlanBuilder,
   views: NodeView[],
   pending: Expectation[],
   ota = true,
 ) {
   const expected = new Set(
-    pending.filter((e) => e.action === "setCondition" && e.revision === b.hash).map((e) => e.uid),
+    pending.filter((e) => e.action === "setCondition" && e.revision === builder.hash).map((e) =>
+      e.uid
+    ),
   );
-  const message = `controllerrevision: ${b.hash}`;
+  const message = `controllerrevision: ${builder.hash}`;
   for (const view of views) {
     for (const pod of view.live) {
       const uid = pod.metadata.uid ?? "";
       const current = pod.status?.conditions?.find((c) => c.type === Keys.podNeedUpgrade);
       if (!ota && current?.status !== "True") continue;
-      const status = ota && podRevision(pod) !== b.hash ? "True" : "False";
+      const status = ota && podRevision(pod) !== builder.hash ? "True" : "False";
       if ((current?.status === status && current.message === message) || expected.has(uid)) {
         continue;
       }
       const reason = !ota
         ? "the set is not in OTA mode: the node no longer decides"
         : status === "True"
-        ? `a new revision ${b.hash} is available`
+        ? `a new revision ${builder.hash} is available`
         : "the pod runs the current revision";
-      if (!b.markPod(pod, view.name, status, reason)) return;
+      if (!builder.markPod(pod, view.name, status, reason)) return;
     }
   }
 }

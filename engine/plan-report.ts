@@ -96,7 +96,7 @@ export interface Outcome {
   hash?: string;
   views: NodeView[];
   pending: Expectation[];
-  b: PlanBuilder;
+  builder: PlanBuilder;
   now: EpochMillis;
   /** Nodes the update may reach (partition and update selector applied). */
   inScope: Set<string>;
@@ -145,9 +145,9 @@ interface NodeCounts {
  * on the same cluster writes the same status), and asks the builder to look again when a
  * starting pod may be ready and when a ready pod becomes available.
  */
-function countNodes(o: Outcome): NodeCounts {
-  const { hash, b, now } = o;
-  const minReady = o.config.minReadySeconds;
+function countNodes(outcome: Outcome): NodeCounts {
+  const { hash, builder, now } = outcome;
+  const minReady = outcome.config.minReadySeconds;
   const n: NodeCounts = {
     desired: 0,
     current: 0,
@@ -162,7 +162,7 @@ function countNodes(o: Outcome): NodeCounts {
     settling: 0,
     cutOnOld: [],
   };
-  for (const view of o.views) {
+  for (const view of outcome.views) {
     const observed = view.observed;
     if (!view.placement.shouldRun) {
       if (observed.length > 0) n.misscheduled++;
@@ -175,7 +175,7 @@ function countNodes(o: Outcome): NodeCounts {
       const started = observed.filter(mayStart).map((p) =>
         parseTime(p.metadata.creationTimestamp) ?? now
       );
-      b.poll(Math.max(...started));
+      builder.poll(Math.max(...started));
     }
     if (observed.some((p) => isPodAvailable(p, minReady, now))) n.available++;
     else if (view.ready) n.settling++;
@@ -183,7 +183,7 @@ function countNodes(o: Outcome): NodeCounts {
     else {
       n.outdated++;
       if (observed.length > 0) n.onOld++;
-      if (o.inScope.has(view.name)) {
+      if (outcome.inScope.has(view.name)) {
         n.outdatedInScope++;
         if (view.ready) n.outdatedInScopeReady++;
         else if (observed.length > 0) n.cutOnOld.push(view.name);
@@ -192,7 +192,7 @@ function countNodes(o: Outcome): NodeCounts {
     for (const pod of observed) {
       const at = availableAt(pod, minReady);
       if (at !== undefined && at > now) {
-        b.wait(
+        builder.wait(
           `pod/${pod.metadata.name} available`,
           `ready, counting minReadySeconds ${minReady}`,
           at,
@@ -207,20 +207,20 @@ function countNodes(o: Outcome): NodeCounts {
  * The actions not observed yet, earlier ones and this plan's: each awaited, looked at again
  * soon after it was taken and at its deadline at the latest.
  */
-function awaitExpectations(o: Outcome): Expectation[] {
-  const { b, now } = o;
-  for (const exp of o.pending) {
-    b.wait(
+function awaitExpectations(outcome: Outcome): Expectation[] {
+  const { builder, now } = outcome;
+  for (const exp of outcome.pending) {
+    builder.wait(
       `${exp.action} pod/${exp.pod} observed`,
       "an earlier action is not visible yet",
       parseTime(exp.deadline),
     );
   }
-  const expectations = [...o.pending, ...b.expectations];
+  const expectations = [...outcome.pending, ...builder.expectations];
   for (const exp of expectations) {
     const deadline = parseTime(exp.deadline) ?? now;
-    b.wakeUp(deadline);
-    b.poll(deadline - expectationTimeoutSeconds * 1000);
+    builder.wakeUp(deadline);
+    builder.poll(deadline - expectationTimeoutSeconds * 1000);
   }
   return expectations;
 }
@@ -232,17 +232,17 @@ function awaitExpectations(o: Outcome): Expectation[] {
  * comes back soon, but only when this call did some (a cap held by actions still unobserved
  * waits for them or their deadline instead).
  */
-function nextLooks(o: Outcome): { nextCheckAt?: string; requeueAfterSeconds: number | null } {
-  const { b, now } = o;
-  const wakeUps = b.wakeUps.filter((t) => t > now);
-  const nextCheck = Math.min(...wakeUps, ...b.polls.map((since) => since + 1000));
+function nextLooks(outcome: Outcome): { nextCheckAt?: string; requeueAfterSeconds: number | null } {
+  const { builder, now } = outcome;
+  const wakeUps = builder.wakeUps.filter((t) => t > now);
+  const nextCheck = Math.min(...wakeUps, ...builder.polls.map((since) => since + 1000));
   const nextLook = Math.min(
     ...wakeUps,
-    ...b.polls.map((since) => nextPoll(since, now, startingPodPollSeconds)),
+    ...builder.polls.map((since) => nextPoll(since, now, startingPodPollSeconds)),
   );
   return {
     ...(Number.isFinite(nextCheck) ? { nextCheckAt: formatTime(nextCheck) } : {}),
-    requeueAfterSeconds: b.moreWork && b.actions.length > 0
+    requeueAfterSeconds: builder.moreWork && builder.actions.length > 0
       ? 1
       : Number.isFinite(nextLook)
       ? Math.max(1, Math.ceil((nextLook - now) / 1000))
@@ -252,8 +252,8 @@ function nextLooks(o: Outcome): { nextCheckAt?: string; requeueAfterSeconds: num
 
 /** What the conditions are decided from. */
 interface Facts {
-  o: Outcome;
-  n: NodeCounts;
+  outcome: Outcome;
+  nodes: NodeCounts;
   /** `3/10 updated, 9 available`. */
   counts: string;
   complete: boolean;
@@ -267,12 +267,12 @@ interface Facts {
  */
 const progressingRules: {
   name: string;
-  applies: (f: Facts) => boolean;
-  state: (f: Facts) => ConditionState;
+  applies: (facts: Facts) => boolean;
+  state: (facts: Facts) => ConditionState;
 }[] = [
   {
     name: "no revision yet",
-    applies: (f) => f.o.hash === undefined,
+    applies: (facts) => facts.outcome.hash === undefined,
     state: () => ({
       status: false,
       reason: "WaitingForRevision",
@@ -281,35 +281,35 @@ const progressingRules: {
   },
   {
     name: "complete",
-    applies: (f) => f.complete,
-    state: (f) => ({ status: false, reason: "Complete", message: f.counts }),
+    applies: (facts) => facts.complete,
+    state: (facts) => ({ status: false, reason: "Complete", message: facts.counts }),
   },
   {
     name: "acting, or waiting on what was done",
-    applies: (f) => f.busy,
-    state: (f) => ({ status: true, reason: "RollingUpdate", message: f.counts }),
+    applies: (facts) => facts.busy,
+    state: (facts) => ({ status: true, reason: "RollingUpdate", message: facts.counts }),
   },
   {
     name: "paused",
-    applies: (f) => f.o.config.paused,
-    state: (f) => ({ status: false, reason: "Paused", message: f.counts }),
+    applies: (facts) => facts.outcome.config.paused,
+    state: (facts) => ({ status: false, reason: "Paused", message: facts.counts }),
   },
   {
     name: "OnDelete: pods are deleted by hand",
-    applies: (f) => f.o.config.mode === "OnDelete",
-    state: (f) => ({
+    applies: (facts) => facts.outcome.config.mode === "OnDelete",
+    state: (facts) => ({
       status: false,
       reason: "OnDelete",
-      message: `${plural(f.n.onOld, "pod")} wait to be deleted by hand; ${f.counts}`,
+      message: `${plural(facts.nodes.onOld, "pod")} wait to be deleted by hand; ${facts.counts}`,
     }),
   },
   {
     name: "OTA: pods are upgraded from their node",
-    applies: (f) => f.o.config.mode === "OTA",
-    state: (f) => {
+    applies: (facts) => facts.outcome.config.mode === "OTA",
+    state: (facts) => {
       // Every live pod off the revision is marked, on a node the set still wants or not.
-      const marked = f.o.views.reduce(
-        (n, v) => n + v.live.filter((p) => podRevision(p) !== f.o.hash).length,
+      const marked = facts.outcome.views.reduce(
+        (n, v) => n + v.live.filter((p) => podRevision(p) !== facts.outcome.hash).length,
         0,
       );
       return {
@@ -317,74 +317,74 @@ const progressingRules: {
         reason: "WaitingForNodes",
         message: `${
           plural(marked, "pod")
-        } marked PodNeedUpgrade, upgraded from their node; ${f.counts}`,
+        } marked PodNeedUpgrade, upgraded from their node; ${facts.counts}`,
       };
     },
   },
   {
     name: "every outdated node in scope is cut off",
-    applies: (f) => f.n.outdatedInScope > 0 && f.n.outdatedInScopeReady === 0,
-    state: (f) => ({
+    applies: (facts) => facts.nodes.outdatedInScope > 0 && facts.nodes.outdatedInScopeReady === 0,
+    state: (facts) => ({
       status: false,
       reason: "WaitingForNodes",
       message: `${
-        plural(f.n.outdatedInScope, "NotReady node")
-      } updated when they come back; ${f.counts}`,
+        plural(facts.nodes.outdatedInScope, "NotReady node")
+      } updated when they come back; ${facts.counts}`,
     }),
   },
   {
     name: "what is left is outside the update's scope",
-    applies: (f) => f.n.outdatedInScope === 0 && f.n.outdated > 0,
-    state: (f) => ({
+    applies: (facts) => facts.nodes.outdatedInScope === 0 && facts.nodes.outdated > 0,
+    state: (facts) => ({
       status: false,
       reason: "UpdateScopeReached",
       message: `${
-        plural(f.n.outdated, "node")
-      } kept on the old revision by partition or selector; ${f.counts}`,
+        plural(facts.nodes.outdated, "node")
+      } kept on the old revision by partition or selector; ${facts.counts}`,
     }),
   },
   {
     name: "rolling",
     applies: () => true,
-    state: (f) => ({ status: true, reason: "RollingUpdate", message: f.counts }),
+    state: (facts) => ({ status: true, reason: "RollingUpdate", message: facts.counts }),
   },
 ];
 
-function conditionStates(f: Facts): Record<ConditionType, ConditionState> {
-  const { o, n, counts, complete } = f;
-  const { b, config, hash } = o;
+function conditionStates(facts: Facts): Record<ConditionType, ConditionState> {
+  const { outcome, nodes, counts, complete } = facts;
+  const { builder, config, hash } = outcome;
   return {
-    Progressing: progressingRules.find((rule) => rule.applies(f))!.state(f),
+    Progressing: progressingRules.find((rule) => rule.applies(facts))!.state(facts),
     Complete: complete
       ? {
         status: true,
         reason: "Complete",
-        message: `all ${plural(n.desired, "node")} run revision ${hash} and are available`,
+        message: `all ${plural(nodes.desired, "node")} run revision ${hash} and are available`,
       }
-      : n.cutOnOld.length > 0 && n.outdatedInScopeReady === 0
+      : nodes.cutOnOld.length > 0 && nodes.outdatedInScopeReady === 0
       ? {
         // Everything reachable is done: say which nodes the rollout waits for, once.
         status: false,
         reason: "NodesUnreachable",
         message: `${
-          plural(n.cutOnOld.length, "NotReady node")
-        } run an old revision, updated when they come back: ${namedList(n.cutOnOld)}`,
+          plural(nodes.cutOnOld.length, "NotReady node")
+        } run an old revision, updated when they come back: ${namedList(nodes.cutOnOld)}`,
         event: "Normal",
       }
       : { status: false, reason: "Incomplete", message: counts },
-    Paused: config.paused && n.onOld > 0
+    Paused: config.paused && nodes.onOld > 0
       ? {
         status: true,
         reason: "Paused",
-        message: `${plural(n.onOld, "node")} wait for the update`,
+        message: `${plural(nodes.onOld, "node")} wait for the update`,
       }
       : { status: false, reason: "NotPaused", message: "" },
-    BudgetExhausted: b.budget
+    BudgetExhausted: builder.budget
       ? {
         status: true,
         reason: "BudgetExhausted",
-        message: `${b.budget.message}: ${namedList(b.budget.holders)}; ${
-          plural(b.budget.blocked, "node")
+        message: `${builder.budget.message}: ${namedList(builder.budget.holders)}; ${
+          plural(builder.budget.blocked, "node")
         } wait`,
       }
       : { status: false, reason: "WithinBudget", message: "" },
@@ -410,54 +410,54 @@ function setWideWaits(states: Record<ConditionType, ConditionState>, complete: b
 }
 
 /** The plan's report: status as upstream counts it, conditions, awaited items, the requeue. */
-export function finish(o: Outcome): Plan {
-  const { previous, hash, b, now } = o;
-  const n = countNodes(o);
-  const expectations = awaitExpectations(o);
-  const { nextCheckAt, requeueAfterSeconds } = nextLooks(o);
+export function finish(outcome: Outcome): Plan {
+  const { previous, hash, builder, now } = outcome;
+  const n = countNodes(outcome);
+  const expectations = awaitExpectations(outcome);
+  const { nextCheckAt, requeueAfterSeconds } = nextLooks(outcome);
   const complete = hash !== undefined && n.outdated === 0 && n.available === n.desired &&
     expectations.length === 0;
-  const podActions = b.actions.filter((a) =>
+  const podActions = builder.actions.filter((a) =>
     a.type.endsWith("Pod") || a.type === "setPodCondition"
   );
   const states = conditionStates({
-    o,
-    n,
+    outcome,
+    nodes: n,
     counts: `${n.updated}/${n.desired} updated, ${n.available} available`,
     complete,
     busy: podActions.length > 0 || expectations.length > 0 || n.settling > 0,
   });
   const { conditions, events } = buildConditions(states, previous.conditions, now);
-  b.awaitFirst(setWideWaits(states, complete));
+  builder.awaitFirst(setWideWaits(states, complete));
 
   const status: AdvancedDaemonSetStatus = {
     currentNumberScheduled: n.current,
     numberMisscheduled: n.misscheduled,
     desiredNumberScheduled: n.desired,
     numberReady: n.ready,
-    observedGeneration: o.config.generation,
+    observedGeneration: outcome.config.generation,
     updatedNumberScheduled: n.updated,
     numberAvailable: n.available,
     numberUnavailable: n.desired - n.available,
-    collisionCount: o.collisionCount,
+    collisionCount: outcome.collisionCount,
     ...(hash !== undefined ? { daemonSetHash: hash } : {}),
     conditions,
     ...(expectations.length > 0 ? { expectations } : {}),
     ...(nextCheckAt !== undefined ? { nextCheckAt } : {}),
   };
-  const awaited = b.awaited.length > maxAwaitedListed
+  const awaited = builder.awaited.length > maxAwaitedListed
     ? [
-      ...b.awaited.slice(0, maxAwaitedListed),
-      { what: `${b.awaited.length - maxAwaitedListed} more`, why: "not listed" },
+      ...builder.awaited.slice(0, maxAwaitedListed),
+      { what: `${builder.awaited.length - maxAwaitedListed} more`, why: "not listed" },
     ]
-    : [...b.awaited];
+    : [...builder.awaited];
   return {
-    actions: [...b.actions],
+    actions: [...builder.actions],
     status,
     conditions,
-    events: [...b.events, ...events],
+    events: [...builder.events, ...events],
     requeueAfterSeconds,
     awaited,
-    burst: b.burst,
+    burst: builder.burst,
   };
 }
