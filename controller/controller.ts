@@ -17,7 +17,7 @@ import {
   setQueueKey,
 } from "./keys.ts";
 import { Metrics } from "./metrics.ts";
-import { createOta } from "./ota.ts";
+import { Ota } from "./ota.ts";
 import { createReconciler, type Planner } from "./reconciler.ts";
 import { createTicker, listManagedSets } from "./tick.ts";
 
@@ -87,7 +87,7 @@ export function createController(deps: ControllerDeps) {
     queue,
     metrics,
     /** OpenYurt's OTA upgrade for every node. */
-    ota: createOta({ kube: deps.kube, logger }),
+    ota: new Ota({ kube: deps.kube, logger }),
     /** Node fingerprints of the changes callers report (events), apart from the caches'. */
     reportedNodes: new NodeChanges(),
     /** Stops queued work; what runs finishes. */

@@ -78,9 +78,58 @@ async function withinDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   }
 }
 
-export function createOta(deps: OtaDeps) {
-  const { kube, logger, node } = deps;
-  const deadline = <T>(work: Promise<T>) => withinDeadline(work, deps.deadlineMs ?? 10_000);
+/** OTA for every node (the controller) or for one (`node`: the edge agent). */
+export class Ota {
+  readonly #kube: KubeClient;
+  readonly #logger: Logger;
+  readonly #node: string | undefined;
+  readonly #deadlineMs: number;
+
+  constructor(deps: OtaDeps) {
+    this.#kube = deps.kube;
+    this.#logger = deps.logger;
+    this.#node = deps.node;
+    this.#deadlineMs = deps.deadlineMs ?? 10_000;
+  }
+
+  /**
+   * The controller: pods of OTA DaemonSets, on `asked` if given. The edge agent: every pod on
+   * its node, whoever controls it, as YurtHub; another node is refused.
+   */
+  async pods(asked?: string): Promise<PodList> {
+    const node = this.#node;
+    if (node === undefined) return podList(await this.#deadline(this.#otaPods(asked)));
+    if (asked !== undefined && asked !== node) {
+      throw new ControllerError(
+        "Refused",
+        `this agent serves node ${node} only, not ${asked}`,
+        "Forbidden",
+      );
+    }
+    const listing = this.#kube.api.listPods({ nodeName: node });
+    const { items, resourceVersion } = await this.#deadline(listing);
+    return podList(items, resourceVersion);
+  }
+
+  /** Checks the pod as YurtHub does, then deletes it for its controller to recreate. */
+  upgrade(ns: string, name: string): Promise<void> {
+    return this.#deadline((async () => {
+      const pod = await this.#readPod(ns, name);
+      if (!pod) throw new ControllerError("NotFound", `pod ${ns}/${name} not found`);
+      await this.#preCheck(pod);
+      // The UID precondition: a pod recreated under this name since the check is not deleted.
+      await this.#kube.api.deletePod({ namespace: ns, name, uid: pod.metadata.uid ?? "" });
+      this.#logger.info("OTA upgrade started", {
+        pod: `${ns}/${name}`,
+        node: pod.spec.nodeName,
+        revision: condition(pod, Keys.podNeedUpgrade)?.message,
+      });
+    })());
+  }
+
+  #deadline<T>(work: Promise<T>): Promise<T> {
+    return withinDeadline(work, this.#deadlineMs);
+  }
 
   /**
    * YurtHub's pre-checks: the pod is not being deleted, runs on this agent's node, is controlled
@@ -89,7 +138,8 @@ export function createOta(deps: OtaDeps) {
    * reads the DaemonSet and checks it is still in OTA mode; the edge agent, with its node's
    * credentials, may not read DaemonSets and trusts the mark edgeroll wrote, as YurtHub does.
    */
-  async function preCheck(pod: Pod): Promise<void> {
+  async #preCheck(pod: Pod): Promise<void> {
+    const node = this.#node;
     const { namespace = "", name = "" } = pod.metadata;
     const what = `pod ${namespace}/${name}`;
     if (pod.metadata.deletionTimestamp) throw refused(`${what} is being deleted`);
@@ -100,17 +150,7 @@ export function createOta(deps: OtaDeps) {
     if (owner?.kind !== "DaemonSet" || !owner.apiVersion.startsWith("apps/")) {
       throw refused(`${what} is not controlled by a DaemonSet`);
     }
-    if (node === undefined) {
-      const set = await kube.readSet({ kind: "daemonsets", namespace, name: owner.name });
-      if (!set || set.metadata.uid !== owner.uid) {
-        throw refused(`${what}: its DaemonSet ${namespace}/${owner.name} no longer exists`);
-      }
-      if (!inOtaMode(set)) {
-        throw refused(
-          `${what}: DaemonSet ${namespace}/${owner.name} is not in OTA mode (annotation apps.openyurt.io/update-strategy: OTA, updateStrategy OnDelete)`,
-        );
-      }
-    }
+    if (node === undefined) await this.#checkOwnerInOtaMode(what, namespace, owner);
     const need = condition(pod, Keys.podNeedUpgrade);
     if (need?.status !== "True") {
       throw refused(`${what} has no newer revision to upgrade to (PodNeedUpgrade is not True)`);
@@ -125,14 +165,30 @@ export function createOta(deps: OtaDeps) {
     }
   }
 
+  async #checkOwnerInOtaMode(
+    what: string,
+    namespace: string,
+    owner: { name: string; uid: string },
+  ): Promise<void> {
+    const set = await this.#kube.readSet({ kind: "daemonsets", namespace, name: owner.name });
+    if (!set || set.metadata.uid !== owner.uid) {
+      throw refused(`${what}: its DaemonSet ${namespace}/${owner.name} no longer exists`);
+    }
+    if (!inOtaMode(set)) {
+      throw refused(
+        `${what}: DaemonSet ${namespace}/${owner.name} is not in OTA mode (annotation apps.openyurt.io/update-strategy: OTA, updateStrategy OnDelete)`,
+      );
+    }
+  }
+
   /** Pods of every DaemonSet in OTA mode, on `onNode` if given (the controller's view). */
-  async function otaPods(onNode: string | undefined): Promise<KubeObject[]> {
-    const sets = (await listManagedSets(kube)).sets.filter(({ ref, object }) =>
+  async #otaPods(onNode: string | undefined): Promise<KubeObject[]> {
+    const sets = (await listManagedSets(this.#kube)).sets.filter(({ ref, object }) =>
       ref.kind === "daemonsets" && inOtaMode(object)
     );
     const lists = await Promise.all(sets.map(async ({ ref, object }) => {
       const spec = object.spec as DaemonSet["spec"];
-      const { items } = await kube.api.listPods({
+      const { items } = await this.#kube.api.listPods({
         namespace: ref.namespace,
         labelSelector: labelSelectorString(spec.selector),
         nodeName: onNode,
@@ -154,58 +210,21 @@ export function createOta(deps: OtaDeps) {
    * a pod that is not bound to the agent's node: that is the pre-check "not on this node",
    * answered by the API server rather than by us.
    */
-  async function readPod(ns: string, name: string): Promise<Pod | undefined> {
+  async #readPod(ns: string, name: string): Promise<Pod | undefined> {
     try {
-      return await kube.readPod(ns, name);
+      return await this.#kube.readPod(ns, name);
     } catch (err) {
-      if (node !== undefined && err instanceof KubeError && err.status === 403) {
+      if (this.#node !== undefined && err instanceof KubeError && err.status === 403) {
         throw refused(
-          `pod ${ns}/${name} is not bound to node ${node} (the API server: ${err.message})`,
+          `pod ${ns}/${name} is not bound to node ${this.#node} (the API server: ${err.message})`,
         );
       }
       throw err;
     }
   }
-
-  return {
-    /**
-     * The controller: pods of OTA DaemonSets, on `asked` if given. The edge agent: every pod on
-     * its node, whoever controls it, as YurtHub; another node is refused.
-     */
-    async pods(asked?: string): Promise<PodList> {
-      if (node === undefined) return podList(await deadline(otaPods(asked)));
-      if (asked !== undefined && asked !== node) {
-        throw new ControllerError(
-          "Refused",
-          `this agent serves node ${node} only, not ${asked}`,
-          "Forbidden",
-        );
-      }
-      const { items, resourceVersion } = await deadline(kube.api.listPods({ nodeName: node }));
-      return podList(items, resourceVersion);
-    },
-
-    /** Checks the pod as YurtHub does, then deletes it for its controller to recreate. */
-    upgrade(ns: string, name: string): Promise<void> {
-      return deadline((async () => {
-        const pod = await readPod(ns, name);
-        if (!pod) throw new ControllerError("NotFound", `pod ${ns}/${name} not found`);
-        await preCheck(pod);
-        // The UID precondition: a pod recreated under this name since the check is not deleted.
-        await kube.api.deletePod({ namespace: ns, name, uid: pod.metadata.uid ?? "" });
-        logger.info("OTA upgrade started", {
-          pod: `${ns}/${name}`,
-          node: pod.spec.nodeName,
-          revision: condition(pod, Keys.podNeedUpgrade)?.message,
-        });
-      })());
-    },
-  };
 }
 
 function inOtaMode(set: KubeObject): boolean {
   const rollout = readOpenYurtRollout(set as unknown as DaemonSet);
   return rollout.managed && rollout.ok && rollout.rollout.mode === "OTA";
 }
-
-export type Ota = ReturnType<typeof createOta>;

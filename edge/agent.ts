@@ -11,7 +11,7 @@ import { KubeClient } from "../kube/client.ts";
 import { type Authenticator, requireBearer } from "../routes/auth.ts";
 import { errorHandler, notFound } from "../routes/errors.ts";
 import { registerOtaRoutes } from "../routes/ota.ts";
-import { createOta } from "../controller/ota.ts";
+import { Ota } from "../controller/ota.ts";
 import { serveFetch } from "./http-server.ts";
 
 export const defaultEdgePort = 10267;
@@ -32,7 +32,7 @@ export function createEdgeApp(deps: EdgeAppDeps): Hono {
   app.get("/healthz", (c) => c.json({ ok: true, node: deps.node }));
   const { kube, logger, node, deadlineMs } = deps;
   registerOtaRoutes(app, {
-    ota: createOta({ kube, logger, node, deadlineMs }),
+    ota: new Ota({ kube, logger, node, deadlineMs }),
     guard: requireBearer(deps.auth),
   });
   return app;

@@ -77,34 +77,14 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   if (hash === undefined) {
     const builder = new PlanBuilder(config, "", now, burst, pending);
     builder.wait("a ControllerRevision", "the native DaemonSet controller has not written one yet");
-    return finish({
-      config,
-      previous,
-      collisionCount,
-      views,
-      pending,
-      builder: builder,
-      now,
-      inScope: new Set(),
-    });
+    const inScope = new Set<string>();
+    return finish({ config, previous, collisionCount, views, pending, builder, now, inScope });
   }
 
   const builder = new PlanBuilder(config, hash, now, burst, pending);
-  for (const revision of snapshot.revisions) {
-    const template = revisionTemplate(revision);
-    const revisionHash = revision.metadata.labels?.[Keys.revisionHash];
-    if (template && revisionHash && controllerUid(revision) === config.identity.uid) {
-      builder.knowTemplate(revisionHash, template);
-    }
-  }
+  knowRevisionTemplates(builder, snapshot.revisions, config.identity.uid);
   builder.act(...revisions.actions, ...adoptions);
-  const minReady = config.minReadySeconds;
-  const availability = new Map<Pod, boolean>();
-  const available = (p: Pod) => {
-    let known = availability.get(p);
-    if (known === undefined) availability.set(p, known = isPodAvailable(p, minReady, now));
-    return known;
-  };
+  const available = availability(config.minReadySeconds, now);
 
   // Phase 1, placement (what upstream's `manage` does): only when edgeroll owns placement.
   if (config.ownsPlacement) planPlacement(builder, views, desiredCount, strays, available);
@@ -113,8 +93,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const byNode = groupByNode(builder.expectations);
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
   const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
-  if (config.mode === "OTA") planOta(builder, views, pending);
-  else planOta(builder, views, pending, false);
+  planOta(builder, views, pending, config.mode === "OTA");
   if (config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused) {
     const budget = config.mode === "Surge"
       ? surgeBudget(builder, desiredCount, available)
@@ -129,23 +108,61 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
     hash,
     views,
     pending,
-    builder: builder,
+    builder,
     now,
     inScope,
   });
   if (snapshot.refused !== undefined && snapshot.refused.revision === hash) {
-    // The template cannot make a pod: nothing is done, but the counts still tell the fleet.
     const { message } = snapshot.refused;
-    const issues = [{ path: "spec.template", message: `the API server refuses it: ${message}` }];
-    const invalid = invalidOrUnmanagedPlan(
-      { ok: false, managed: true, issues, previous },
-      now,
-      snapshot.set.metadata.generation,
-    );
-    return withCounts(invalid, planned, pending);
+    return refusedTemplatePlan(snapshot, message, previous, planned, pending, now);
   }
   if (config.ownsPlacement) planned.probe = probeOf(planned.actions, builder, desired);
   return planned;
+}
+
+/** Tells the builder the template of each revision the set owns, for in-place updates. */
+function knowRevisionTemplates(
+  builder: PlanBuilder,
+  revisions: Snapshot["revisions"],
+  setUid: string | undefined,
+): void {
+  for (const revision of revisions) {
+    const template = revisionTemplate(revision);
+    const revisionHash = revision.metadata.labels?.[Keys.revisionHash];
+    if (template && revisionHash && controllerUid(revision) === setUid) {
+      builder.knowTemplate(revisionHash, template);
+    }
+  }
+}
+
+/** Whether a pod is available at `now`, each pod worked out once per plan. */
+function availability(minReadySeconds: number, now: EpochMillis): (pod: Pod) => boolean {
+  const known = new Map<Pod, boolean>();
+  return (pod) => {
+    let available = known.get(pod);
+    if (available === undefined) {
+      known.set(pod, available = isPodAvailable(pod, minReadySeconds, now));
+    }
+    return available;
+  };
+}
+
+/** The template cannot make a pod: nothing is done, but the counts still tell the fleet. */
+function refusedTemplatePlan(
+  snapshot: Snapshot,
+  message: string,
+  previous: AdvancedDaemonSetStatus,
+  planned: Plan,
+  pending: Expectation[],
+  now: EpochMillis,
+): Plan {
+  const issues = [{ path: "spec.template", message: `the API server refuses it: ${message}` }];
+  const invalid = invalidOrUnmanagedPlan(
+    { ok: false, managed: true, issues, previous },
+    now,
+    snapshot.set.metadata.generation,
+  );
+  return withCounts(invalid, planned, pending);
 }
 
 /**

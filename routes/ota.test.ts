@@ -9,7 +9,7 @@ import type { KubeObject } from "../kube/objects.ts";
 import { requireBearer, staticTokenAuthenticator } from "./auth.ts";
 import { errorHandler } from "./errors.ts";
 import { registerOtaRoutes } from "./ota.ts";
-import { createOta, edgeOtaCalls } from "../controller/ota.ts";
+import { edgeOtaCalls, Ota } from "../controller/ota.ts";
 import { harness, token } from "../tests/doubles/controller-harness.ts";
 
 const upgrade = (ns: string, pod: string) => `/openyurt.io/v1/namespaces/${ns}/pods/${pod}/upgrade`;
@@ -105,7 +105,7 @@ function edgeApp(
   app.onError(errorHandler(logs));
   const node = options.node === null ? undefined : options.node ?? "worker2";
   registerOtaRoutes(app, {
-    ota: createOta({ kube, logger: logs, node, deadlineMs: options.deadlineMs }),
+    ota: new Ota({ kube, logger: logs, node, deadlineMs: options.deadlineMs }),
     guard: requireBearer(staticTokenAuthenticator(token)),
   });
   const request = (path: string, method = "POST") =>
