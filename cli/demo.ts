@@ -114,12 +114,30 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)];
 }
 
+const firstImage = "registry.local/edge-agent:1.0";
+const nextImage = "registry.local/edge-agent:1.1";
+
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
-  const sim = await startSim({
-    nodes: options.nodes,
-    zones: options.zones,
-    speed: options.speed,
-  });
+  const stack = await startStack(options);
+  try {
+    return await rollOut(stack, options);
+  } finally {
+    await stack.stop();
+  }
+}
+
+type Sim = Awaited<ReturnType<typeof startSim>>;
+
+/** The rooms as a user runs them: sim, the CRD, the controller and the relay. */
+interface DemoStack {
+  sim: Sim;
+  objects: k8s.KubernetesObjectApi;
+  stop(): Promise<void>;
+}
+
+async function startStack(options: DemoOptions): Promise<DemoStack> {
+  const { nodes, zones, speed } = options;
+  const sim = await startSim({ nodes, zones, speed });
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromFile(sim.kubeconfigPath);
   const objects = k8s.KubernetesObjectApi.makeApiClient(kubeConfig);
@@ -139,165 +157,196 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     logger,
   });
   const relay = startRelay({ kubeConfig, target: controller.url, token, logger });
-  const store = sim.store;
-  const stopWatching: (() => void)[] = [];
-  try {
-    options.out.note(
-      `sim ${sim.url} with ${options.nodes} nodes in ${options.zones} zones, ` +
-        `controller ${controller.url}, relay watching`,
+  options.out.note(
+    `sim ${sim.url} with ${nodes} nodes in ${zones} zones, ` +
+      `controller ${controller.url}, relay watching`,
+  );
+  return {
+    sim,
+    objects,
+    async stop() {
+      await relay.stop();
+      await controller.stop();
+      await sim.stop();
+    },
+  };
+}
+
+/** The set and its pods as the demo watches them, read from sim's store; draws progress. */
+class FleetView {
+  constructor(
+    private readonly store: Sim["store"],
+    private readonly options: DemoOptions,
+  ) {}
+
+  progress(): Progress | undefined {
+    const set = this.store.tryGet("advanceddaemonsets.apps.edgeroll.dev", NAMESPACE, SET);
+    if (!set) return undefined;
+    const status = (set.status ?? {}) as Record<string, unknown>;
+    const conditions = ((status.conditions ?? []) as { type: string; status: string }[])
+      .filter((c) => c.status === "True").map((c) => c.type).join(",");
+    return {
+      desired: Number(status.desiredNumberScheduled ?? 0),
+      updated: Number(status.updatedNumberScheduled ?? 0),
+      available: Number(status.numberAvailable ?? 0),
+      unavailable: Number(status.numberUnavailable ?? 0),
+      conditions,
+    };
+  }
+
+  show(phase: string): Progress | undefined {
+    const p = this.progress();
+    if (!p) return undefined;
+    const width = 30;
+    const filled = p.desired ? Math.round((p.updated / p.desired) * width) : 0;
+    this.options.out.progress(
+      `${phase.padEnd(10)} [${"#".repeat(filled)}${"-".repeat(width - filled)}] ` +
+        `${p.updated}/${p.desired} updated, ${p.available} available, ` +
+        `${p.unavailable} unavailable  ${p.conditions}`,
     );
-    await eventually("the AdvancedDaemonSet API to be served", async () => {
-      try {
-        await objects.create(adsManifest("registry.local/edge-agent:1.0", options.maxUnavailable));
-        return true;
-      } catch (err) {
-        if ((err as { code?: number }).code === 404) return undefined;
-        throw err;
-      }
-    }, { timeoutMs: 10_000, intervalMs: 100 });
+    return p;
+  }
 
-    const progress = (): Progress | undefined => {
-      const set = store.tryGet("advanceddaemonsets.apps.edgeroll.dev", NAMESPACE, SET);
-      const status = (set?.status ?? {}) as Record<string, unknown>;
-      const conditions = ((status.conditions ?? []) as { type: string; status: string }[])
-        .filter((c) => c.status === "True").map((c) => c.type).join(",");
-      if (!set) return undefined;
-      return {
-        desired: Number(status.desiredNumberScheduled ?? 0),
-        updated: Number(status.updatedNumberScheduled ?? 0),
-        available: Number(status.numberAvailable ?? 0),
-        unavailable: Number(status.numberUnavailable ?? 0),
-        conditions,
-      };
-    };
-    const show = (phase: string) => {
-      const p = progress();
-      if (!p) return;
-      const width = 30;
-      const filled = p.desired ? Math.round((p.updated / p.desired) * width) : 0;
-      options.out.progress(
-        `${phase.padEnd(10)} [${"#".repeat(filled)}${"-".repeat(width - filled)}] ` +
-          `${p.updated}/${p.desired} updated, ${p.available} available, ` +
-          `${p.unavailable} unavailable  ${p.conditions}`,
-      );
-    };
-    const settled = (image: string) => {
-      const p = progress();
-      const pods = store.list("pods", { namespace: NAMESPACE }).items;
-      const onImage = pods.filter((pod) =>
-        !pod.metadata.deletionTimestamp &&
-        ((pod.spec as { containers: { image: string }[] }).containers[0].image === image)
-      );
-      show(image.split(":")[1] === "1.0" ? "create" : "rollout");
-      return p && p.desired === options.nodes && p.updated === p.desired &&
-          p.available === p.desired && onImage.length === p.desired
-        ? true
-        : undefined;
-    };
-    await eventually(
-      "the first version on every node",
-      () => settled("registry.local/edge-agent:1.0"),
-      { timeoutMs: 30_000, intervalMs: 100 },
+  /** Live pods, those of revision `hash` only when given. */
+  livePods(hash?: string) {
+    return this.store.list("pods", { namespace: NAMESPACE }).items.filter((pod) =>
+      !pod.metadata.deletionTimestamp &&
+      (hash === undefined || pod.metadata.labels?.[REVISION_LABEL] === hash)
     );
+  }
 
-    // Record the rollout as the API server sees it: old pods deleted, new pods available.
-    const oldHash = store.get("advanceddaemonsets.apps.edgeroll.dev", NAMESPACE, SET)
-      .status as { daemonSetHash?: string };
-    const deletions = new Set<string>();
-    const created = new Map<string, number>();
-    const startDurations: number[] = [];
-    stopWatching.push(store.subscribe((event: StoreEvent) => {
-      if (event.resource !== "pods") return;
-      const pod = event.object;
-      const name = pod.metadata.name;
-      const hash = pod.metadata.labels?.[REVISION_LABEL];
-      const now = Date.now();
-      if (hash === oldHash.daemonSetHash) {
-        if (event.type === "DELETED" || pod.metadata.deletionTimestamp) deletions.add(name);
-        return;
-      }
-      if (event.type === "ADDED") created.set(name, now);
-      const ready = ((pod.status as { conditions?: { type: string; status: string }[] })
-        ?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
-      if (ready && created.has(name)) {
-        startDurations.push(now - created.get(name)!);
-        created.delete(name);
-      }
-    }));
+  /** True once every node runs `image`, available. */
+  settled(image: string): true | undefined {
+    const p = this.show(image === firstImage ? "create" : "rollout");
+    const onImage = this.livePods().filter((pod) =>
+      (pod.spec as { containers: { image: string }[] }).containers[0].image === image
+    );
+    return p && p.desired === this.options.nodes && p.updated === p.desired &&
+        p.available === p.desired && onImage.length === p.desired
+      ? true
+      : undefined;
+  }
 
-    const before = await requestTotals(sim.url);
-    const started = Date.now();
-    await objects.patch(
-      {
-        apiVersion: "apps.edgeroll.dev/v1alpha1",
-        kind: "AdvancedDaemonSet",
-        metadata: { name: SET, namespace: NAMESPACE },
-        spec: {
-          template: {
-            metadata: { labels: { app: SET } },
-            spec: { containers: [{ name: "agent", image: "registry.local/edge-agent:1.1" }] },
-          },
+  /** True once at least `count` nodes are updated. */
+  updatedAtLeast(count: (desired: number) => number): true | undefined {
+    const p = this.show("rollout");
+    return p && p.updated >= count(p.desired) ? true : undefined;
+  }
+}
+
+/** The rollout as the API server sees it: old pods deleted, how long new pods take to start. */
+function recordReplacements(store: Sim["store"], oldHash: string | undefined) {
+  const deletions = new Set<string>();
+  const created = new Map<string, number>();
+  const startDurations: number[] = [];
+  const stop = store.subscribe((event: StoreEvent) => {
+    if (event.resource !== "pods") return;
+    const pod = event.object;
+    const name = pod.metadata.name;
+    const now = Date.now();
+    if (pod.metadata.labels?.[REVISION_LABEL] === oldHash) {
+      if (event.type === "DELETED" || pod.metadata.deletionTimestamp) deletions.add(name);
+      return;
+    }
+    if (event.type === "ADDED") created.set(name, now);
+    const ready = ((pod.status as { conditions?: { type: string; status: string }[] })
+      ?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+    if (ready && created.has(name)) {
+      startDurations.push(now - created.get(name)!);
+      created.delete(name);
+    }
+  });
+  return { deletions, startDurations, stop };
+}
+
+/** Creates the set once the relay and sim serve its API (the CRD was just created). */
+async function createSet(objects: k8s.KubernetesObjectApi, maxUnavailable: number) {
+  await eventually("the AdvancedDaemonSet API to be served", async () => {
+    try {
+      await objects.create(adsManifest(firstImage, maxUnavailable));
+      return true;
+    } catch (err) {
+      if ((err as { code?: number }).code === 404) return undefined;
+      throw err;
+    }
+  }, { timeoutMs: 10_000, intervalMs: 100 });
+}
+
+async function setImage(objects: k8s.KubernetesObjectApi, image: string) {
+  await objects.patch(
+    {
+      apiVersion: "apps.edgeroll.dev/v1alpha1",
+      kind: "AdvancedDaemonSet",
+      metadata: { name: SET, namespace: NAMESPACE },
+      spec: {
+        template: {
+          metadata: { labels: { app: SET } },
+          spec: { containers: [{ name: "agent", image }] },
         },
       },
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      k8s.PatchStrategy.MergePatch,
-    );
+    },
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    k8s.PatchStrategy.MergePatch,
+  );
+}
+
+async function rollOut(stack: DemoStack, options: DemoOptions): Promise<DemoSummary> {
+  const { sim, objects } = stack;
+  const view = new FleetView(sim.store, options);
+  await createSet(objects, options.maxUnavailable);
+  const poll = { timeoutMs: 30_000, intervalMs: 100 };
+  await eventually("the first version on every node", () => view.settled(firstImage), poll);
+
+  const oldHash = (sim.store.get("advanceddaemonsets.apps.edgeroll.dev", NAMESPACE, SET)
+    .status as { daemonSetHash?: string }).daemonSetHash;
+  const replacements = recordReplacements(sim.store, oldHash);
+  try {
+    const before = await requestTotals(sim.url);
+    const started = Date.now();
+    await setImage(objects, nextImage);
 
     // Mid-rollout, cut a few nodes that still run the old version off the cloud.
-    await eventually("a third of the fleet to be updated", () => {
-      show("rollout");
-      const p = progress();
-      return p && p.updated >= Math.ceil(p.desired / 3) ? true : undefined;
-    }, { timeoutMs: 30_000, intervalMs: 100 });
-    const stillOld = store.list("pods", { namespace: NAMESPACE }).items
-      .filter((pod) =>
-        pod.metadata.labels?.[REVISION_LABEL] === oldHash.daemonSetHash &&
-        !pod.metadata.deletionTimestamp
-      )
-      .map((pod) => (pod.spec as { nodeName: string }).nodeName)
-      .sort();
-    const cut = stillOld.slice(0, options.disconnect);
+    const third = (desired: number) => Math.ceil(desired / 3);
+    await eventually("a third of the fleet to be updated", () => view.updatedAtLeast(third), poll);
+    const cut = view.livePods(oldHash).map((pod) => (pod.spec as { nodeName: string }).nodeName)
+      .sort().slice(0, options.disconnect);
     for (const node of cut) await admin(sim.url, node, "disconnect");
     options.out.note(`disconnected ${cut.join(", ")}: the rollout goes on without them`);
 
-    await eventually("every connected node to be updated", () => {
-      show("rollout");
-      const p = progress();
-      return p && p.updated >= p.desired - cut.length ? true : undefined;
-    }, { timeoutMs: 45_000, intervalMs: 100 });
+    const longer = { ...poll, timeoutMs: 45_000 };
+    const connected = (desired: number) => desired - cut.length;
+    await eventually(
+      "every connected node to be updated",
+      () => view.updatedAtLeast(connected),
+      longer,
+    );
     for (const node of cut) await admin(sim.url, node, "reconnect");
     options.out.note(`reconnected ${cut.join(", ")}: they are updated as they come back`);
-    await eventually("the rollout to complete", () => settled("registry.local/edge-agent:1.1"), {
-      timeoutMs: 45_000,
-      intervalMs: 100,
-    });
+    await eventually("the rollout to complete", () => view.settled(nextImage), longer);
     const rolloutMs = Date.now() - started;
 
     const after = await requestTotals(sim.url);
-    const podStartMs = median(startDurations);
+    const podStartMs = median(replacements.startDurations);
     const minimumWaves = Math.ceil((options.nodes - cut.length) / options.maxUnavailable) +
       (cut.length > 0 ? 1 : 0);
     return {
       nodes: options.nodes,
       maxUnavailable: options.maxUnavailable,
       rolloutSeconds: rolloutMs / 1000,
-      replaced: deletions.size,
+      replaced: replacements.deletions.size,
       minimumWaves,
       medianPodStartSeconds: podStartMs / 1000,
       idealSeconds: (minimumWaves * podStartMs) / 1000,
       apiRequests: after.requests - before.requests,
       apiWrites: after.writes - before.writes,
       disconnected: cut,
-      updatedAtEnd: progress()?.updated ?? 0,
+      updatedAtEnd: view.progress()?.updated ?? 0,
     };
   } finally {
-    for (const stop of stopWatching) stop();
-    await relay.stop();
-    await controller.stop();
-    await sim.stop();
+    replacements.stop();
   }
 }
 
