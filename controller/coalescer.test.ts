@@ -1,6 +1,7 @@
 import { assertEquals } from "@std/assert";
 import { memoryLogger } from "../lib/log.ts";
 import { Coalescer, type RunKey } from "./coalescer.ts";
+import { ManualTimers } from "../tests/doubles/manual-timers.ts";
 
 function recorder(answers: Record<string, (number | Error)[]>) {
   const runs: string[] = [];
@@ -33,31 +34,42 @@ Deno.test("a key waiting is not queued twice; distinct keys each run", async () 
   }
 });
 
-Deno.test("a run that asks to be looked at again is run again then", async () => {
-  const r = recorder({ a: [0.01] });
-  const c = new Coalescer(r.run, { logger: memoryLogger() });
+Deno.test("a run that asks to be looked at again is run again then, not sooner", async () => {
+  const timers = new ManualTimers();
+  const r = recorder({ a: [2] });
+  const c = new Coalescer(r.run, { logger: memoryLogger(), timers });
   try {
     c.add("a");
-    await r.after(2);
+    await timers.advance(1999);
+    assertEquals(r.runs, ["a"]);
+    await timers.advance(1);
     assertEquals(r.runs, ["a", "a"]);
   } finally {
     await c.close();
   }
 });
 
-Deno.test("a failed run is retried with backoff until it succeeds", async () => {
+Deno.test("a failed run is retried with doubling backoff until it succeeds", async () => {
+  const timers = new ManualTimers();
   const logs = memoryLogger();
   const r = recorder({ a: [new Error("503"), new Error("503")] });
-  const c = new Coalescer(r.run, { logger: logs, retryMs: 1 });
+  const c = new Coalescer(r.run, { logger: logs, retryMs: 100, timers });
   try {
     c.add("a");
-    await r.after(3);
+    await timers.advance(99);
+    assertEquals(r.runs, ["a"]);
+    await timers.advance(1);
+    assertEquals(r.runs, ["a", "a"]);
+    await timers.advance(199);
+    assertEquals(r.runs, ["a", "a"]);
+    await timers.advance(1);
     await c.idle();
     assertEquals(r.runs, ["a", "a", "a"]);
     assertEquals(
       logs.lines.filter((l) => l.msg === "queued reconcile failed").map((l) => l.retryMs),
-      [1, 2],
+      [100, 200],
     );
+    assertEquals(timers.pending, 0, "a success leaves nothing armed");
   } finally {
     await c.close();
   }
@@ -90,25 +102,23 @@ Deno.test("a failure that will not pass with time is not retried", async () => {
 });
 
 Deno.test("a key that keeps failing is not run again before its backoff, however many events ask", async () => {
+  const timers = new ManualTimers();
   const logs = memoryLogger();
   const runs: number[] = [];
-  const started = Date.now();
+  const started = timers.now();
   // A set that is gone while its pods, held by a finalizer, keep sending events (issue 12).
   const c = new Coalescer(() => {
-    runs.push(Date.now() - started);
+    runs.push(timers.now() - started);
     return Promise.reject(new Error("advanceddaemonsets/edge/gone not found"));
-  }, { logger: logs, retryMs: 100, maxRetryMs: 1000, retryable: () => false });
+  }, { logger: logs, retryMs: 100, maxRetryMs: 1000, retryable: () => false, timers });
   try {
+    // Asked 80 times, every 5 ms: run at 0, then at the end of each backoff (100, then 200 ms).
     for (let i = 0; i < 80; i++) {
       c.add("gone");
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await timers.advance(5);
     }
     await c.idle();
-    // Asked ~80 times over ~400 ms: run at 0, then no sooner than 100 ms and 200 ms after that.
-    assertEquals(runs.length >= 2 && runs.length <= 3, true, JSON.stringify(runs));
-    for (let i = 1; i < runs.length; i++) {
-      assertEquals(runs[i] - runs[i - 1] >= 95 * 2 ** (i - 1), true, JSON.stringify(runs));
-    }
+    assertEquals(runs, [0, 100, 300]);
   } finally {
     await c.close();
   }

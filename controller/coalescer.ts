@@ -11,6 +11,7 @@
  */
 import type { Logger } from "../lib/log.ts";
 import { RecentMap } from "../lib/recent-map.ts";
+import { realTimers, type TimerHandle, type Timers } from "../lib/timers.ts";
 
 export interface CoalescerOptions {
   /** Keys reconciled at the same time. */
@@ -25,6 +26,8 @@ export interface CoalescerOptions {
   /** Keys whose failures are remembered at most; the oldest are forgotten first. */
   maxTrackedKeys?: number;
   logger: Logger;
+  /** The clock and timers of delays, requeues and backoff (default: the real ones). */
+  timers?: Timers;
 }
 
 /** What a run answers: seconds until the key wants another run, or nothing. */
@@ -41,14 +44,15 @@ export class Coalescer<K extends string = string> {
   readonly #concurrency: number;
   readonly #delayMs: number;
   readonly #logger: Logger;
+  readonly #time: Timers;
   /** Waiting keys, in order; a Set keeps each once. */
   readonly #waiting = new Set<K>();
   readonly #running = new Set<K>();
   /** Asked for again while running. */
   readonly #again = new Set<K>();
-  readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  readonly #timers = new Set<TimerHandle>();
   /** One pending requeue per key: the latest answer wins. */
-  readonly #requeues = new Map<K, ReturnType<typeof setTimeout>>();
+  readonly #requeues = new Map<K, TimerHandle>();
   /** Failed runs in a row, per key, and when the key may run again. */
   readonly #failures: RecentMap<K, { count: number; notBefore: number }>;
   #idle: { promise: Promise<void>; resolve: () => void } | undefined;
@@ -66,6 +70,7 @@ export class Coalescer<K extends string = string> {
     this.#delayMs = Math.max(0, options.delayMs ?? 0);
     this.#failures = new RecentMap(options.maxTrackedKeys ?? 10_000);
     this.#logger = options.logger;
+    this.#time = options.timers ?? realTimers;
   }
 
   /** Asks for `key` to be reconciled soon. */
@@ -77,7 +82,7 @@ export class Coalescer<K extends string = string> {
       return;
     }
     if (this.#waiting.has(key)) return;
-    const backoff = (this.#failures.get(key)?.notBefore ?? 0) - Date.now();
+    const backoff = (this.#failures.get(key)?.notBefore ?? 0) - this.#time.now();
     if (backoff > 0) {
       // After failures the key waits out its backoff; one requeue stands for every ask.
       if (!this.#requeues.has(key)) this.#requeue(key, backoff);
@@ -87,7 +92,7 @@ export class Coalescer<K extends string = string> {
     if (this.#delayMs === 0) {
       this.#pump();
     } else {
-      const timer = setTimeout(() => {
+      const timer = this.#time.setTimeout(() => {
         this.#timers.delete(timer);
         this.#pump();
       }, this.#delayMs);
@@ -107,9 +112,9 @@ export class Coalescer<K extends string = string> {
   /** Drops what waits, lets what runs finish. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const timer of this.#timers) clearTimeout(timer);
+    for (const timer of this.#timers) this.#time.clearTimeout(timer);
     this.#timers.clear();
-    for (const timer of this.#requeues.values()) clearTimeout(timer);
+    for (const timer of this.#requeues.values()) this.#time.clearTimeout(timer);
     this.#requeues.clear();
     this.#waiting.clear();
     this.#again.clear();
@@ -118,10 +123,10 @@ export class Coalescer<K extends string = string> {
 
   #requeue(key: K, ms: number): void {
     if (this.#closed) return;
-    clearTimeout(this.#requeues.get(key));
+    this.#time.clearTimeout(this.#requeues.get(key));
     this.#requeues.set(
       key,
-      setTimeout(() => {
+      this.#time.setTimeout(() => {
         this.#requeues.delete(key);
         this.add(key);
       }, ms),
@@ -148,7 +153,7 @@ export class Coalescer<K extends string = string> {
         }, (err) => {
           const count = (this.#failures.get(key)?.count ?? 0) + 1;
           const retryMs = Math.min(this.#maxRetryMs, this.#retryMs * 2 ** (count - 1));
-          this.#failures.set(key, { count, notBefore: Date.now() + retryMs });
+          this.#failures.set(key, { count, notBefore: this.#time.now() + retryMs });
           if (!this.#retryable(err)) {
             this.#logger.info("queued reconcile failed for good", {
               key,

@@ -3,6 +3,7 @@
  * the right sets: pods by owner, managed DaemonSets only, nodes once per real change (not per heartbeat).
  */
 import { assertEquals } from "@std/assert";
+import { eventually } from "../lib/eventually.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { kubeConfigForServer } from "../kube/config.ts";
 import { startRelay } from "../relay/relay.ts";
@@ -36,7 +37,9 @@ Deno.test("relay events reach the controller and reconcile the sets they concern
       ["MODIFIED", readyNode("10", "False", "12:00:10")],
     ],
   };
+  const watched = new Set<string>();
   const watch: WatchFn = (path, _query, onLine) => {
+    watched.add(path);
     for (const [type, object] of byPath[path] ?? []) queueMicrotask(() => onLine(type, object));
     byPath[path] = [];
     return Promise.resolve(new AbortController());
@@ -56,7 +59,11 @@ Deno.test("relay events reach the controller and reconcile the sets they concern
     }) as typeof fetch,
   });
   try {
-    await new Promise((r) => setTimeout(r, 20));
+    // Each watch hands over its lines in microtasks once started: all are in by the next poll.
+    await eventually(
+      "the relay to watch pods, sets and nodes",
+      () => Object.keys(byPath).every((path) => watched.has(path)),
+    );
     await relay.sender.flush();
     await h.controller.queue.idle();
     assertEquals(posted.every((s) => s === 202), true);

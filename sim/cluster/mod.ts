@@ -35,7 +35,8 @@ import { startNodeLifecycle } from "./node-lifecycle.ts";
 import { startNodeFleet } from "./node-agent.ts";
 import { startScheduler } from "./scheduler.ts";
 import { startTaintEviction } from "./taint-eviction.ts";
-import { type Clock, createTimeline } from "./timeline.ts";
+import { createTimeline } from "./timeline.ts";
+import { realTimers, type Timers } from "../../lib/timers.ts";
 import { seededRandom } from "../random.ts";
 
 export type { Durations, ImageFault, Log } from "./context.ts";
@@ -50,8 +51,11 @@ export interface ClusterBehaviourOptions {
   architectures?: string[];
   /** Every simulated duration is divided by this (1 = realistic seconds; tests use 20–100). */
   speed?: number;
-  /** Clock for timestamps and timers (default: the store's); it may be offset from wall time but must advance with it. */
-  clock?: Clock;
+  /**
+   * The clock and timers of everything scheduled (default: real timers on the store's clock,
+   * which may be offset from wall time but advances with it).
+   */
+  timers?: Timers;
   /** Seed of the generator behind pull jitter, pod names, container IDs (default: random). */
   seed?: number;
   /**
@@ -116,7 +120,7 @@ export function startClusterBehaviour(
   const log = options.log ?? jsonLog;
   const durations = { ...DEFAULT_DURATIONS, ...options.durations };
   const timeline = createTimeline({
-    clock: options.clock ?? (() => store.now()),
+    timers: options.timers ?? { ...realTimers, now: () => store.now() },
     speed: options.speed ?? 1,
     onError: (error) => log("warn", "scheduled action failed", { error: String(error) }),
   });

@@ -4,8 +4,9 @@
  *
  * Durations are given in simulated seconds and divided by the speed factor: at speed 20 a
  * 10 s lease renewal happens every 500 ms of wall time. Timestamps written into objects come
- * from the clock, which is wall time unless a test passes its own.
+ * from the timers' clock, which is wall time unless a test passes its own timers.
  */
+import { realTimers, type TimerHandle, type Timers } from "../../lib/timers.ts";
 
 export type Clock = () => number;
 
@@ -29,13 +30,14 @@ export interface Timeline {
 }
 
 export function createTimeline(
-  options: { clock?: Clock; speed?: number; onError?: (error: unknown) => void } = {},
+  options: { timers?: Timers; speed?: number; onError?: (error: unknown) => void } = {},
 ): Timeline {
-  const now = options.clock ?? Date.now;
+  const timers = options.timers ?? realTimers;
+  const now = () => timers.now();
   let speed = validSpeed(options.speed ?? 1);
   let heap: Task[] = [];
   let seq = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: TimerHandle | undefined;
   let timerDue = Infinity;
   let stopped = false;
 
@@ -77,9 +79,9 @@ export function createTimeline(
     if (stopped || heap.length === 0) return;
     const due = heap[0].due;
     if (timer !== undefined && timerDue <= due) return;
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) timers.clearTimeout(timer);
     timerDue = due;
-    timer = setTimeout(fire, Math.max(0, due - now()));
+    timer = timers.setTimeout(fire, Math.max(0, due - now()));
   }
 
   function fire(): void {
@@ -127,14 +129,14 @@ export function createTimeline(
         task.due = at + Math.max(0, task.due - at) * factor;
         push(task);
       }
-      if (timer !== undefined) clearTimeout(timer);
+      if (timer !== undefined) timers.clearTimeout(timer);
       timer = undefined;
       timerDue = Infinity;
       arm();
     },
     stop() {
       stopped = true;
-      if (timer !== undefined) clearTimeout(timer);
+      if (timer !== undefined) timers.clearTimeout(timer);
       timer = undefined;
       heap = [];
     },
