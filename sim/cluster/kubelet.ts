@@ -104,18 +104,7 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
       } else if (current.image !== container.image) {
         // An in-place image change: the kubelet kills the container and starts the new image.
         current.cancel?.();
-        if (current.phase === "running") {
-          current.lastState = {
-            terminated: {
-              exitCode: 0,
-              reason: "Completed",
-              startedAt: isoSeconds(current.startedAt!),
-              finishedAt: isoSeconds(timeline.now()),
-              containerID: current.containerID,
-            },
-          };
-          current.restartCount += 1;
-        }
+        if (current.phase === "running") ended(current, 0, "Completed");
         runtime.containers.delete(container.name);
         startContainer(pod, runtime, container, agent, current);
       }
@@ -221,19 +210,24 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
     });
   }
 
-  /** The container exited with an error: count the restart, back off, start it again. */
-  function crashed(job: ContainerJob): void {
-    const { pod, runtime, container, state } = job;
-    state.restartCount += 1;
+  /** The container's run ended now: it becomes its last state, and the restart counts. */
+  function ended(state: ContainerRuntime, exitCode: number, reason: string): void {
     state.lastState = {
       terminated: {
-        exitCode: 1,
-        reason: "Error",
+        exitCode,
+        reason,
         startedAt: isoSeconds(state.startedAt!),
         finishedAt: isoSeconds(timeline.now()),
         containerID: state.containerID,
       },
     };
+    state.restartCount += 1;
+  }
+
+  /** The container exited with an error: count the restart, back off, start it again. */
+  function crashed(job: ContainerJob): void {
+    const { pod, runtime, container, state } = job;
+    ended(state, 1, "Error");
     state.phase = "crash-back-off";
     state.backOffSeconds = backOff(state.restartCount);
     event(

@@ -5,7 +5,7 @@
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { KubectlError } from "../../cluster/kubectl.ts";
-import { conditionStatus, eventually, Kube, type Pod } from "./kube.ts";
+import { conditionStatus, eventually, Kube, patchArgs, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
@@ -214,16 +214,10 @@ const refusedTemplateScenario: Scenario = {
         await completeOn(target, kube, ns, "v1");
         const before = await uids();
         // The set is stored (its template is not checked as a pod's), but no pod can be made.
-        await kube.run([
-          "--namespace",
-          ns,
-          "patch",
-          "advanceddaemonsets",
-          "edge-agent",
-          "--type=json",
-          "-p",
-          JSON.stringify([{ op: "remove", path: "/spec/template/spec/containers/0/image" }]),
-        ]);
+        await kube.patch(ns, "advanceddaemonsets", "edge-agent", "json", [{
+          op: "remove",
+          path: "/spec/template/spec/containers/0/image",
+        }]);
         const noImage = await invalidSpec(kube, ns, "edge-agent");
         assertStringIncludes(noImage.message ?? "", "spec.template: the API server refuses it");
         assertStringIncludes(noImage.message ?? "", "image");
@@ -280,16 +274,8 @@ const deletedSetScenario: Scenario = {
     (set.spec.template.metadata as Record<string, unknown>).finalizers = [finalizer];
     const release = async () => {
       for (const pod of await kube.pods(ns, "app=edge-agent")) {
-        await kube.run([
-          "--namespace",
-          ns,
-          "patch",
-          "pod",
-          pod.metadata.name,
-          "--type=merge",
-          "-p",
-          JSON.stringify({ metadata: { finalizers: null } }),
-        ]).catch(() => "");
+        await kube.patch(ns, "pod", pod.metadata.name, "merge", { metadata: { finalizers: null } })
+          .catch(() => "");
       }
     };
     try {
@@ -352,21 +338,15 @@ const nodeCredentialsScenario: Scenario = {
       return target.nodes.every((n) => pods.has(n)) ? pods : undefined;
     });
     assertStringIncludes(
-      await refused(kube, [
-        "--namespace",
-        ns,
-        "patch",
-        "daemonset",
-        "ota-agent",
-        "--type=merge",
-        "-p",
-        JSON.stringify({
+      await refused(
+        kube,
+        patchArgs(ns, "daemonset", "ota-agent", "merge", {
           spec: {
             selector: { matchLabels: { app: "ota-agent-b" } },
             template: { metadata: { labels: { app: "ota-agent-b" } } },
           },
         }),
-      ]),
+      ),
       "field is immutable",
     );
     const [own, other] = target.nodes;
@@ -501,21 +481,15 @@ export const edgerollScenarios: Scenario[] = [
         // The selector is immutable, as a DaemonSet's: a changed one would hide every old pod
         // from the set and start a second pod on every node (issue 21). kubectl names the set
         // from the Status's details, as the API server gives them (issue 12).
-        const immutable = await refused(kube, [
-          "--namespace",
-          ns,
-          "patch",
-          "ads",
-          "edge-agent",
-          "--type=merge",
-          "-p",
-          JSON.stringify({
+        const immutable = await refused(
+          kube,
+          patchArgs(ns, "ads", "edge-agent", "merge", {
             spec: {
               selector: { matchLabels: { app: "agent-b" } },
               template: { metadata: { labels: { app: "agent-b" } } },
             },
           }),
-        ]);
+        );
         assertStringIncludes(immutable, "field is immutable");
         assertStringIncludes(immutable, 'The AdvancedDaemonSet "edge-agent" is invalid');
 
@@ -524,16 +498,9 @@ export const edgerollScenarios: Scenario[] = [
         try {
           await kube.nodeReady(cut, (status) => status !== "True");
           const before = podsByNode(await kube.pods(ns, "app=edge-agent")).get(cut)!;
-          await kube.run([
-            "--namespace",
-            ns,
-            "patch",
-            "advanceddaemonsets",
-            "edge-agent",
-            "--type=merge",
-            "-p",
-            JSON.stringify({ spec: { template: advancedDaemonSet(ns, "v2").spec.template } }),
-          ]);
+          await kube.patch(ns, "advanceddaemonsets", "edge-agent", "merge", {
+            spec: { template: advancedDaemonSet(ns, "v2").spec.template },
+          });
           await eventually("every connected node on v2", async () => {
             const byNode = podsByNode(await kube.pods(ns, "app=edge-agent"));
             return target.nodes.filter((n) => n !== cut).every((n) =>

@@ -70,6 +70,26 @@ const edgerollCrd =
   new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
     .pathname;
 
+/** The arguments of `kubectl --namespace NS patch RESOURCE NAME --type=TYPE -p PATCH`. */
+export function patchArgs(
+  namespace: string,
+  resource: string,
+  name: string,
+  type: "merge" | "json" | "strategic",
+  patch: unknown,
+): string[] {
+  return [
+    "--namespace",
+    namespace,
+    "patch",
+    resource,
+    name,
+    `--type=${type}`,
+    "-p",
+    JSON.stringify(patch),
+  ];
+}
+
 export class Kube {
   constructor(readonly kubeconfigPath: string) {}
 
@@ -79,6 +99,17 @@ export class Kube {
 
   json<T>(args: string[]): Promise<T> {
     return kubectlJson<T>(this.kubeconfigPath, args);
+  }
+
+  /** `kubectl patch` of one object, as a user types it. */
+  patch(
+    namespace: string,
+    resource: string,
+    name: string,
+    type: "merge" | "json" | "strategic",
+    patch: unknown,
+  ): Promise<string> {
+    return this.run(patchArgs(namespace, resource, name, type, patch));
   }
 
   apply(object: unknown): Promise<string> {

@@ -336,16 +336,9 @@ function triggerScenario(
             try {
               for (const ns of namespaces) {
                 const resource = ns === namespaces[0] ? "advanceddaemonsets" : "daemonset";
-                await kube.run([
-                  "--namespace",
-                  ns,
-                  "patch",
-                  resource,
-                  app,
-                  "--type=merge",
-                  "-p",
-                  JSON.stringify({ spec: { template: template("v2") } }),
-                ]);
+                await kube.patch(ns, resource, app, "merge", {
+                  spec: { template: template("v2") },
+                });
               }
               await rolledTo(target, kube, namespaces, "v2");
             } finally {
