@@ -10,7 +10,8 @@ import { serveNamespaceDefaults } from "./service-accounts.ts";
 import { serveCrds } from "./crds.ts";
 import { FaultInjector, type Faults, FaultsSchema, RequestStats } from "./faults.ts";
 import { type ClusterBehaviour, clusterBehaviour, type StartBehaviour } from "./behaviour.ts";
-import { SimServer, type UserInfo } from "./server.ts";
+import { SimServer } from "./server.ts";
+import type { UserInfo } from "./context.ts";
 import { selfSignedCertificate, type ServingCertificate } from "./tls.ts";
 
 export interface SimOptions {
