@@ -98,6 +98,11 @@ export const Expectation = z.object({
   node: z.string().optional(),
   uid: z.string().optional(),
   revision: z.string().optional(),
+  /**
+   * What a `setCondition` expects to read back, as `Type=Status` (`InPlaceUpdateReady=True`);
+   * absent: OpenYurt's `PodNeedUpgrade` for `revision`.
+   */
+  condition: z.string().max(128).optional(),
   /** RFC 3339; after it the expectation is forgotten. */
   deadline: z.string(),
 });

@@ -16,6 +16,14 @@ import {
   plural,
   version,
 } from "./advanced-daemonset.ts";
+import {
+  kruiseGroup,
+  kruiseKind,
+  kruisePlural,
+  kruiseStorageVersion,
+  type KruiseVersion,
+  kruiseVersions,
+} from "./kruise.ts";
 
 type Schema = { [key: string]: unknown };
 
@@ -96,6 +104,23 @@ function wideColumn(name: string, jsonPath: string, description: string) {
   return { name, type: "string", priority: 1, jsonPath, description };
 }
 
+const printerColumns = [
+  printerColumn("DESIRED", ".status.desiredNumberScheduled", "The desired number of pods."),
+  printerColumn("CURRENT", ".status.currentNumberScheduled", "The current number of pods."),
+  printerColumn("READY", ".status.numberReady", "The ready number of pods."),
+  printerColumn("UP-TO-DATE", ".status.updatedNumberScheduled", "The updated number of pods."),
+  printerColumn("AVAILABLE", ".status.numberAvailable", "The available number of pods."),
+  {
+    name: "AGE",
+    type: "date",
+    jsonPath: ".metadata.creationTimestamp",
+    description: "CreationTimestamp of the set.",
+  },
+  // `kubectl get -o wide`, as Kruise's CRD and upstream's DaemonSet table have them.
+  wideColumn("CONTAINERS", ".spec.template.spec.containers[*].name", "The containers."),
+  wideColumn("IMAGES", ".spec.template.spec.containers[*].image", "The images."),
+];
+
 /** The whole CustomResourceDefinition object, ready to be written as YAML. */
 export function advancedDaemonSetCrd(): Schema {
   return {
@@ -118,24 +143,7 @@ export function advancedDaemonSetCrd(): Schema {
         storage: true,
         subresources: { status: {} },
         additionalPrinterColumns: [
-          printerColumn("DESIRED", ".status.desiredNumberScheduled", "The desired number of pods."),
-          printerColumn("CURRENT", ".status.currentNumberScheduled", "The current number of pods."),
-          printerColumn("READY", ".status.numberReady", "The ready number of pods."),
-          printerColumn(
-            "UP-TO-DATE",
-            ".status.updatedNumberScheduled",
-            "The updated number of pods.",
-          ),
-          printerColumn("AVAILABLE", ".status.numberAvailable", "The available number of pods."),
-          {
-            name: "AGE",
-            type: "date",
-            jsonPath: ".metadata.creationTimestamp",
-            description: "CreationTimestamp of the set.",
-          },
-          // `kubectl get -o wide`, as Kruise's CRD and upstream's DaemonSet table have them.
-          wideColumn("CONTAINERS", ".spec.template.spec.containers[*].name", "The containers."),
-          wideColumn("IMAGES", ".spec.template.spec.containers[*].image", "The images."),
+          ...printerColumns,
           wideColumn("SELECTOR", ".spec.selector", "The label selector of the set's pods."),
         ],
         schema: { openAPIV3Schema: advancedDaemonSetOpenApiSchema() },
@@ -146,3 +154,79 @@ export function advancedDaemonSetCrd(): Schema {
 
 /** For messages: the resource this CRD serves. */
 export const crdResource = `${plural}.${group} (${apiVersion}, kind ${kind})`;
+
+/** Where the API server sends ConversionReviews: the controller's Service, or a URL. */
+export type ConversionClient =
+  | { service: { namespace: string; name: string; port: number } }
+  | { url: string };
+
+/**
+ * The schema of one version of Kruise's DaemonSet: the AdvancedDaemonSet's, with Kruise's
+ * names (ADR 0027). v1beta1 writes the revision as `status.updateRevision` and has no
+ * `Surging` type; v1alpha1 has no `spec.scaleStrategy`.
+ */
+function kruiseOpenApiSchema(version: KruiseVersion): Schema {
+  const schema = advancedDaemonSetOpenApiSchema();
+  const properties = schema.properties as Record<string, Schema>;
+  const spec = properties.spec.properties as Record<string, Schema>;
+  const status = properties.status.properties as Record<string, Schema>;
+  if (version === "v1alpha1") {
+    delete spec.scaleStrategy;
+    return schema;
+  }
+  const { daemonSetHash, ...rest } = status;
+  properties.status.properties = {
+    ...rest,
+    updateRevision: { ...daemonSetHash, description: "The current revision's hash." },
+  };
+  const strategy = spec.updateStrategy.properties as Record<string, Schema>;
+  const rolling = strategy.rollingUpdate.properties as Record<string, Schema>;
+  const type = rolling.rollingUpdateType;
+  type.enum = (type.enum as string[]).filter((t) => t !== "Surging");
+  return schema;
+}
+
+/**
+ * `daemonsets.apps.kruise.io` as Kruise 1.9 defines it (both versions, v1beta1 stored, the same
+ * names, short names and columns), served by edgeroll in compatibility mode: its schema is the
+ * AdvancedDaemonSet's, so edgeroll's status fields are kept, and conversion goes through the
+ * controller's `POST /convert`.
+ */
+export function kruiseDaemonSetCrd(client: ConversionClient, caBundle?: string): Schema {
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${kruisePlural}.${kruiseGroup}` },
+    spec: {
+      group: kruiseGroup,
+      names: {
+        kind: kruiseKind,
+        listKind: `${kruiseKind}List`,
+        plural: kruisePlural,
+        singular: kruiseKind.toLowerCase(),
+        shortNames: ["daemon", "ads"],
+      },
+      scope: "Namespaced",
+      conversion: {
+        strategy: "Webhook",
+        webhook: {
+          conversionReviewVersions: ["v1"],
+          clientConfig: {
+            ...("url" in client ? { url: `${client.url.replace(/\/$/, "")}/convert` } : {
+              service: { ...client.service, path: "/convert" },
+            }),
+            ...(caBundle ? { caBundle } : {}),
+          },
+        },
+      },
+      versions: kruiseVersions.map((version) => ({
+        name: version,
+        served: true,
+        storage: version === kruiseStorageVersion,
+        subresources: { status: {} },
+        additionalPrinterColumns: structuredClone(printerColumns),
+        schema: { openAPIV3Schema: kruiseOpenApiSchema(version) },
+      })),
+    },
+  };
+}

@@ -109,6 +109,7 @@ export const PodSpec = z.looseObject({
   activeDeadlineSeconds: z.number().int().optional(),
   hostNetwork: z.boolean().optional(),
   containers: z.array(Container),
+  readinessGates: z.array(z.looseObject({ conditionType: z.string() })).optional(),
 });
 export type PodSpec = z.infer<typeof PodSpec>;
 
@@ -255,4 +256,9 @@ export const Keys = {
   inPlaceUpdate: "apps.edgeroll.dev/inplace-update-revision",
   /** OpenYurt's OTA pod condition type. */
   podNeedUpgrade: "PodNeedUpgrade",
+  /**
+   * Kruise's in-place readiness gate and condition: on every pod of an InPlaceIfPossible set,
+   * False while its images change in place, so the kubelet keeps the pod unready.
+   */
+  inPlaceUpdateReady: "InPlaceUpdateReady",
 } as const;

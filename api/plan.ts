@@ -54,6 +54,8 @@ interface SnapshotObjects {
  */
 export type Snapshot =
   | (SnapshotObjects & { kind: "AdvancedDaemonSet"; set: AdvancedDaemonSetLike })
+  /** `apps.kruise.io/v1beta1` DaemonSet as read (compatibility mode, ADR 0027). */
+  | (SnapshotObjects & { kind: "KruiseDaemonSet"; set: AdvancedDaemonSetLike })
   | (SnapshotObjects & { kind: "DaemonSet"; set: DaemonSet });
 
 /** An AdvancedDaemonSet as read: metadata is trusted, spec and status are validated by `plan`. */

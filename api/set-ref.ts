@@ -3,9 +3,30 @@
  * that (`advanceddaemonsets/ns/name`) that logs, queue keys and answers use.
  */
 
-/** The two kinds of set edgeroll reconciles, as they appear in URLs. */
-export type SetKind = "advanceddaemonsets" | "daemonsets";
-export const setKinds: readonly SetKind[] = ["advanceddaemonsets", "daemonsets"];
+import { group, plural, version } from "./advanced-daemonset.ts";
+import { kruiseGroup, kruisePlural, kruiseStorageVersion } from "./kruise.ts";
+
+/**
+ * The kinds of set edgeroll reconciles, as they appear in URLs: AdvancedDaemonSets, OpenYurt's
+ * annotated `apps/v1` DaemonSets, and, in Kruise compatibility mode, Kruise's DaemonSets
+ * (`daemonsets.apps.kruise.io`, as `kubectl` names them).
+ */
+export type SetKind = "advanceddaemonsets" | "daemonsets" | "daemonsets.apps.kruise.io";
+export const kruiseSetKind = "daemonsets.apps.kruise.io" satisfies SetKind;
+export const setKinds: readonly SetKind[] = ["advanceddaemonsets", "daemonsets", kruiseSetKind];
+
+/** Where a custom resource kind of set is served, and the version edgeroll reads and writes. */
+export interface CustomSetResource {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+/** The kinds of set that are custom resources; `daemonsets` is apps/v1. */
+export const customSetResources: Partial<Record<SetKind, CustomSetResource>> = {
+  advanceddaemonsets: { group, version, plural },
+  [kruiseSetKind]: { group: kruiseGroup, version: kruiseStorageVersion, plural: kruisePlural },
+};
 
 export interface SetRef {
   kind: SetKind;

@@ -1,15 +1,26 @@
 import { assertEquals } from "@std/assert";
 import { parse } from "yaml";
-import { crdFileName, renderCrdYaml } from "./crd-command.ts";
+import {
+  crdFileName,
+  kruiseCrdFileName,
+  renderCrdYaml,
+  renderKruiseCrdYaml,
+} from "./crd-command.ts";
+import { convertKruiseDaemonSet } from "../api/kruise.ts";
 import { kruiseExamples, migrateFromKruise } from "../api/testdata/kruise-examples.ts";
 
 type Schema = { [key: string]: unknown };
 
-Deno.test("the committed CRD equals a fresh generation (run `deno task crd` after a schema change)", async () => {
-  const committed = await Deno.readTextFile(
-    new URL(`../manifests/crd/${crdFileName}`, import.meta.url),
-  );
-  assertEquals(committed, renderCrdYaml());
+Deno.test("the committed CRDs equal a fresh generation (run `deno task crd` after a schema change)", async () => {
+  for (
+    const [name, render] of [[crdFileName, renderCrdYaml], [
+      kruiseCrdFileName,
+      renderKruiseCrdYaml,
+    ]] as const
+  ) {
+    const committed = await Deno.readTextFile(new URL(`../manifests/crd/${name}`, import.meta.url));
+    assertEquals(committed, render(), name);
+  }
 });
 
 /** Paths of keys a structural CRD schema must not contain. */
@@ -51,13 +62,34 @@ function prunedFields(value: unknown, schema: Schema, path: string): string[] {
   return [];
 }
 
-function openApiSchema(): Schema {
-  const crd = parse(renderCrdYaml());
-  return crd.spec.versions[0].schema.openAPIV3Schema;
+function openApiSchema(yaml = renderCrdYaml(), version = 0): Schema {
+  const crd = parse(yaml);
+  return crd.spec.versions[version].schema.openAPIV3Schema;
 }
 
-Deno.test("the generated schema is structural", () => {
+/** The Kruise CRD's schema of `version` (v1beta1, the stored one, or v1alpha1). */
+function kruiseSchema(version: "v1beta1" | "v1alpha1"): Schema {
+  const crd = parse(renderKruiseCrdYaml());
+  const index = crd.spec.versions.findIndex((v: { name: string }) => v.name === version);
+  return openApiSchema(renderKruiseCrdYaml(), index);
+}
+
+Deno.test("the generated schemas are structural", () => {
   assertEquals(nonStructuralKeys(openApiSchema(), ""), []);
+  assertEquals(nonStructuralKeys(kruiseSchema("v1beta1"), ""), []);
+  assertEquals(nonStructuralKeys(kruiseSchema("v1alpha1"), ""), []);
+});
+
+Deno.test("the seeds' Kruise DaemonSets keep every field under the compatibility CRD, as written and as stored", () => {
+  for (const [name, example] of Object.entries(kruiseExamples)) {
+    assertEquals([name, prunedFields(example, kruiseSchema("v1alpha1"), "")], [name, []]);
+    const stored = convertKruiseDaemonSet(example, "v1beta1");
+    assertEquals([name, prunedFields(stored, kruiseSchema("v1beta1"), "")], [name, []]);
+  }
+  // The status edgeroll writes, under Kruise's v1beta1 names, is kept too.
+  const status = { updateRevision: "abc", numberReady: 1, expectations: [], nextCheckAt: "x" };
+  assertEquals(prunedFields({ status }, kruiseSchema("v1beta1"), ""), []);
+  assertEquals(prunedFields({ status }, kruiseSchema("v1alpha1"), ""), [".status.updateRevision"]);
 });
 
 Deno.test("the seeds' Kruise DaemonSets keep every field under the CRD after changing apiVersion and kind", () => {
@@ -85,6 +117,7 @@ Deno.test("`edgeroll crd --out DIR` writes the same YAML under the crd task's pe
     assertEquals(new TextDecoder().decode(output.stderr), "");
     assertEquals(output.code, 0);
     assertEquals(await Deno.readTextFile(`${dir}/${crdFileName}`), renderCrdYaml());
+    assertEquals(await Deno.readTextFile(`${dir}/${kruiseCrdFileName}`), renderKruiseCrdYaml());
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -29,6 +29,7 @@ import {
 } from "../routes/auth.ts";
 import { listen, type TlsFiles } from "../routes/listener.ts";
 import { Metrics } from "../controller/metrics.ts";
+import { kruiseSetKind, type SetKind } from "../api/set-ref.ts";
 
 export interface ControllerOptions {
   kubeConfig: k8s.KubeConfig;
@@ -50,6 +51,8 @@ export interface ControllerOptions {
   logger?: Logger;
   /** What one request may ask (routes/limits.ts). */
   limits?: Partial<RequestLimits>;
+  /** Kruise compatibility mode: reconcile `daemonsets.apps.kruise.io` too (ADR 0027). */
+  kruise?: boolean;
 }
 
 export interface RunningController {
@@ -67,27 +70,42 @@ export function meteredKubeClient(
   kubeConfig: k8s.KubeConfig,
   metrics: Metrics,
   logger: Logger,
-  cache: boolean,
+  options: { cache: boolean; kruise?: boolean },
 ): KubeClient {
   return new KubeClient(clientNodeApi(kubeConfig), {
     onRequest: (record) => metrics.observeRequest(record),
-    onServedChange: (served) =>
-      logger.info(
-        served.includes("advanceddaemonsets")
-          ? "AdvancedDaemonSets and DaemonSets are served"
-          : "AdvancedDaemonSets are not served (no apps.edgeroll.dev/v1alpha1 in discovery: is the CRD installed?); DaemonSets are",
-        { served },
-      ),
-    cache: cache
+    onServedChange: (served) => logger.info(servedMessage(served, options.kruise), { served }),
+    kruise: options.kruise,
+    cache: options.cache
       ? (api) => new SnapshotCache({ api, watch: clientNodeWatch(kubeConfig), logger })
       : undefined,
   });
 }
 
+/** What discovery says of the kinds of set, and what a missing CRD means. */
+function servedMessage(served: SetKind[], kruise = false): string {
+  const missing = [
+    ...(served.includes("advanceddaemonsets")
+      ? []
+      : ["AdvancedDaemonSets (no apps.edgeroll.dev/v1alpha1 in discovery: is the CRD installed?)"]),
+    ...(kruise && !served.includes(kruiseSetKind)
+      ? [
+        "Kruise DaemonSets (no apps.kruise.io/v1beta1 in discovery: is the kruise-compat CRD installed?)",
+      ]
+      : []),
+  ];
+  return missing.length === 0
+    ? `served kinds of set: ${served.join(", ")}`
+    : `not served: ${missing.join("; ")}; served: ${served.join(", ")}`;
+}
+
 export function startController(options: ControllerOptions): RunningController {
   const logger = options.logger ?? createLogger();
   const metrics = new Metrics();
-  const kube = meteredKubeClient(options.kubeConfig, metrics, logger, options.cache !== false);
+  const kube = meteredKubeClient(options.kubeConfig, metrics, logger, {
+    cache: options.cache !== false,
+    kruise: options.kruise,
+  });
   const controller = createApp({
     kube,
     plan,
@@ -173,7 +191,7 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s] [--kruise]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
@@ -190,6 +208,7 @@ export const serveCommand: Command = {
     "max-events": { type: "string" },
     "max-header-bytes": { type: "string" },
     "request-timeout": { type: "string" },
+    kruise: { type: "boolean" },
   },
   help: {
     kubeconfig: kubeconfigHelp,
@@ -214,6 +233,8 @@ export const serveCommand: Command = {
     "request-timeout": `longest a request may take before it answers 504 (default ${
       defaultLimits.requestMs / 1000
     }s)`,
+    kruise:
+      "also reconcile Kruise's DaemonSets (daemonsets.apps.kruise.io) and serve their conversion at /convert, in place of kruise-manager's DaemonSet controller (manifests/overlays/kruise-compat)",
   },
   async run(args) {
     const tick = stringOption(args, "tick");
@@ -231,6 +252,7 @@ export const serveCommand: Command = {
       tickEveryMs: tick === undefined ? undefined : parseDuration(tick, "tick"),
       resyncSeconds: resync === undefined ? undefined : parseDuration(resync, "resync") / 1000,
       cache: args.values["no-cache"] !== true,
+      kruise: args.values.kruise === true,
       tls: certFile === undefined ? undefined : { certFile, keyFile: keyFile! },
       limits: {
         bodyBytes: intOption(args, "max-body-bytes", defaultLimits.bodyBytes, { min: 1024 }),

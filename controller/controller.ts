@@ -17,6 +17,7 @@ import {
   setQueueKey,
 } from "./keys.ts";
 import { Metrics } from "./metrics.ts";
+import { kruiseSetKind } from "../api/set-ref.ts";
 import { Ota } from "./ota.ts";
 import { createReconciler, type Planner } from "./reconciler.ts";
 import { createTicker, listManagedSets } from "./tick.ts";
@@ -72,11 +73,18 @@ export function createController(deps: ControllerDeps) {
   // The caches report what they apply, as the relay's events would. Their node fingerprints
   // are kept apart from the events': a node change the relay reported first (and whose
   // reconcile found the cache behind) must still call a reconcile once the cache has it.
+  /**
+   * Queues a key, unless it names a set of a kind this controller does not reconcile: with
+   * Kruise compatibility off, kruise-manager's sets and pods are none of ours.
+   */
+  const enqueue = (key: QueueKey) => {
+    const target = queueTarget(key);
+    if ("set" in target && target.set.kind === kruiseSetKind && !deps.kube.kruise) return;
+    queue.add(key);
+  };
   const cachedNodes = new NodeChanges();
   deps.kube.cache?.onChange(({ object, deleted }) => {
-    for (const key of keysForChange(object as ChangedObject, deleted, cachedNodes)) {
-      queue.add(key);
-    }
+    for (const key of keysForChange(object as ChangedObject, deleted, cachedNodes)) enqueue(key);
   });
 
   return {
@@ -85,6 +93,8 @@ export function createController(deps: ControllerDeps) {
     tick,
     /** The work queue: keys from `controller/keys.ts`. */
     queue,
+    /** Adds to the queue what this controller reconciles. */
+    enqueue,
     metrics,
     /** OpenYurt's OTA upgrade for every node. */
     ota: new Ota({ kube: deps.kube, logger }),

@@ -7,7 +7,8 @@ import { group } from "../api/advanced-daemonset.ts";
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import { fnv1a64 } from "../api/hash.ts";
 import { nodeSchedulingView } from "../kube/objects.ts";
-import { parseSetKey, setKey, type SetKind, type SetRef } from "../api/set-ref.ts";
+import { kruiseSetKind, parseSetKey, setKey, type SetKind, type SetRef } from "../api/set-ref.ts";
+import { kruiseKind, kruiseVersionOf } from "../api/kruise.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 
 /**
@@ -52,6 +53,7 @@ export function setKindOf(apiVersion: string | undefined, kind: string): SetKind
     return "advanceddaemonsets";
   }
   if (kind === "DaemonSet" && (apiVersion ?? "apps/v1") === "apps/v1") return "daemonsets";
+  if (kind === kruiseKind && kruiseVersionOf(apiVersion) !== undefined) return kruiseSetKind;
   return undefined;
 }
 

@@ -12,8 +12,7 @@ import { writtenStatus } from "../api/written-status.ts";
 import { isConflict } from "../kube/errors.ts";
 import { type ActionOutcome, type ActionResult, executeActions } from "../kube/executor.ts";
 import type { KubeObject } from "../kube/objects.ts";
-import type { SetRef } from "../api/set-ref.ts";
-import { setKey } from "../api/set-ref.ts";
+import { kruiseSetKind, setKey, type SetRef } from "../api/set-ref.ts";
 import type { Logger } from "../lib/log.ts";
 import { ControllerError } from "./errors.ts";
 import { RecentMap } from "../lib/recent-map.ts";
@@ -154,6 +153,15 @@ async function reconcileOnce(
   conflicts: number,
   log: Logger,
 ): Promise<ReconcileAnswer | undefined> {
+  if (ref.kind === kruiseSetKind && !deps.kube.kruise) {
+    throw new ControllerError(
+      "Refused",
+      `${
+        setKey(ref)
+      }: Kruise compatibility mode is off (serve --kruise); kruise-manager may own it`,
+      "KruiseModeOff",
+    );
+  }
   const phases = new PhaseTimer();
   const snapshot = await deps.kube.readSnapshot(ref);
   phases.end("read");

@@ -15,6 +15,7 @@ import type { IntOrString, LabelSelector, PodTemplateSpec } from "../api/kube-ob
 import type { FieldIssue, Notice } from "../api/label-selector.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import { validateAdvancedDaemonSet } from "../api/validation.ts";
+import { kruiseApiVersion, kruiseAsAdvancedDaemonSet, kruiseKind } from "../api/kruise.ts";
 import { writtenStatus } from "../api/written-status.ts";
 import type { SetIdentity } from "./revisions.ts";
 import type { Snapshot } from "../api/plan.ts";
@@ -79,9 +80,16 @@ export function readSet(snapshot: Snapshot): SetReading {
     namespace: meta.namespace ?? "default",
     uid: meta.uid ?? "",
   };
-  if (snapshot.kind === "AdvancedDaemonSet") {
-    const previous = parseStatus(snapshot.set.status);
-    const result = validateAdvancedDaemonSet(snapshot.set);
+  if (snapshot.kind === "AdvancedDaemonSet" || snapshot.kind === "KruiseDaemonSet") {
+    // A Kruise DaemonSet is planned as the AdvancedDaemonSet it is, and owns what it makes
+    // under its own apiVersion and kind.
+    const kruise = snapshot.kind === "KruiseDaemonSet";
+    const asRead = kruise ? kruiseAsAdvancedDaemonSet(snapshot.set) : snapshot.set;
+    const identity = kruise
+      ? { apiVersion: kruiseApiVersion, kind: kruiseKind, ...identityBase }
+      : { apiVersion, kind, ...identityBase };
+    const previous = parseStatus(asRead.status);
+    const result = validateAdvancedDaemonSet(asRead);
     if (!result.ok) return { ok: false, managed: true, issues: result.issues, previous };
     const { set, rollingUpdate, annotations, notices } = result;
     const strategy = set.spec.updateStrategy;
@@ -91,7 +99,7 @@ export function readSet(snapshot: Snapshot): SetReading {
       previous,
       config: {
         kind: "AdvancedDaemonSet",
-        identity: { apiVersion, kind, ...identityBase },
+        identity,
         generation: meta.generation ?? 0,
         notices,
         template: set.spec.template,

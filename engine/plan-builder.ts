@@ -50,6 +50,11 @@ export interface NodeView {
   observed: Pod[];
 }
 
+/** Whether the pod carries Kruise's in-place readiness gate. */
+export function hasInPlaceGate(pod: Pod): boolean {
+  return (pod.spec.readinessGates ?? []).some((g) => g.conditionType === Keys.inPlaceUpdateReady);
+}
+
 export function isPreDeleting(pod: Pod): boolean {
   return pod.metadata.labels?.[Keys.lifecycleState] === preparingDelete;
 }
@@ -242,6 +247,32 @@ export class PlanBuilder {
    * false when this call's share of the burst is spent.
    */
   markPod(pod: Pod, node: string, status: "True" | "False", reason: string): boolean {
+    return this.#setPodCondition(pod, node, reason, {
+      type: Keys.podNeedUpgrade,
+      status,
+      message: `controllerrevision: ${this.hash}`,
+    });
+  }
+
+  /**
+   * Sets a pod's Kruise `InPlaceUpdateReady` condition (its readiness gate): False before its
+   * images change in place, True once it runs its spec. False when the burst is spent.
+   */
+  markInPlaceReady(pod: Pod, status: "True" | "False", reason: string): boolean {
+    return this.#setPodCondition(pod, podNodeName(pod) ?? "", reason, {
+      type: Keys.inPlaceUpdateReady,
+      status,
+      ...(status === "False" ? { reason: "StartInPlaceUpdate" } : {}),
+    }, `${Keys.inPlaceUpdateReady}=${status}`);
+  }
+
+  #setPodCondition(
+    pod: Pod,
+    node: string,
+    reason: string,
+    condition: { type: string; status: "True" | "False"; message?: string; reason?: string },
+    expected?: string,
+  ): boolean {
     if (!this.#takePodWrite()) return false;
     const name = pod.metadata.name ?? "";
     const uid = pod.metadata.uid ?? "";
@@ -250,12 +281,7 @@ export class PlanBuilder {
       reason,
       name,
       uid,
-      condition: {
-        type: Keys.podNeedUpgrade,
-        status,
-        message: `controllerrevision: ${this.hash}`,
-        lastTransitionTime: formatTime(this.now),
-      },
+      condition: { ...condition, lastTransitionTime: formatTime(this.now) },
     });
     this.#expectations.push({
       action: "setCondition",
@@ -263,6 +289,7 @@ export class PlanBuilder {
       uid,
       node,
       revision: this.hash,
+      ...(expected ? { condition: expected } : {}),
       deadline: this.deadline(),
     });
     return true;
@@ -303,6 +330,17 @@ export class PlanBuilder {
           },
         },
         tolerations: daemonPodTolerations(spec),
+        // Kruise's readiness gate on every pod of an InPlaceIfPossible set (ADR 0027).
+        ...(this.config.inPlace
+          ? {
+            readinessGates: [
+              ...(spec.readinessGates ?? []).filter((g) =>
+                g.conditionType !== Keys.inPlaceUpdateReady
+              ),
+              { conditionType: Keys.inPlaceUpdateReady },
+            ],
+          }
+          : {}),
       },
     };
   }
@@ -316,6 +354,13 @@ export class PlanBuilder {
     const patch = old &&
       inPlacePatch(pod, old, this.config.template, this.hash, this.config.generation);
     if (!patch) return false;
+    // As Kruise: the gate goes False first, so the pod is unready before its images change. A
+    // gate already False is left as it is: writing it again would be observed at once.
+    const gate = pod.status?.conditions?.find((c) => c.type === Keys.inPlaceUpdateReady);
+    if (
+      hasInPlaceGate(pod) && gate?.status !== "False" &&
+      !this.markInPlaceReady(pod, "False", `${reason}, in place`)
+    ) return false;
     const name = pod.metadata.name ?? "";
     const uid = pod.metadata.uid ?? "";
     this.#actions.push({ type: "patchPod", reason: `${reason}, in place`, name, uid, patch });
@@ -461,7 +506,9 @@ export function isObserved(
       const pod = exp.uid ? byUid.get(exp.uid) : undefined;
       return pod === undefined ||
         (pod.status?.conditions ?? []).some((c) =>
-          c.type === Keys.podNeedUpgrade && c.message === `controllerrevision: ${exp.revision}`
+          exp.condition !== undefined
+            ? `${c.type}=${c.status}` === exp.condition
+            : c.type === Keys.podNeedUpgrade && c.message === `controllerrevision: ${exp.revision}`
         );
     }
   }

@@ -516,7 +516,11 @@ Deno.test("InPlaceIfPossible: an image change patches pods in place, within the 
   const uids = c.snapshot.pods.map((x) => x.metadata.uid);
   let p = plan(c.snapshot, f.t0);
   const target = c.snapshot.pods.find((x) => x.spec.nodeName === "node-1")!;
-  assertEquals(podActions(p), [`patch ${target.metadata.name}`]);
+  // As Kruise: its readiness gate closes first, then its images change.
+  assertEquals(podActions(p), [
+    `condition ${target.metadata.name} InPlaceUpdateReady=False`,
+    `patch ${target.metadata.name}`,
+  ]);
   const patch = p.actions.find((a) => a.type === "patchPod");
   if (patch?.type !== "patchPod") throw new Error("no patchPod");
   assertEquals(patch.patch.spec?.containers.map((x) => x.image), ["agent:v2"]);
@@ -527,13 +531,40 @@ Deno.test("InPlaceIfPossible: an image change patches pods in place, within the 
   assertEquals(podActions(p), []);
   assertEquals(p.status.updatedNumberScheduled, 1);
   assertEquals(p.status.numberAvailable, 1);
-  // The kubelet restarts it with the new image: node-0 goes next, and no pod was recreated.
+  // The kubelet restarts it with the new image; its gate opens; then node-0 goes, and no pod
+  // was recreated.
   c = f.kubelet(c, f.t0 + 2000);
   [p, c] = step(c, f.t0 + 3000);
-  assertEquals(podActions(p), [
-    `patch ${c.snapshot.pods.find((x) => x.spec.nodeName === "node-0")!.metadata.name}`,
-  ]);
+  assertEquals(podActions(p), [`condition ${target.metadata.name} InPlaceUpdateReady=True`]);
+  [p, c] = step(c, f.t0 + 4000);
+  const next = c.snapshot.pods.find((x) => x.spec.nodeName === "node-0")!.metadata.name;
+  assertEquals(podActions(p), [`condition ${next} InPlaceUpdateReady=False`, `patch ${next}`]);
   assertEquals(c.snapshot.pods.map((x) => x.metadata.uid), uids);
+});
+
+Deno.test("InPlaceIfPossible: every pod carries Kruise's InPlaceUpdateReady gate, opened once it runs its spec", () => {
+  let c = f.cluster(adsSnapshot(inPlaceSpec, f.nodes(2)));
+  let p = plan(c.snapshot, f.t0);
+  const created = p.actions.filter((a) => a.type === "createPod");
+  assertEquals(created.length, 2);
+  for (const a of created) {
+    assertEquals(a.type === "createPod" && a.pod.spec.readinessGates, [
+      { conditionType: "InPlaceUpdateReady" },
+    ]);
+  }
+  c = f.apply(c, p, f.t0);
+  // A new pod runs its spec: the gate opens at once, as Kruise's refresh does, once each.
+  p = plan(c.snapshot, f.t0 + 1000);
+  assertEquals(
+    podActions(p).sort(),
+    c.snapshot.pods.map((x) => `condition ${x.metadata.name} InPlaceUpdateReady=True`).sort(),
+  );
+  c = f.apply(c, p, f.t0 + 1000);
+  assertEquals(podActions(plan(c.snapshot, f.t0 + 2000)), []);
+  // A Standard set's pods carry no gate.
+  const standard = plan(f.cluster(adsSnapshot({}, f.nodes(1))).snapshot, f.t0);
+  const pod = standard.actions.find((a) => a.type === "createPod");
+  assertEquals(pod?.type === "createPod" && pod.pod.spec.readinessGates, undefined);
 });
 
 Deno.test("InPlaceIfPossible: a change beyond images recreates the pod", () => {

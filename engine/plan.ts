@@ -27,7 +27,7 @@ import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-obje
 import { maxUnavailableAnnotation, updateStrategyAnnotation } from "../api/openyurt.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { readSet, resolve, type SetConfig } from "./config.ts";
-import { revisionTemplate } from "./in-place.ts";
+import { planInPlaceReadiness, revisionTemplate } from "./in-place.ts";
 import { planPlacement } from "./manage.ts";
 import {
   compareOldestFirst,
@@ -100,6 +100,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
       : recreateBudget(builder, desiredCount, available);
     planBudgetedUpdate(builder, settled, order, budget);
   }
+  planInPlaceReadiness(builder, views, pending);
   const inScope = new Set(order.map((v) => v.name));
   const planned = finish({
     config,

@@ -146,7 +146,9 @@ export function recreateBudget(
     limit: maxUnavailable,
     holds: (v) => v.ready && !activePods(v).some(available),
     replaceDown(view, old) {
-      replaceOld(old, "update: the old pod is already unavailable, replaced in its own slot");
+      const reason = "update: the old pod is already unavailable, replaced in its own slot";
+      // Not started (this call's pod writes are spent): nothing to tell yet.
+      if (!replaceOld(old, reason)) return;
       builder.event({
         type: "Normal",
         reason: "ReplacingUnavailablePod",
@@ -209,9 +211,9 @@ export function planOta(
   ota = true,
 ) {
   const expected = new Set(
-    pending.filter((e) => e.action === "setCondition" && e.revision === builder.hash).map((e) =>
-      e.uid
-    ),
+    pending.filter((e) =>
+      e.action === "setCondition" && e.condition === undefined && e.revision === builder.hash
+    ).map((e) => e.uid),
   );
   const message = `controllerrevision: ${builder.hash}`;
   for (const view of views) {

@@ -22,6 +22,7 @@ Deno.test("clientNodeApi sends each call to the right path with the right conten
     await api.patchPodStatus({ namespace: "edge", name: "p", patch: { status: {} } });
     await api.deletePod({ namespace: "edge", name: "p", uid: "u-1" });
     await api.replaceSetStatus({
+      kind: "advanceddaemonsets",
       object: { metadata: { namespace: "edge", name: "ads", resourceVersion: "3" }, status: {} },
     });
     await api.patchSet({ kind: "daemonsets", namespace: "edge", name: "ds", patch: {} });

@@ -5,10 +5,15 @@
  * 409 or 500 while the others reach the real server.
  */
 import * as k8s from "@kubernetes/client-node";
-import { group, plural, version } from "../api/advanced-daemonset.ts";
 import { toKubeError } from "./errors.ts";
 import { type KubeList, type KubeObject, toWire } from "./objects.ts";
-import type { SetKind, SetRef } from "../api/set-ref.ts";
+import {
+  type CustomSetResource,
+  customSetResources,
+  kruiseSetKind,
+  type SetKind,
+  type SetRef,
+} from "../api/set-ref.ts";
 
 export type MergePatch = Record<string, unknown>;
 
@@ -26,10 +31,10 @@ export interface KubeApi {
   /** Every set of one kind in every namespace (the tick's resync). */
   listSets(p: { kind: SetKind }): Promise<KubeList>;
   /**
-   * PUT of an AdvancedDaemonSet's status subresource; `object.metadata.resourceVersion` is
+   * PUT of a custom resource set's status subresource; `object.metadata.resourceVersion` is
    * the precondition.
    */
-  replaceSetStatus(p: { object: KubeObject }): Promise<KubeObject>;
+  replaceSetStatus(p: { kind: SetKind; object: KubeObject }): Promise<KubeObject>;
   /** JSON merge patch of the set itself (its annotations, for plain DaemonSets). */
   patchSet(p: SetRef & { patch: MergePatch }): Promise<KubeObject>;
   /**
@@ -77,11 +82,12 @@ export interface Access {
   verb: string;
 }
 
-const ads = (verb: string, resource = "advanceddaemonsets"): Access => ({
-  group: "apps.edgeroll.dev",
-  resource,
-  verb,
-});
+const custom = (kind: SetKind) => (verb: string, subresource = ""): Access => {
+  const { group, plural } = customSetResources[kind]!;
+  return { group, resource: `${plural}${subresource}`, verb };
+};
+const ads = custom("advanceddaemonsets");
+const kruise = custom(kruiseSetKind);
 const apps = (resource: string, verb: string): Access => ({ group: "apps", resource, verb });
 const core = (resource: string, verb: string): Access => ({ group: "", resource, verb });
 
@@ -94,7 +100,7 @@ const core = (resource: string, verb: string): Access => ({ group: "", resource,
 export const accessOf: Record<KubeMethod, Access[]> = {
   getSet: [ads("get"), apps("daemonsets", "get")],
   listSets: [ads("list"), apps("daemonsets", "list")],
-  replaceSetStatus: [ads("update", "advanceddaemonsets/status")],
+  replaceSetStatus: [ads("update", "/status")],
   patchSet: [apps("daemonsets", "patch")],
   listPods: [core("pods", "list")],
   getPod: [core("pods", "get")],
@@ -111,6 +117,16 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   createTokenReview: [{ group: "authentication.k8s.io", resource: "tokenreviews", verb: "create" }],
   getVersion: [],
   listApiGroups: [],
+};
+
+/**
+ * What the set methods also ask in Kruise compatibility mode (`serve --kruise`): granted by the
+ * kruise-compat overlay's ClusterRole, not the base's (tests/rbac.test.ts).
+ */
+export const kruiseAccessOf: Partial<Record<KubeMethod, Access[]>> = {
+  getSet: [kruise("get")],
+  listSets: [kruise("list")],
+  replaceSetStatus: [kruise("update", "/status")],
 };
 
 /** The HTTP verb each method uses, for the `API requests by verb` metric. */
@@ -153,7 +169,10 @@ const strategicMergePatch = k8s.setHeaderOptions(
   k8s.PatchStrategy.StrategicMergePatch,
 );
 
-const advancedDaemonSets = { group, version, plural };
+/** The custom resource a set kind is, or undefined for apps/v1 DaemonSets. */
+function customResource(kind: SetKind): CustomSetResource | undefined {
+  return customSetResources[kind];
+}
 
 /**
  * A GET answered as plain JSON: client-node's request context, authentication and transport,
@@ -221,29 +240,34 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
 
   return {
     async getSet({ kind, namespace, name }) {
-      return kind === "advanceddaemonsets"
-        ? await custom.getNamespacedCustomObject({ ...advancedDaemonSets, namespace, name })
+      const resource = customResource(kind);
+      return resource
+        ? await custom.getNamespacedCustomObject({ ...resource, namespace, name })
         : toWire(await apps.readNamespacedDaemonSet({ namespace, name }));
     },
     listSets({ kind }) {
+      const resource = customResource(kind);
       return listJson(
-        kind === "advanceddaemonsets"
-          ? `/apis/${group}/${version}/${plural}`
+        resource
+          ? `/apis/${resource.group}/${resource.version}/${resource.plural}`
           : "/apis/apps/v1/daemonsets",
       );
     },
-    async replaceSetStatus({ object }) {
+    async replaceSetStatus({ kind, object }) {
+      const resource = customResource(kind);
+      if (!resource) throw new Error(`${kind} has no status subresource of edgeroll's`);
       return await custom.replaceNamespacedCustomObjectStatus({
-        ...advancedDaemonSets,
+        ...resource,
         namespace: object.metadata.namespace ?? "",
         name: object.metadata.name ?? "",
         body: object,
       });
     },
     async patchSet({ kind, namespace, name, patch }) {
-      return kind === "advanceddaemonsets"
+      const resource = customResource(kind);
+      return resource
         ? await custom.patchNamespacedCustomObject(
-          { ...advancedDaemonSets, namespace, name, body: patch },
+          { ...resource, namespace, name, body: patch },
           mergePatch,
         )
         : toWire(await apps.patchNamespacedDaemonSet({ namespace, name, body: patch }, mergePatch));

@@ -13,12 +13,11 @@ import {
 } from "./api.ts";
 import { isAlreadyExists, isConflict, isNotFound, toKubeError } from "./errors.ts";
 import type { KubeObject } from "./objects.ts";
-import type { SetKind, SetRef } from "../api/set-ref.ts";
+import { customSetResources, kruiseSetKind, type SetKind, type SetRef } from "../api/set-ref.ts";
 import type { SnapshotCache } from "./cache.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
-import { group, version } from "../api/advanced-daemonset.ts";
-import { statusAnnotations, writtenStatus } from "../api/written-status.ts";
+import { statusAnnotations, statusAsStored, writtenStatus } from "../api/written-status.ts";
 import {
   type ControllerRevision,
   type DaemonSet,
@@ -50,6 +49,12 @@ export interface KubeClientOptions {
   cache?: (api: KubeApi) => SnapshotCache;
   /** Called when discovery first answers and whenever the served kinds of set change. */
   onServedChange?: (served: SetKind[]) => void;
+  /**
+   * Kruise compatibility mode (`serve --kruise`, ADR 0027): Kruise's DaemonSets are one of the
+   * kinds reconciled once their CRD is served. Off, they are never read: kruise-manager may own
+   * them.
+   */
+  kruise?: boolean;
 }
 
 export type CreateOutcome = "created" | "existed";
@@ -83,6 +88,8 @@ export class KubeClient {
   readonly #component: string;
   readonly #onServedChange: ((served: SetKind[]) => void) | undefined;
   #servedSeen: string | undefined;
+  /** Kruise compatibility mode: Kruise's DaemonSets are reconciled (ADR 0027). */
+  readonly kruise: boolean;
   #eventSeq = 0;
 
   constructor(api: KubeApi, options: KubeClientOptions = {}) {
@@ -90,6 +97,7 @@ export class KubeClient {
     this.#component = options.component ?? "edgeroll";
     this.cache = options.cache?.(this.api);
     this.#onServedChange = options.onServedChange;
+    this.kruise = options.kruise ?? false;
   }
 
   /** The set, or undefined when it does not exist. */
@@ -111,10 +119,7 @@ export class KubeClient {
     if (!listableSelector(spec?.selector)) {
       // Every list with it would be refused (400) and retried forever; plan() reads the same
       // selector and answers InvalidSpec with its field path, acting on nothing.
-      const none = { pods: [], nodes: [], revisions: [], podsVersion: "" };
-      return ref.kind === "advanceddaemonsets"
-        ? { kind: "AdvancedDaemonSet", set, ...none }
-        : { kind: "DaemonSet", set: set as DaemonSet, ...none };
+      return snapshotOf(ref.kind, set, { pods: [], nodes: [], revisions: [], podsVersion: "" });
     }
     const labelSelector = labelSelectorString(spec?.selector);
     const [pods, nodes, revisions] = await Promise.all([
@@ -130,18 +135,21 @@ export class KubeClient {
       revisions: revisions.items as ControllerRevision[],
       podsVersion: pods.resourceVersion,
     };
-    return ref.kind === "advanceddaemonsets"
-      ? { kind: "AdvancedDaemonSet", set, ...objects }
-      : { kind: "DaemonSet", set: set as DaemonSet, ...objects };
+    return snapshotOf(ref.kind, set, objects);
   }
 
   /**
    * Writes `status` with the set's resourceVersion as precondition: the lock of the
    * reconcile step. A `KubeError` with `isConflict` means another writer moved first.
    */
-  async claimStatus(kind: SetKind, set: KubeObject, status: unknown): Promise<KubeObject> {
-    if (kind === "advanceddaemonsets") {
-      return await this.api.replaceSetStatus({ object: { ...set, status } });
+  async claimStatus(
+    kind: SetKind,
+    set: KubeObject,
+    status: Record<string, unknown>,
+  ): Promise<KubeObject> {
+    if (customSetResources[kind]) {
+      const object = { ...set, status: statusAsStored(kind, status) };
+      return await this.api.replaceSetStatus({ kind, object });
     }
     const { namespace = "", name = "", resourceVersion } = set.metadata;
     return await this.api.patchSet({
@@ -272,8 +280,15 @@ export class KubeClient {
    */
   async servedSetKinds(): Promise<SetKind[]> {
     const groups = await this.api.listApiGroups({});
-    const crd = groups.find((g) => g.name === group)?.versions.includes(`${group}/${version}`);
-    const served: SetKind[] = crd ? ["advanceddaemonsets", "daemonsets"] : ["daemonsets"];
+    const isServed = (kind: SetKind) => {
+      const { group, version } = customSetResources[kind]!;
+      return groups.some((g) => g.name === group && g.versions.includes(`${group}/${version}`));
+    };
+    const served = (["advanceddaemonsets", "daemonsets", kruiseSetKind] as SetKind[]).filter(
+      (kind) =>
+        kind === "daemonsets" ||
+        (kind === kruiseSetKind ? this.kruise && isServed(kind) : isServed(kind)),
+    );
     const seen = served.join(",");
     if (seen !== this.#servedSeen) {
       this.#servedSeen = seen;
@@ -290,6 +305,20 @@ export class KubeClient {
   async ping(): Promise<string> {
     return (await this.api.getVersion({})).gitVersion;
   }
+}
+
+/** The snapshot of a set of `kind`, as the planner reads it. */
+function snapshotOf(
+  kind: SetKind,
+  set: KubeObject,
+  objects: Omit<SnapshotRead, "kind" | "set">,
+): SnapshotRead {
+  if (kind === "daemonsets") return { kind: "DaemonSet", set: set as DaemonSet, ...objects };
+  return {
+    kind: kind === kruiseSetKind ? "KruiseDaemonSet" : "AdvancedDaemonSet",
+    set,
+    ...objects,
+  };
 }
 
 function isoSeconds(date: Date): string {

@@ -94,6 +94,7 @@ export function podAsCached(pod: KubeObject): KubeObject {
       nodeName: spec.nodeName,
       affinity: spec.affinity,
       containers: spec.containers,
+      readinessGates: spec.readinessGates,
     }),
     status: withoutUndefined({
       phase: status.phase,

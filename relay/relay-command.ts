@@ -10,7 +10,7 @@ export const relayCommand: Command = {
   name: "relay",
   summary: "Watch sets, their pods and nodes; post what changed to the controller as CloudEvents.",
   usage:
-    "--target URL [--ca-file F] [--kubeconfig PATH] [--token-file F] [--flush 100ms] [--idle 90s]",
+    "--target URL [--ca-file F] [--kubeconfig PATH] [--token-file F] [--flush 100ms] [--idle 90s] [--kruise]",
   options: {
     target: { type: "string" },
     "ca-file": { type: "string" },
@@ -18,6 +18,7 @@ export const relayCommand: Command = {
     "token-file": { type: "string" },
     flush: { type: "string" },
     idle: { type: "string" },
+    kruise: { type: "boolean" },
   },
   help: {
     target: "the controller's base URL, e.g. https://edgeroll:8443 (events go to /events)",
@@ -28,6 +29,7 @@ export const relayCommand: Command = {
     flush:
       "least time between two posts; the first event after a quiet spell goes at once (default 100ms)",
     idle: "restart a watch that said nothing for this long (default 90s)",
+    kruise: "also watch Kruise's DaemonSets and their pods (with serve --kruise)",
   },
   async run(args) {
     const target = stringOption(args, "target");
@@ -56,6 +58,7 @@ export const relayCommand: Command = {
       flushMs: flush === undefined ? undefined : parseDuration(flush, "flush"),
       idleMs: idle === undefined ? undefined : parseDuration(idle, "idle"),
       fetch: client && ((input, init) => fetch(input, { ...init, client })),
+      kruise: args.values.kruise === true,
     });
     await untilStopSignal();
     await relay.stop();

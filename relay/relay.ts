@@ -5,7 +5,15 @@
  * controller reads and coalesced per object.
  */
 import type * as k8s from "@kubernetes/client-node";
-import { group, plural, version } from "../api/advanced-daemonset.ts";
+import { group, kind, plural, version } from "../api/advanced-daemonset.ts";
+import {
+  kruiseApiVersion,
+  kruiseGroup,
+  kruiseKind,
+  kruisePlural,
+  kruiseStorageVersion,
+  kruiseVersionOf,
+} from "../api/kruise.ts";
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { Logger } from "../lib/log.ts";
 import { fnv1a64 } from "../api/hash.ts";
@@ -32,6 +40,8 @@ export interface RelayOptions {
   /** Injected in tests; client-node's Watch otherwise. */
   watch?: WatchFn;
   fetch?: typeof fetch;
+  /** Kruise compatibility mode: also Kruise's DaemonSets and their pods (ADR 0027). */
+  kruise?: boolean;
 }
 
 const ceType: Record<WatchEventType, string> = {
@@ -55,12 +65,32 @@ interface Source {
   unchangedIsNothing?: boolean;
 }
 
-const setKinds = new Set(["AdvancedDaemonSet", "DaemonSet"]);
-
 /** Objects whose last trim is remembered, per source: far above any fleet's node count. */
 const maxRemembered = 50_000;
 
-const sources: Source[] = [
+const kruiseSource: Source = {
+  path: `/apis/${kruiseGroup}/${kruiseStorageVersion}/${kruisePlural}`,
+  apiVersion: kruiseApiVersion,
+  kind: kruiseKind,
+  trim: (o) => ({ metadata: o.metadata }),
+};
+
+/** A controller owner reference to a set the relay reports, with or without Kruise's. */
+function isSetOwner(owner: { apiVersion: string; kind: string }, kruise: boolean): boolean {
+  if (owner.kind === kind) return owner.apiVersion.startsWith(`${group}/`);
+  if (owner.kind !== "DaemonSet") return false;
+  return owner.apiVersion === "apps/v1" ||
+    (kruise && kruiseVersionOf(owner.apiVersion) !== undefined);
+}
+
+function sourcesOf(kruise: boolean): Source[] {
+  return [
+    ...baseSources(kruise),
+    ...(kruise ? [kruiseSource] : []),
+  ];
+}
+
+const baseSources = (kruise: boolean): Source[] => [
   {
     path: `/apis/${group}/${version}/${plural}`,
     apiVersion: `${group}/${version}`,
@@ -78,7 +108,7 @@ const sources: Source[] = [
     apiVersion: "v1",
     kind: "Pod",
     trim: (o) => {
-      const owner = o.metadata.ownerReferences?.find((r) => r.controller && setKinds.has(r.kind));
+      const owner = o.metadata.ownerReferences?.find((r) => r.controller && isSetOwner(r, kruise));
       if (!owner) return undefined;
       const { name, namespace, ownerReferences } = o.metadata;
       return { metadata: { name, namespace, ownerReferences } };
@@ -93,8 +123,12 @@ const sources: Source[] = [
   },
 ];
 
-/** The collections the relay lists and watches (its ClusterRole is checked against them). */
-export const watchedPaths: readonly string[] = sources.map((source) => source.path);
+/**
+ * The collections the relay lists and watches (its ClusterRoles are checked against them): the
+ * base's, and what the kruise-compat overlay adds.
+ */
+export const watchedPaths: readonly string[] = sourcesOf(false).map((source) => source.path);
+export const kruiseWatchedPaths: readonly string[] = [kruiseSource.path];
 
 /** The object's API path, as ApiServerSource writes `subject`: `/api/v1/namespaces/ns/pods/x`. */
 function subjectOf(path: string, namespace: string | undefined, name: string | undefined): string {
@@ -119,6 +153,7 @@ export function startRelay(options: RelayOptions): RunningRelay {
     fetch: options.fetch,
   });
   const watchFn = options.watch ?? clientNodeWatch(options.kubeConfig);
+  const sources = sourcesOf(options.kruise ?? false);
   const watches = sources.map((source) => {
     /**
      * A 64-bit hash of the trim last sent, by object, for sources where an unchanged trim is
@@ -134,7 +169,8 @@ export function startRelay(options: RelayOptions): RunningRelay {
         const trimmed = source.trim(object);
         if (!trimmed) return;
         const { namespace, name } = object.metadata;
-        const key = `${source.kind}/${namespace ?? ""}/${name}`;
+        // Kruise's DaemonSet and apps/v1's share a kind: the path tells them apart.
+        const key = `${source.path}/${namespace ?? ""}/${name}`;
         if (source.unchangedIsNothing) {
           const fingerprint = fnv1a64(JSON.stringify(trimmed));
           if (type === "DELETED") lastSent.delete(key);

@@ -13,6 +13,7 @@ import { parseCloudEvents, routeEvent } from "./events.ts";
 import { defaultLimits, limitRequests, type RequestLimits } from "./limits.ts";
 import { registerOtaRoutes } from "./ota.ts";
 import { dnsName, rejectInvalid } from "./params.ts";
+import { ConversionReview, convertReview } from "../api/kruise.ts";
 
 export interface AppDeps extends ControllerDeps {
   auth: Authenticator;
@@ -32,7 +33,7 @@ const TickQuery = z.object({ full: flag });
 /** The controller's HTTP app: each route maps a request to a call of `createController`'s. */
 export function createApp(deps: AppDeps) {
   const controller = createController(deps);
-  const { reconcile, tick, queue, metrics, ota } = controller;
+  const { reconcile, tick, enqueue, metrics, ota } = controller;
   const logger = deps.logger;
   const app = new Hono();
   app.onError(errorHandler(logger));
@@ -63,6 +64,16 @@ export function createApp(deps: AppDeps) {
     async (c) => c.body(await metrics.text(), 200, { "Content-Type": metrics.contentType }),
   );
 
+  // The API server's conversion webhook call carries no token of ours (ADR 0027): converting
+  // objects the caller sent reads and changes nothing here, so it needs none.
+  if (deps.kube.kruise) {
+    app.post(
+      "/convert",
+      zValidator("json", ConversionReview, rejectInvalid),
+      (c) => c.json(convertReview(c.req.valid("json"))),
+    );
+  }
+
   const guarded = requireBearer(deps.auth);
   registerOtaRoutes(app, { ota, guard: guarded });
   app.post(
@@ -87,7 +98,7 @@ export function createApp(deps: AppDeps) {
       );
     }
     const routed = events.map((event) => routeEvent(event, controller.reportedNodes));
-    for (const { keys } of routed) keys.forEach((key) => queue.add(key));
+    for (const { keys } of routed) keys.forEach(enqueue);
     return c.json({ accepted: routed.some((r) => !r.ignored), events: routed }, 202);
   });
 

@@ -93,10 +93,13 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
     assertEquals(names(await api.listSets({ kind: "daemonsets" })), ["ds"]);
 
     const claimed = await api.replaceSetStatus({
+      kind: "advanceddaemonsets",
       object: { ...ads, status: { observedGeneration: 1, desiredNumberScheduled: 2 } },
     });
     assertEquals((claimed.status as { desiredNumberScheduled: number }).desiredNumberScheduled, 2);
-    const stale = await kubeErrorOf(api.replaceSetStatus({ object: { ...ads, status: {} } }));
+    const stale = await kubeErrorOf(
+      api.replaceSetStatus({ kind: "advanceddaemonsets", object: { ...ads, status: {} } }),
+    );
     assertEquals(stale.status, 409);
     const patched = await api.patchSet({
       kind: "daemonsets",

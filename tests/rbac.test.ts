@@ -6,9 +6,9 @@
  */
 import { assertEquals } from "@std/assert";
 import { parseAllDocuments } from "yaml";
-import { accessOf } from "../kube/api.ts";
+import { accessOf, kruiseAccessOf } from "../kube/api.ts";
 import { cacheAccess } from "../kube/cache.ts";
-import { watchedPaths } from "../relay/relay.ts";
+import { kruiseWatchedPaths, watchedPaths } from "../relay/relay.ts";
 import { edgeOtaCalls } from "../controller/ota.ts";
 
 interface Rule {
@@ -42,14 +42,27 @@ Deno.test("rbac: the controller's ClusterRole is exactly what kube/api.ts and it
   assertEquals(unique(granted("edgeroll-controller")), unique(needed));
 });
 
-Deno.test("rbac: the relay's ClusterRole is list and watch on what it watches", () => {
-  const needed = watchedPaths.flatMap((path) => {
-    // /api/v1/pods or /apis/<group>/<version>/<resource>
+/** list and watch on each collection path: /api/v1/pods or /apis/<group>/<version>/<resource>. */
+const listAndWatch = (paths: readonly string[]) =>
+  paths.flatMap((path) => {
     const parts = path.split("/").filter(Boolean);
     const [group, resource] = parts[0] === "api" ? ["", parts[2]] : [parts[1], parts[3]];
     return ["list", "watch"].map((verb) => `${group}/${resource}:${verb}`);
   });
-  assertEquals(unique(granted("edgeroll-relay")), unique(needed));
+
+Deno.test("rbac: the relay's ClusterRole is list and watch on what it watches", () => {
+  assertEquals(unique(granted("edgeroll-relay")), unique(listAndWatch(watchedPaths)));
+});
+
+Deno.test("rbac: the kruise-compat overlay adds exactly what --kruise asks, for the controller and the relay", async () => {
+  const overlay = await readRbac("overlays/kruise-compat");
+  const needed = Object.values(kruiseAccessOf).flat()
+    .map(({ group, resource, verb }) => `${group}/${resource}:${verb}`);
+  assertEquals(unique(granted("edgeroll-controller-kruise", overlay)), unique(needed));
+  assertEquals(
+    unique(granted("edgeroll-relay-kruise", overlay)),
+    unique(listAndWatch(kruiseWatchedPaths)),
+  );
 });
 
 Deno.test("rbac: the edge agent asks only what its node's own credentials may do", () => {

@@ -205,13 +205,21 @@ export function apply(c: Cluster, plan: Plan, now: number): Cluster {
 
 /**
  * The kubelets: pending pods on Ready nodes start and become ready at `now`, except on nodes in
- * `failing`, whose pods fail. Pods on NotReady nodes do not move.
+ * `failing`, whose pods fail. Pods on NotReady nodes do not move. As a real kubelet, they keep
+ * the conditions others wrote, and a pod with readiness gates is Ready only while every gate's
+ * condition is True.
  */
 export function kubelet(c: Cluster, now: number, failing: Set<string> = new Set()): Cluster {
   const s = structuredClone(c.snapshot);
   const ready = new Set(s.nodes.filter(isNodeReady).map((n) => n.metadata.name));
   const restarted = (p: Pod) =>
     p.spec.containers.map((c) => ({ name: c.name, image: c.image, ready: true }));
+  const others = (p: Pod) => (p.status?.conditions ?? []).filter((c) => c.type !== "Ready");
+  const readyNow = (p: Pod) => ({
+    type: "Ready",
+    status: gatesOpen(p) ? "True" as const : "False" as const,
+    lastTransitionTime: formatTime(now),
+  });
   for (const p of s.pods) {
     const nodeName = podNodeName(p) ?? "";
     if (!ready.has(nodeName)) continue;
@@ -224,20 +232,34 @@ export function kubelet(c: Cluster, now: number, failing: Set<string> = new Set(
     ) {
       p.status = {
         phase: "Running",
-        conditions: [{ type: "Ready", status: "True", lastTransitionTime: formatTime(now) }],
+        conditions: [...others(p), readyNow(p)],
         containerStatuses: restarted(p),
       };
       continue;
     }
-    if (p.status?.phase !== "Pending") continue;
-    p.status = failing.has(nodeName)
-      ? { phase: "Failed", conditions: [{ type: "Ready", status: "False" }] }
-      : {
-        phase: "Running",
-        conditions: [{ type: "Ready", status: "True", lastTransitionTime: formatTime(now) }],
-      };
+    if (p.status?.phase === "Pending") {
+      p.status = failing.has(nodeName)
+        ? { phase: "Failed", conditions: [...others(p), { type: "Ready", status: "False" }] }
+        : { phase: "Running", conditions: [...others(p), readyNow(p)] };
+      continue;
+    }
+    // A gate that opened or closed since: Ready follows it.
+    const current = p.status?.conditions?.find((c) => c.type === "Ready");
+    if (
+      p.status?.phase === "Running" && (p.spec.readinessGates ?? []).length > 0 &&
+      current?.status !== readyNow(p).status
+    ) {
+      p.status = { ...p.status, conditions: [...others(p), readyNow(p)] };
+    }
   }
   return { snapshot: s, serial: c.serial };
+}
+
+/** Every readiness gate's condition is True (a pod without gates: always). */
+function gatesOpen(p: Pod): boolean {
+  return (p.spec.readinessGates ?? []).every((g) =>
+    p.status?.conditions?.some((c) => c.type === g.conditionType && c.status === "True")
+  );
 }
 
 export function withTemplate(c: Cluster, image: string, generation: number): Cluster {

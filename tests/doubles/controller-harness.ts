@@ -102,9 +102,11 @@ export function harness(
     nodes?: number;
     overrides?: Overrides;
     deps?: Partial<AppDeps>;
-    plan?: (s: Snapshot) => Plan;
+    plan?: (s: Snapshot, now: number) => Plan;
     /** Node and pod caches over the memory API (as `serve` has). */
     cache?: (api: KubeApi) => SnapshotCache;
+    /** Kruise compatibility mode (`serve --kruise`). */
+    kruise?: boolean;
   } = {},
 ): Harness {
   const api = memoryApi();
@@ -119,13 +121,14 @@ export function harness(
     retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 1, sleep: () => Promise.resolve() },
     onRequest: (record) => metrics.observeRequest(record),
     cache: options.cache,
+    kruise: options.kruise,
   });
   const plan = options.plan ?? onePodPerNode;
   const controller = createApp({
     kube,
-    plan: (snapshot) => {
+    plan: (snapshot, at) => {
       plans.push(snapshot);
-      return plan(snapshot);
+      return plan(snapshot, at);
     },
     logger: logs,
     auth: staticTokenAuthenticator(token),

@@ -7,7 +7,7 @@
 import type { ApiGroup, KubeApi, MergePatch } from "../../kube/api.ts";
 import { KubeError } from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/objects.ts";
-import type { SetKind } from "../../api/set-ref.ts";
+import { customSetResources, kruiseSetKind, type SetKind } from "../../api/set-ref.ts";
 
 type Resource = SetKind | "pods" | "nodes" | "controllerrevisions" | "events";
 
@@ -51,6 +51,7 @@ export function memoryApi(): MemoryApi {
   const objects = {
     advanceddaemonsets: new Map(),
     daemonsets: new Map(),
+    [kruiseSetKind]: new Map(),
     pods: new Map(),
     nodes: new Map(),
     controllerrevisions: new Map(),
@@ -64,8 +65,9 @@ export function memoryApi(): MemoryApi {
     { name: "apps", versions: ["apps/v1"] },
     { name: "apps.edgeroll.dev", versions: ["apps.edgeroll.dev/v1alpha1"] },
   ];
+  // A custom resource is served while its group is listed (a test removes one to uninstall it).
   const served = (kind: SetKind) =>
-    kind === "daemonsets" || apiGroups.some((g) => g.name === "apps.edgeroll.dev");
+    kind === "daemonsets" || apiGroups.some((g) => g.name === customSetResources[kind]?.group);
 
   const notFound = (what: string) => new KubeError(404, "NotFound", `${what} not found`, "memory");
   const copy = <T>(o: T): T => structuredClone(o);
@@ -135,18 +137,14 @@ export function memoryApi(): MemoryApi {
         if (!served(kind)) throw notFound(`the server could not find the requested resource`);
         return list(kind);
       }),
-    replaceSetStatus: ({ object }) =>
+    replaceSetStatus: ({ kind, object }) =>
       Promise.resolve().then(() => {
-        const found = get(
-          "advanceddaemonsets",
-          object.metadata.namespace,
-          object.metadata.name ?? "",
-        );
+        const found = get(kind, object.metadata.namespace, object.metadata.name ?? "");
         if (object.metadata.resourceVersion !== found.metadata.resourceVersion) {
           throw new KubeError(409, "Conflict", "the object has been modified", "memory");
         }
-        writes.push("update advanceddaemonsets/status");
-        return put("advanceddaemonsets", { ...found, status: object.status });
+        writes.push(`update ${kind}/status`);
+        return put(kind, { ...found, status: object.status });
       }),
     patchSet: ({ kind, namespace, name, patch: body }) =>
       Promise.resolve().then(() => patch(kind, namespace, name, body)),
