@@ -123,3 +123,26 @@ Deno.test("a key that keeps failing is not run again before its backoff, however
     await c.close();
   }
 });
+
+Deno.test("a key asked for while its failing run is in flight still waits out its backoff", async () => {
+  const timers = new ManualTimers();
+  const logs = memoryLogger();
+  const runs: number[] = [];
+  let c: Coalescer | undefined = undefined;
+  // A set that is gone while its pods' events keep coming, one during every run (issue 12).
+  c = new Coalescer(() => {
+    runs.push(timers.now());
+    // Bounded, so a hot loop fails the assertion below instead of running forever.
+    if (runs.length < 20) c!.add("gone");
+    return Promise.reject(new Error("advanceddaemonsets/edge/gone not found"));
+  }, { logger: logs, retryMs: 100, maxRetryMs: 1000, retryable: () => false, timers });
+  try {
+    const start = timers.now();
+    c.add("gone");
+    await timers.advance(350);
+    // Run at 0, then at the end of each backoff: 100 ms, then 200 ms after that.
+    assertEquals(runs.map((t) => t - start), [0, 100, 300]);
+  } finally {
+    await c.close();
+  }
+});

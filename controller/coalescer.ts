@@ -77,6 +77,11 @@ export class Coalescer<K extends string = string> {
   add(key: K): void {
     if (this.#closed) return;
     this.requested++;
+    this.#enqueue(key);
+  }
+
+  /** Queues `key` unless it waits already, runs (then once more after), or is held back. */
+  #enqueue(key: K): void {
     if (this.#running.has(key)) {
       this.#again.add(key);
       return;
@@ -171,7 +176,9 @@ export class Coalescer<K extends string = string> {
         })
         .finally(() => {
           this.#running.delete(key);
-          if (this.#again.delete(key) && !this.#closed) this.#waiting.add(key);
+          // Asked for while it ran: queued as any ask is, so a run that just failed waits out
+          // its backoff (a stream of events during each run must not make a hot loop).
+          if (this.#again.delete(key) && !this.#closed) this.#enqueue(key);
           this.#pump();
           if (!this.#busy() && this.#idle) {
             this.#idle.resolve();
