@@ -155,11 +155,18 @@ export async function withControllers(
     relayKubeconfigPath?: string;
     /** Added to the environment of every process (e.g. `imageEnv()`). */
     env?: Record<string, string>;
+    /**
+     * Serve HTTPS with this certificate (for 127.0.0.1) and key; the relay and the readiness
+     * wait trust `caFile` (an API server calling a webhook of ours, too).
+     */
+    tls?: { certFile: string; keyFile: string; caFile: string };
   },
   body: (controllers: ControllerProcesses) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "edgeroll-" });
   const children: Deno.ChildProcess[] = [];
+  const { tls } = options;
+  const client = tls && Deno.createHttpClient({ caCerts: [await Deno.readTextFile(tls.caFile)] });
   try {
     const tokenFile = `${dir}/token`;
     const token = crypto.randomUUID();
@@ -172,12 +179,13 @@ export async function withControllers(
         "serve",
         "--host=127.0.0.1",
         `--port=${port}`,
+        ...(tls ? [`--tls-cert=${tls.certFile}`, `--tls-key=${tls.keyFile}`] : []),
         ...common,
         ...(options.serveArgs ?? []),
       ], options.env);
       children.push(child);
-      urls.push(`http://127.0.0.1:${port}`);
-      await untilAnswers(`${urls[i]}/readyz`, child);
+      urls.push(`${tls ? "https" : "http"}://127.0.0.1:${port}`);
+      await untilAnswers(`${urls[i]}/readyz`, child, 60_000, client);
     }
     if (options.relay) {
       const kubeconfig = `--kubeconfig=${options.relayKubeconfigPath ?? kubeconfigPath}`;
@@ -187,6 +195,7 @@ export async function withControllers(
           `--target=${urls[0]}`,
           kubeconfig,
           `--token-file=${tokenFile}`,
+          ...(tls ? [`--ca-file=${tls.caFile}`] : []),
           ...(options.relayArgs ?? []),
         ], options.env),
       );
@@ -194,6 +203,7 @@ export async function withControllers(
     await body({ urls, token, pids: children.map((child) => child.pid) });
   } finally {
     await stop(children);
+    client?.close();
     await Deno.remove(dir, { recursive: true });
   }
 }
@@ -204,7 +214,12 @@ export async function withControllers(
  */
 export function withEdgeroll(
   kubeconfigPath: string,
-  options: { serveArgs?: string[]; relayArgs?: string[]; env?: Record<string, string> },
+  options: {
+    serveArgs?: string[];
+    relayArgs?: string[];
+    env?: Record<string, string>;
+    tls?: { certFile: string; keyFile: string; caFile: string };
+  },
   body: (edgeroll: EdgerollProcesses) => Promise<void>,
 ): Promise<void> {
   return withControllers(
