@@ -9,6 +9,9 @@
 #   cluster/build.sh --update   let go add missing go.sum entries (after a version bump)
 #   cluster/build.sh --e2e      also upstream's e2e test binary, e2e.test (cluster/go/e2e), for
 #                               the conformance stage; cached in the same directory
+#   cluster/build.sh --kruise   also OpenKruise's e2e test binary, kruise-e2e.test, from the Kruise
+#                               module cluster/go/kruise-e2e pins, for the kruise-e2e stage; cached
+#                               in the same directory under a marker naming the Kruise version
 #
 # Environment: EDGEROLL_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/edgeroll).
 set -euo pipefail
@@ -20,17 +23,20 @@ bin_out="${here}/bin"
 
 mod_mode=readonly
 with_e2e=false
+with_kruise=false
 for arg in "$@"; do
   case "$arg" in
     --update) mod_mode=mod ;;
     --e2e) with_e2e=true ;;
+    --kruise) with_kruise=true ;;
     *)
-      echo "usage: cluster/build.sh [--update] [--e2e]" >&2
+      echo "usage: cluster/build.sh [--update] [--e2e] [--kruise]" >&2
       exit 2
       ;;
   esac
 done
 e2e_mod="${here}/go/e2e"
+kruise_mod="${here}/go/kruise-e2e"
 
 log() { printf '[cluster-build %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
@@ -48,6 +54,7 @@ required() {
 k8s_version="$(required k8s.io/kubernetes "${control_plane_mod}/go.mod")"
 etcd_version="$(required go.etcd.io/etcd/server/v3 "${control_plane_mod}/go.mod")"
 kwok_version="$(required sigs.k8s.io/kwok "${kwok_mod}/go.mod")"
+kruise_version="$(required github.com/openkruise/kruise "${kruise_mod}/go.mod")"
 go_version="$(go env GOVERSION)"
 key="k8s-${k8s_version}-etcd-${etcd_version}-kwok-${kwok_version}-${go_version}"
 cache="${EDGEROLL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeroll}/cluster-${key}"
@@ -96,13 +103,77 @@ build_e2e() {
   ln -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test" 2>/dev/null || cp -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test"
 }
 
+# OpenKruise's e2e.test (kruise-e2e.test), for the kruise-e2e stage: test/e2e of the Kruise module
+# at the version cluster/go/kruise-e2e/go.mod requires, compiled inside a copy of that module with
+# its own go.mod and go.sum, unmodified (a wrapper module like cluster/go/e2e would drop Kruise's
+# replace directives). Same module and build caches as the rest; the marker names the Kruise
+# version, so a bump rebuilds.
+kruise_src=""
+build_kruise_e2e() {
+  if [ "$with_kruise" != true ]; then return 0; fi
+  local marker="${cache}/bin/.kruise-e2e-${kruise_version}-complete"
+  if [ "$mod_mode" != readonly ] || [ ! -f "$marker" ]; then
+    local t=$SECONDS module="github.com/openkruise/kruise@${kruise_version}" json dir
+    rm -f "${cache}/bin/".kruise-e2e-*-complete
+    # `go mod download M@V` checks the zip against go.sum but accepts (and records) a hash it
+    # lacks, so in readonly mode a missing line is an error here, as it is for the other modules.
+    if [ "$mod_mode" = readonly ] &&
+      ! grep -q "^github.com/openkruise/kruise ${kruise_version} h1:" "${kruise_mod}/go.sum"; then
+      echo "cluster/build.sh: ${kruise_mod}/go.sum has no hash for ${module}:" \
+        "run cluster/build.sh --update --kruise" >&2
+      exit 1
+    fi
+    log "downloading ${module}"
+    if ! json="$(cd "$kruise_mod" && go mod download -json "$module")"; then
+      printf '%s\n' "$json" >&2
+      echo "cluster/build.sh: could not download ${module}" >&2
+      exit 1
+    fi
+    dir="$(sed -nE 's/^[[:space:]]*"Dir": "(.*)",?$/\1/p' <<<"$json")"
+    if [ ! -f "${dir}/go.mod" ]; then
+      echo "cluster/build.sh: go mod download named no module directory for ${module}" >&2
+      exit 1
+    fi
+    # Built in a writable copy of its own, as by hand: the module cache's tree stays read-only and
+    # untouched, and two builds at once do not share one.
+    kruise_src="$(mktemp -d "${cache}/kruise-src.XXXXXX")"
+    trap 'rm -rf "$kruise_src"' EXIT
+    cp -R "$dir" "${kruise_src}/kruise"
+    chmod -R u+w "${kruise_src}/kruise"
+    log "building kruise-e2e.test (${module}/test/e2e)"
+    (
+      cd "${kruise_src}/kruise"
+      # -mod=readonly even with --update: Kruise's go.mod and go.sum are never rewritten.
+      export GOFLAGS="-mod=readonly -buildvcs=false -trimpath"
+      # Only the modules test/e2e needs, checked against Kruise's go.sum (go prints one
+      # `go: downloading` line per module).
+      go list -deps -test ./test/e2e 2>&1 >/dev/null |
+        progress "modules fetched for kruise-e2e" '^go: downloading ' '^$'
+      # `go test -c` names no package it compiles (its -v is the test binary's): `go build -v`
+      # compiles them first, one line each, and the link below finds them in the build cache.
+      go list -deps -test -f '{{if not .ForTest}}{{if ne .Name "main"}}{{.ImportPath}}{{end}}{{end}}' \
+        ./test/e2e >"${kruise_src}/packages"
+      xargs go build -v <"${kruise_src}/packages" 2>&1 |
+        progress "kruise-e2e.test packages compiled" '^[^ :]+$' '^$'
+      go test -c -ldflags "-s -w" -o "${kruise_src}/kruise-e2e.test" ./test/e2e
+    )
+    mv -f "${kruise_src}/kruise-e2e.test" "${cache}/bin/kruise-e2e.test"
+    rm -rf "$kruise_src"
+    touch "$marker"
+    log "built kruise-e2e.test in $((SECONDS - t))s"
+  fi
+  ln -f "${cache}/bin/kruise-e2e.test" "${bin_out}/kruise-e2e.test" 2>/dev/null ||
+    cp -f "${cache}/bin/kruise-e2e.test" "${bin_out}/kruise-e2e.test"
+}
+
 if [ "$mod_mode" = readonly ] && [ -f "${cache}/bin/.complete" ]; then
   link_binaries
   log "cached build ${key}: linked ${binaries[*]} ${stage_crd} into cluster/bin"
-  if [ "$with_e2e" = true ]; then
+  if [ "$with_e2e" = true ] || [ "$with_kruise" = true ]; then
     export GOMODCACHE="${cache}/mod" GOCACHE="${cache}/build" GOTOOLCHAIN=local CGO_ENABLED=0
     export GOSUMDB=off GOFLAGS="-mod=${mod_mode} -buildvcs=false -trimpath"
     build_e2e
+    build_kruise_e2e
   fi
   exit 0
 fi
@@ -154,4 +225,5 @@ build kwok "$kwok_mod" "${cache}/bin/kwok" sigs.k8s.io/kwok/cmd/kwok \
 touch "${cache}/bin/.complete"
 link_binaries
 build_e2e
+build_kruise_e2e
 log "build ${key} done in $((SECONDS - started))s"
