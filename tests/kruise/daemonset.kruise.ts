@@ -1,0 +1,202 @@
+/**
+ * OpenKruise's own Advanced DaemonSet e2e specs, run unmodified (issue #15): the seven `It`s of
+ * `test/e2e/apps/v1alpha1/daemonset.go` and the same seven of `test/e2e/apps/v1beta1/daemonset.go`,
+ * from the `kruise-e2e.test` binary that `cluster/build.sh --kruise` builds from the Kruise module
+ * cluster/go/kruise-e2e pins. They run on the real control plane (three kwok nodes) with edgeroll
+ * (`serve --kruise`) as the only controller of `daemonsets.apps.kruise.io`, whose CRD is ours
+ * (manifests/crd/daemonsets.apps.kruise.io.yaml). Both files give the same spec texts, so a spec is
+ * told apart by its source file in Ginkgo's JSON report. Every spec must pass but those `excluded`
+ * names, each with its reason and ADR. `deno task test:kruise`; a CI stage.
+ */
+import { assert, assertEquals } from "@std/assert";
+import { downCluster, upCluster } from "../../cluster/control-plane.ts";
+import { kubectl } from "../../cluster/kubectl.ts";
+import { withEdgeroll } from "../processes.ts";
+import {
+  daemonSetOutcomes,
+  type GinkgoReport,
+  type SpecOutcome,
+  specsPerVersion,
+  stepName,
+  trimmed,
+} from "./report.ts";
+
+const repo = new URL("../../", import.meta.url).pathname;
+const binary = `${repo}cluster/bin/kruise-e2e.test`;
+/** edgeroll's CRD for Kruise's DaemonSet (v1alpha1 and v1beta1), from the controller side. */
+const crdFile = `${repo}manifests/crd/daemonsets.apps.kruise.io.yaml`;
+const crdName = "daemonsets.apps.kruise.io";
+const serveArgs = ["--kruise", "--tick=5s"];
+/** The last run's JSON report and output, kept for whoever reads a failure. */
+const runDir = `${repo}.cache/kruise-e2e`;
+
+/**
+ * The flags of kruise-e2e.test (Kruise's test/e2e/e2e_test.go and framework/common/
+ * test_context.go). It takes no --kubeconfig flag: the framework reads $KUBECONFIG.
+ */
+function ginkgoArgs(reportPath: string): string[] {
+  return [
+    // The two Describe("DaemonSet", Label("DaemonSet", "workload")) and nothing else.
+    "--ginkgo.label-filter=DaemonSet",
+    "--ginkgo.focus-file=test/e2e/apps/v1(alpha|beta)1/daemonset\\.go$",
+    `--ginkgo.json-report=${reportPath}`,
+    // Each spec polls 5 minutes at most before it fails: 14 failing specs stay under 2 hours.
+    "--ginkgo.timeout=2h",
+    "--ginkgo.v",
+    "--ginkgo.no-color",
+  ];
+}
+
+/** A spec skipped here, and why; keyed by its step name, e.g. `v1beta1: should …`. */
+interface Exclusion {
+  reason: string;
+  /** The decision record that argues it, e.g. `docs/decisions/0027-….md`. */
+  adr: string;
+}
+
+/** Empty: every spec is expected to pass. */
+const excluded: Record<string, Exclusion> = {};
+
+/** Fails, naming what is missing, before minutes go into a control plane. */
+async function preflight(): Promise<void> {
+  await Deno.stat(binary).catch(() => {
+    throw new Error(`${binary} is missing: run cluster/build.sh --kruise (deno task test:kruise)`);
+  });
+  await Deno.stat(crdFile).catch(() => {
+    throw new Error(
+      `${crdFile} is missing: edgeroll's CRD for Kruise's DaemonSet (${crdName}, v1alpha1 and ` +
+        "v1beta1) comes with the controller side of issue #15, which this tree lacks",
+    );
+  });
+  const help = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `${repo}main.ts`, "serve", "--help"],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(help.stdout);
+  for (const flag of serveArgs.map((a) => a.replace(/=.*$/, ""))) {
+    if (!new RegExp(`^\\s+${flag}\\b`, "m").test(text)) {
+      throw new Error(
+        `edgeroll serve has no ${flag} flag (\`main.ts serve --help\` lists none): the controller ` +
+          `side of issue #15 (serve ${serveArgs.join(" ")}) is not in this tree`,
+      );
+    }
+  }
+}
+
+/** Creates the CRD file's objects and waits for the DaemonSet CRD to be served. */
+async function installCrd(kubeconfig: string): Promise<void> {
+  // create, not apply: a CRD this large would overflow apply's last-applied annotation.
+  await kubectl(kubeconfig, ["create", "-f", crdFile]);
+  await kubectl(kubeconfig, [
+    "wait",
+    "--for=condition=Established",
+    "--timeout=60s",
+    `customresourcedefinition/${crdName}`,
+  ]).catch((err) => {
+    throw new Error(`${crdFile} did not define an established ${crdName}`, { cause: err });
+  });
+}
+
+/** Copies both output streams of `child` into `path`, in arrival order. */
+async function capture(child: Deno.ChildProcess, path: string): Promise<void> {
+  using file = await Deno.open(path, { write: true, create: true, truncate: true });
+  let queue = Promise.resolve();
+  const copy = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) {
+      queue = queue.then(async () => {
+        for (let n = 0; n < chunk.length;) n += await file.write(chunk.subarray(n));
+      });
+    }
+  };
+  await Promise.all([copy(child.stdout), copy(child.stderr)]);
+  await queue;
+}
+
+/** Runs the 14 specs against `kubeconfig`, the report and output kept in `runDir`. */
+async function runSpecs(kubeconfig: string): Promise<SpecOutcome[]> {
+  await Deno.mkdir(runDir, { recursive: true });
+  const reportPath = `${runDir}/report.json`;
+  const logPath = `${runDir}/output.log`;
+  await Deno.remove(reportPath).catch(() => {});
+  console.error(`kruise-e2e.test: running; its output goes to ${logPath}`);
+  const started = performance.now();
+  const child = new Deno.Command(binary, {
+    args: ginkgoArgs(reportPath),
+    env: { KUBECONFIG: kubeconfig },
+    cwd: runDir,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let status: Deno.CommandStatus;
+  try {
+    [status] = await Promise.all([child.status, capture(child, logPath)]);
+  } finally {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* it has exited */ }
+  }
+  const seconds = ((performance.now() - started) / 1000).toFixed(0);
+  console.error(`kruise-e2e.test: exit ${status.code} after ${seconds} s`);
+  const json = await Deno.readTextFile(reportPath).catch(async () => {
+    const tail = (await Deno.readTextFile(logPath)).slice(-3000);
+    throw new Error(`kruise-e2e.test wrote no JSON report (exit ${status.code}):\n${tail}`);
+  });
+  const reports = JSON.parse(json) as GinkgoReport[];
+  for (const reason of reports.flatMap((r) => r.SpecialSuiteFailureReasons ?? [])) {
+    console.error(`kruise-e2e.test: the suite failed: ${reason}`);
+  }
+  return daemonSetOutcomes(reports);
+}
+
+Deno.test({
+  name: "Kruise's Advanced DaemonSet e2e specs pass against edgeroll serve --kruise",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn(t) {
+    await preflight();
+    let outcomes: SpecOutcome[] = [];
+    try {
+      const cluster = await upCluster({ nodes: 3 });
+      await installCrd(cluster.kubeconfigPath);
+      await withEdgeroll(cluster.kubeconfigPath, { serveArgs }, async () => {
+        outcomes = await runSpecs(cluster.kubeconfigPath);
+      }).catch((err) => {
+        if (!/^the process serving .* exited$/.test(err?.message)) throw err;
+        throw new Error(
+          `edgeroll serve ${serveArgs.join(" ")} exited before it answered /readyz ` +
+            "(its own words are above, on stderr)",
+          { cause: err },
+        );
+      });
+    } finally {
+      await downCluster();
+    }
+
+    console.log(`\n| spec | API version | result |\n|---|---|---|`);
+    for (const o of outcomes) {
+      const note = excluded[stepName(o)] ? ` (excluded: ${excluded[stepName(o)].adr})` : "";
+      console.log(`| ${o.spec} | ${o.apiVersion} | ${o.state}${note} |`);
+    }
+    for (const o of outcomes.filter((o) => o.state !== "passed" && o.failure)) {
+      console.log(`\n${stepName(o)}: ${o.state}\n${trimmed(o.failure!)}`);
+    }
+    console.log(`\nreport and output: ${runDir}/report.json, ${runDir}/output.log`);
+
+    for (const version of ["v1alpha1", "v1beta1"]) {
+      const specs = outcomes.filter((o) => o.apiVersion === version).map((o) => o.spec);
+      assertEquals(specs.length, specsPerVersion, `the ${version} DaemonSet specs ran`);
+      assertEquals(new Set(specs).size, specs.length, `the ${version} spec texts are distinct`);
+    }
+    for (const name of Object.keys(excluded)) {
+      assert(outcomes.some((o) => stepName(o) === name), `excluded names no spec: ${name}`);
+    }
+    for (const o of outcomes) {
+      await t.step({
+        name: stepName(o),
+        ignore: stepName(o) in excluded,
+        fn: () => assertEquals(o.state, "passed", o.failure && trimmed(o.failure, 8, 800)),
+      });
+    }
+  },
+});
