@@ -3,12 +3,16 @@
  * `test/e2e/apps/v1alpha1/daemonset.go` and the same seven of `test/e2e/apps/v1beta1/daemonset.go`,
  * from the `kruise-e2e.test` binary that `cluster/build.sh --kruise` builds from the Kruise module
  * cluster/go/kruise-e2e pins. They run on the real control plane (three kwok nodes) with edgeroll
- * (`serve --kruise`) as the only controller of `daemonsets.apps.kruise.io`, whose CRD is ours
- * (manifests/crd/daemonsets.apps.kruise.io.yaml). Both files give the same spec texts, so a spec is
+ * (`serve --kruise`, and `relay --kruise`) as the only controller of `daemonsets.apps.kruise.io`,
+ * whose CRD is ours (ADR 0027): the one `deno task crd` writes to manifests/crd/kruise, with the
+ * conversion webhook pointed at the controller on loopback over HTTPS and the controller's own CA
+ * as `caBundle`, as the API server requires. Both files give the same spec texts, so a spec is
  * told apart by its source file in Ginkgo's JSON report. Every spec must pass but those `excluded`
  * names, each with its reason and ADR. `deno task test:kruise`; a CI stage.
  */
 import { assert, assertEquals } from "@std/assert";
+import { kruiseDaemonSetCrd } from "../../api/crd.ts";
+import { writePki } from "../../cluster/certs.ts";
 import { downCluster, upCluster } from "../../cluster/control-plane.ts";
 import { kubectl } from "../../cluster/kubectl.ts";
 import { withEdgeroll } from "../processes.ts";
@@ -23,10 +27,9 @@ import {
 
 const repo = new URL("../../", import.meta.url).pathname;
 const binary = `${repo}cluster/bin/kruise-e2e.test`;
-/** edgeroll's CRD for Kruise's DaemonSet (v1alpha1 and v1beta1), from the controller side. */
-const crdFile = `${repo}manifests/crd/daemonsets.apps.kruise.io.yaml`;
 const crdName = "daemonsets.apps.kruise.io";
 const serveArgs = ["--kruise", "--tick=5s"];
+const relayArgs = ["--kruise"];
 /** The last run's JSON report and output, kept for whoever reads a failure. */
 const runDir = `${repo}.cache/kruise-e2e`;
 
@@ -62,39 +65,24 @@ async function preflight(): Promise<void> {
   await Deno.stat(binary).catch(() => {
     throw new Error(`${binary} is missing: run cluster/build.sh --kruise (deno task test:kruise)`);
   });
-  await Deno.stat(crdFile).catch(() => {
-    throw new Error(
-      `${crdFile} is missing: edgeroll's CRD for Kruise's DaemonSet (${crdName}, v1alpha1 and ` +
-        "v1beta1) comes with the controller side of issue #15, which this tree lacks",
-    );
-  });
-  const help = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${repo}main.ts`, "serve", "--help"],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(help.stdout);
-  for (const flag of serveArgs.map((a) => a.replace(/=.*$/, ""))) {
-    if (!new RegExp(`^\\s+${flag}\\b`, "m").test(text)) {
-      throw new Error(
-        `edgeroll serve has no ${flag} flag (\`main.ts serve --help\` lists none): the controller ` +
-          `side of issue #15 (serve ${serveArgs.join(" ")}) is not in this tree`,
-      );
-    }
-  }
 }
 
-/** Creates the CRD file's objects and waits for the DaemonSet CRD to be served. */
-async function installCrd(kubeconfig: string): Promise<void> {
+/**
+ * Creates edgeroll's CRD for Kruise's DaemonSet, its conversion webhook at `controllerUrl`
+ * trusting `caFile`, and waits for it to be served.
+ */
+async function installCrd(kubeconfig: string, controllerUrl: string, caFile: string) {
+  const caBundle = btoa(await Deno.readTextFile(caFile)); // PEM is ASCII
+  const crd = kruiseDaemonSetCrd({ url: controllerUrl }, caBundle);
   // create, not apply: a CRD this large would overflow apply's last-applied annotation.
-  await kubectl(kubeconfig, ["create", "-f", crdFile]);
+  await kubectl(kubeconfig, ["create", "-f", "-"], JSON.stringify(crd));
   await kubectl(kubeconfig, [
     "wait",
     "--for=condition=Established",
     "--timeout=60s",
     `customresourcedefinition/${crdName}`,
   ]).catch((err) => {
-    throw new Error(`${crdFile} did not define an established ${crdName}`, { cause: err });
+    throw new Error(`the generated CRD did not become an established ${crdName}`, { cause: err });
   });
 }
 
@@ -156,10 +144,18 @@ Deno.test({
   async fn(t) {
     await preflight();
     let outcomes: SpecOutcome[] = [];
+    const tlsDir = await Deno.makeTempDir({ prefix: "edgeroll-kruise-tls-" });
     try {
       const cluster = await upCluster({ nodes: 3 });
-      await installCrd(cluster.kubeconfigPath);
-      await withEdgeroll(cluster.kubeconfigPath, { serveArgs }, async () => {
+      // The controller's serving certificate (for 127.0.0.1) and CA, apart from the cluster's.
+      const pki = await writePki(tlsDir);
+      const tls = {
+        certFile: pki.servingCertPath,
+        keyFile: pki.servingKeyPath,
+        caFile: pki.caCertPath,
+      };
+      await withEdgeroll(cluster.kubeconfigPath, { serveArgs, relayArgs, tls }, async (e) => {
+        await installCrd(cluster.kubeconfigPath, e.url, tls.caFile);
         outcomes = await runSpecs(cluster.kubeconfigPath);
       }).catch((err) => {
         if (!/^the process serving .* exited$/.test(err?.message)) throw err;
@@ -171,6 +167,7 @@ Deno.test({
       });
     } finally {
       await downCluster();
+      await Deno.remove(tlsDir, { recursive: true });
     }
 
     console.log(`\n| spec | API version | result |\n|---|---|---|`);
