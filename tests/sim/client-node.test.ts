@@ -1,11 +1,10 @@
-// deno-lint-ignore-file no-explicit-any -- Status bodies and watch objects are untyped JSON
 /**
  * Fidelity of the simulator as @kubernetes/client-node sees it: verbs, selectors, paging,
  * conflicts, patch types, watch (resume, bookmarks, 410), GC, finalizers, Tables, CRDs.
  */
 import * as k8s from "@kubernetes/client-node";
 import { assertEquals, assertRejects } from "@std/assert";
-import { apiCode, request, stillCluster, withSim } from "./helpers.ts";
+import { collectWatch, request, statusOf, stillCluster, withSim } from "./helpers.ts";
 import { eventually } from "../../lib/eventually.ts";
 
 /** A pod no simulated scheduler picks up, so it holds still unless a test moves it. */
@@ -18,16 +17,6 @@ function pod(name: string, labels: Record<string, string> = {}): k8s.V1Pod {
 
 function configMap(name: string, labels: Record<string, string> = {}): k8s.V1ConfigMap {
   return { metadata: { name, labels }, data: { key: name } };
-}
-
-async function statusOf(promise: Promise<unknown>): Promise<{ code?: number; body: any }> {
-  try {
-    await promise;
-  } catch (err) {
-    const body = (err as k8s.ApiException<string>).body;
-    return { code: apiCode(err), body: typeof body === "string" ? JSON.parse(body) : body };
-  }
-  throw new Error("expected the call to fail");
 }
 
 Deno.test("client-node: create, get, list with selectors and paging", async () => {
@@ -246,28 +235,6 @@ Deno.test("client-node: server-side apply creates, owns, removes dropped fields,
     assertEquals(forced.metadata?.managedFields?.map((m) => m.manager).sort(), ["alice", "bob"]);
   });
 });
-
-async function collectWatch(
-  kc: k8s.KubeConfig,
-  path: string,
-  params: Record<string, string | boolean>,
-  until: (events: [string, any][]) => boolean,
-  act: () => Promise<void> = async () => {},
-): Promise<[string, any][]> {
-  const events: [string, any][] = [];
-  const { promise: finished, resolve } = Promise.withResolvers<void>();
-  const controller = await new k8s.Watch(kc).watch(path, params, (type, object) => {
-    events.push([type, object]);
-    if (until(events)) resolve();
-  }, () => resolve());
-  try {
-    await act();
-    await finished;
-  } finally {
-    controller.abort();
-  }
-  return events;
-}
 
 Deno.test("client-node: watch resumes from a resourceVersion, sends bookmarks, 410 after compaction", async () => {
   await withSim({ bookmarkIntervalMs: 20 }, async (sim, kc) => {

@@ -54,3 +54,40 @@ export async function request(
 export function apiCode(err: unknown): number | undefined {
   return (err as { code?: number }).code;
 }
+
+/** The code and Status body a client-node call failed with (it must fail). */
+export async function statusOf(promise: Promise<unknown>): Promise<{ code?: number; body: any }> {
+  try {
+    await promise;
+  } catch (err) {
+    const body = (err as k8s.ApiException<string>).body;
+    return { code: apiCode(err), body: typeof body === "string" ? JSON.parse(body) : body };
+  }
+  throw new Error("expected the call to fail");
+}
+
+/**
+ * The events of a client-node watch of `path`, opened before `act` runs, until `until` says
+ * enough (or the server ends the stream).
+ */
+export async function collectWatch(
+  kc: k8s.KubeConfig,
+  path: string,
+  params: Record<string, string | boolean>,
+  until: (events: [string, any][]) => boolean,
+  act: () => Promise<void> = async () => {},
+): Promise<[string, any][]> {
+  const events: [string, any][] = [];
+  const { promise: finished, resolve } = Promise.withResolvers<void>();
+  const controller = await new k8s.Watch(kc).watch(path, params, (type, object) => {
+    events.push([type, object]);
+    if (until(events)) resolve();
+  }, () => resolve());
+  try {
+    await act();
+    await finished;
+  } finally {
+    controller.abort();
+  }
+  return events;
+}
