@@ -9,6 +9,7 @@ import { ApiError, type StatusCause } from "./status.ts";
 import type { ResourceType, SchemaProps } from "./resources.ts";
 import { labelSelectorMatcher } from "./selectors.ts";
 import { immutableRule, unsupportedRules, validateAndPrune } from "./validation.ts";
+import { caBundlePem } from "./crds.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = Record<string, any>;
@@ -264,6 +265,7 @@ function validateCrd(crd: Any, causes: StatusCause[]): void {
       });
     }
   });
+  validateConversion(spec.conversion, causes);
   const storage = (spec.versions ?? []).filter((v: Any) => v.storage).length;
   if (Array.isArray(spec.versions) && storage !== 1) {
     causes.push({
@@ -272,6 +274,62 @@ function validateCrd(crd: Any, causes: StatusCause[]): void {
         `spec.versions: Invalid value: must have exactly one version marked as storage version`,
       field: "spec.versions",
     });
+  }
+}
+
+/**
+ * `spec.conversion` as kube-apiserver checks it, but for the scheme: sim calls `http://` urls
+ * too, on loopback (ADR 0028).
+ */
+function validateConversion(conversion: Any | undefined, causes: StatusCause[]): void {
+  const cause = (reason: string, field: string, message: string) =>
+    causes.push({ reason, field, message: `${field}: ${message}` });
+  const strategy = conversion?.strategy ?? "None";
+  const webhook = conversion?.webhook;
+  if (strategy !== "None" && strategy !== "Webhook") {
+    cause(
+      "FieldValueNotSupported",
+      "spec.conversion.strategy",
+      `Unsupported value: "${strategy}": supported values: "None", "Webhook"`,
+    );
+  } else if (strategy === "None" && webhook !== undefined) {
+    cause(
+      "FieldValueForbidden",
+      "spec.conversion.webhook",
+      "Forbidden: should be empty if conversion strategy is None",
+    );
+  } else if (strategy === "Webhook" && !webhook) {
+    cause("FieldValueRequired", "spec.conversion.webhook", "Required value");
+  }
+  if (strategy !== "Webhook" || !webhook) return;
+  const reviewVersions = webhook.conversionReviewVersions;
+  if (!Array.isArray(reviewVersions) || reviewVersions.length === 0) {
+    cause(
+      "FieldValueRequired",
+      "spec.conversion.webhook.conversionReviewVersions",
+      "Required value",
+    );
+  } else if (!reviewVersions.some((v) => v === "v1" || v === "v1beta1")) {
+    cause(
+      "FieldValueInvalid",
+      "spec.conversion.webhook.conversionReviewVersions",
+      `Invalid value: ${JSON.stringify(reviewVersions)}: must include at least one of v1, v1beta1`,
+    );
+  }
+  const config = webhook.clientConfig ?? {};
+  const where = "spec.conversion.webhook.clientConfig";
+  if ((config.url === undefined) === (config.service === undefined)) {
+    cause("FieldValueRequired", where, "Required value: exactly one of url or service is required");
+  }
+  if (config.url !== undefined && !/^https?:\/\/[^/?#]/.test(String(config.url))) {
+    cause(
+      "FieldValueInvalid",
+      `${where}.url`,
+      `Invalid value: "${config.url}": must be an http:// or https:// URL`,
+    );
+  }
+  if (config.caBundle && caBundlePem(String(config.caBundle)) === undefined) {
+    cause("FieldValueInvalid", `${where}.caBundle`, "Invalid value: must be base64");
   }
 }
 

@@ -1,12 +1,13 @@
 /**
  * What `startSim` gives the simulator's HTTP layer: the store, the registry of resource types,
- * the bearer tokens and who they are, the faults, the request counters and the cluster's
- * behaviour.
+ * the bearer tokens and who they are, the faults, the request counters, the cluster's
+ * behaviour and the CRD conversions.
  */
 import type { Store } from "./store.ts";
 import type { ResourceRegistry } from "./resources.ts";
 import type { FaultInjector, RequestStats } from "./faults.ts";
 import type { ClusterBehaviour } from "./behaviour.ts";
+import type { Conversions } from "./conversion.ts";
 
 export interface UserInfo {
   username: string;
@@ -24,6 +25,8 @@ export interface ServerContext {
   behaviour: () => ClusterBehaviour;
   /** How often a watch that allows bookmarks gets one. */
   bookmarkIntervalMs: number;
+  /** Calls CRDs' conversion webhooks and keeps the views they answered. */
+  conversions: Conversions;
   /** Told when the admin API cuts or heals a node's link, after the behaviour was. */
   onNodeLink?: (node: string, link: "disconnect" | "reconnect") => Promise<void>;
 }

@@ -1,9 +1,10 @@
 /**
  * CustomResourceDefinitions: a stored CRD makes its group/version/kind served (every served
- * version, with the CRD's schema, printer columns and status subresource); a deleted CRD
- * stops serving and takes its objects with it.
+ * version, with the CRD's schema, printer columns, status subresource and conversion webhook);
+ * a deleted CRD stops serving and takes its objects with it.
  */
 import type { KubeObject, Store } from "./store.ts";
+import type { WebhookConversion } from "./conversion.ts";
 import {
   ALL_VERBS,
   type PrinterColumn,
@@ -36,12 +37,61 @@ interface CrdSpec {
     categories?: string[];
   };
   versions: CrdVersion[];
+  conversion?: {
+    strategy?: string;
+    webhook?: {
+      conversionReviewVersions?: string[];
+      clientConfig?: {
+        url?: string;
+        caBundle?: string;
+        service?: { namespace?: string; name?: string; port?: number; path?: string };
+      };
+    };
+  };
+}
+
+/** The PEM a `caBundle` holds; undefined when it is not base64. */
+export function caBundlePem(caBundle: string): string | undefined {
+  try {
+    return atob(caBundle);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The CRD's conversion webhook (strategy `Webhook`). One sim cannot call is kept with the
+ * reason, so the CRD is served and only its conversions fail (its storage version reads and
+ * writes as usual), as kube-apiserver's do when the webhook is down.
+ */
+function webhookConversion(spec: CrdSpec): WebhookConversion | undefined {
+  if (spec.conversion?.strategy !== "Webhook") return undefined;
+  const webhook = spec.conversion.webhook ?? {};
+  const config = webhook.clientConfig ?? {};
+  const service = config.service;
+  const caPem = config.caBundle ? caBundlePem(config.caBundle) : undefined;
+  const unreachable = service
+    ? `sim resolves no Services, so it cannot call clientConfig.service ${service.namespace}/${service.name}; give the CRD a clientConfig.url`
+    : !config.url
+    ? "the CRD has no clientConfig.url"
+    : config.caBundle && caPem === undefined
+    ? "clientConfig.caBundle is not base64"
+    : undefined;
+  return {
+    storageVersion: `${spec.group}/${spec.versions.find((v) => v.storage)?.name}`,
+    kind: spec.names.kind,
+    url: config.url,
+    unreachable,
+    caPem,
+    reviewVersions: webhook.conversionReviewVersions ?? [],
+  };
 }
 
 /** The resource types a CRD serves, storage version first. */
 export function typesOfCrd(crd: KubeObject): ResourceType[] {
   const spec = crd.spec as CrdSpec;
   const versions = [...spec.versions].sort((a, b) => Number(b.storage) - Number(a.storage));
+  const conversion = webhookConversion(spec);
   return versions.filter((v) => v.served !== false).map((v) => ({
     group: spec.group,
     version: v.name,
@@ -58,6 +108,7 @@ export function typesOfCrd(crd: KubeObject): ResourceType[] {
     custom: {
       printerColumns: v.additionalPrinterColumns ?? [],
       schema: v.schema?.openAPIV3Schema,
+      ...(conversion ? { conversion } : {}),
     },
   }));
 }

@@ -7,7 +7,9 @@ import { apiVersionOf } from "./resources.ts";
 import { ApiError, successStatus } from "./status.ts";
 import type { ServerContext } from "./context.ts";
 import { type BodyVerb, createdStatus, json, optionalInt, type Target } from "./http.ts";
-import { present, selectorFilter } from "./read.ts";
+import { present, selectObjects, view } from "./read.ts";
+import { withMetadata } from "./conversion.ts";
+import type { ResourceType } from "./resources.ts";
 
 /** Namespaces kube-apiserver refuses to delete. */
 const PERMANENT_NAMESPACES = ["default", "kube-system", "kube-public"];
@@ -36,7 +38,16 @@ function deleteOptions(body: unknown, params: URLSearchParams) {
   };
 }
 
-export const deleteObject: BodyVerb = (ctx, target, body, params) => {
+/**
+ * The answer to a delete, in the request's version: for a kind with a conversion webhook, the
+ * view converted `before` with the metadata the delete left (all a delete changes), as
+ * kube-apiserver converts before it deletes.
+ */
+function deleted(type: ResourceType, before: KubeObject | undefined, object: KubeObject) {
+  return before && type.custom?.conversion ? withMetadata(before, object) : present(type, object);
+}
+
+export const deleteObject: BodyVerb = async (ctx, target, body, params) => {
   const { type } = target;
   const { store } = ctx;
   const options = deleteOptions(body, params);
@@ -48,13 +59,15 @@ export const deleteObject: BodyVerb = (ctx, target, body, params) => {
     );
   }
   if (options.dryRun) {
-    return json(present(type, store.get(type.storage, target.namespace, target.name!)));
+    return json(await view(ctx, type, store.get(type.storage, target.namespace, target.name!)));
   }
+  const stored = store.peek(type.storage, target.namespace, target.name!);
+  const before = stored && type.custom?.conversion ? await view(ctx, type, stored) : undefined;
   const { object, removed } = store.delete(type.storage, target.namespace, target.name!, options);
   // Like kube-apiserver: pods and custom resources answer with the object, others with a
   // Status once the object is gone.
   if (!removed || type.storage === "pods" || type.custom) {
-    return json(present(type, object));
+    return json(deleted(type, before, object));
   }
   return json(successStatus({
     name: object.metadata.name,
@@ -64,19 +77,16 @@ export const deleteObject: BodyVerb = (ctx, target, body, params) => {
   } as Record<string, string>));
 };
 
-export function deleteCollection(
+export async function deleteCollection(
   ctx: ServerContext,
   url: URL,
   target: Target,
   body: unknown,
-): Response {
+): Promise<Response> {
   const { type } = target;
   const { store } = ctx;
   const options = deleteOptions(body, url.searchParams);
-  const victims = store.scan(type.storage, {
-    namespace: target.namespace,
-    filter: selectorFilter(url, type),
-  });
+  const victims = await selectObjects(ctx, url, target);
   const items: KubeObject[] = [];
   for (const victim of victims) {
     if (options.dryRun) {
@@ -90,7 +100,7 @@ export function deleteCollection(
         victim.metadata.name,
         options,
       );
-      items.push(present(type, object));
+      items.push(deleted(type, victim, object));
     } catch (err) {
       if (!(err instanceof StoreError) || err.code !== 404) throw err;
     }

@@ -23,7 +23,7 @@ export type BodyVerb = (
   target: Target,
   body: unknown,
   params: URLSearchParams,
-) => Response;
+) => Response | Promise<Response>;
 
 export const JSON_TYPE = "application/json";
 

@@ -1,6 +1,7 @@
 /**
  * The read verbs of the Kubernetes API: get and list (selectors, pages and their continue
- * tokens, Tables), and how a stored object is presented to clients of a version.
+ * tokens, Tables), and how a stored object is presented to clients of a version: renamed, or
+ * converted by its CRD's webhook.
  */
 import { type KubeObject, StoreError } from "./store.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
@@ -10,16 +11,61 @@ import { type IncludeObject, toTable } from "./table.ts";
 import type { ServerContext } from "./context.ts";
 import { json, optionalInt, type Target } from "./http.ts";
 
-/** The object as clients of `type`'s version see it. */
+/**
+ * The object as clients of `type`'s version see it, where no webhook is needed for it: it is in
+ * that version already (a view `views` answered, too), or its kind converts without one.
+ */
 export function present(type: ResourceType, object: KubeObject): KubeObject {
   const apiVersion = apiVersionOf(type);
   if (!type.fromStorage && object.apiVersion === apiVersion && object.kind === type.kind) {
     return object;
   }
+  const conversion = type.custom?.conversion;
+  if (conversion && (object.apiVersion ?? conversion.storageVersion) !== apiVersion) {
+    throw new Error(`a ${object.apiVersion} ${type.kind} needs its webhook to be ${apiVersion}`);
+  }
   const view = type.fromStorage ? type.fromStorage(object) : { ...object };
   view.apiVersion = apiVersion;
   view.kind = type.kind;
   return view;
+}
+
+/** `present` for every kind: through the CRD's conversion webhook where it has one. */
+export function views(
+  ctx: ServerContext,
+  type: ResourceType,
+  objects: readonly KubeObject[],
+): Promise<KubeObject[]> {
+  const conversion = type.custom?.conversion;
+  if (!conversion) return Promise.resolve(objects.map((o) => present(type, o)));
+  return ctx.conversions.convert(conversion, objects, apiVersionOf(type));
+}
+
+export async function view(
+  ctx: ServerContext,
+  type: ResourceType,
+  object: KubeObject,
+): Promise<KubeObject> {
+  return (await views(ctx, type, [object]))[0];
+}
+
+/**
+ * The objects of `target` its request's selectors pick: the stored ones, or for a kind with a
+ * conversion webhook their views, which the selectors judge (a version's selectable fields are
+ * its own). The store is read before the call returns, whatever the webhook then takes.
+ */
+export function selectObjects(
+  ctx: ServerContext,
+  url: URL,
+  target: Target,
+): Promise<readonly KubeObject[]> {
+  const { type, namespace } = target;
+  const filter = selectorFilter(url, type);
+  if (!type.custom?.conversion) {
+    return Promise.resolve(ctx.store.scan(type.storage, { namespace, filter }));
+  }
+  return views(ctx, type, ctx.store.scan(type.storage, { namespace }))
+    .then((all) => all.filter(filter));
 }
 
 /** Whether an object of `type` matches the request's label and field selectors. */
@@ -66,12 +112,17 @@ function decodeContinue(token: string): { rv: number; start: string } {
   throw new ApiError(400, "BadRequest", "continue key is not valid");
 }
 
-export function getObject(ctx: ServerContext, req: Request, url: URL, target: Target): Response {
+export async function getObject(
+  ctx: ServerContext,
+  req: Request,
+  url: URL,
+  target: Target,
+): Promise<Response> {
   const object = ctx.store.peek(target.type.storage, target.namespace, target.name!);
   if (!object) {
     throw new StoreError(404, "NotFound", `${target.type.storage} "${target.name}" not found`);
   }
-  const presented = present(target.type, object);
+  const presented = await view(ctx, target.type, object);
   if (wantsTable(req)) {
     return json(toTable(target.type, [presented], {
       now: ctx.store.now(),
@@ -82,12 +133,17 @@ export function getObject(ctx: ServerContext, req: Request, url: URL, target: Ta
   return json(presented);
 }
 
-export function listObjects(ctx: ServerContext, req: Request, url: URL, target: Target): Response {
-  const { type, namespace } = target;
+export async function listObjects(
+  ctx: ServerContext,
+  req: Request,
+  url: URL,
+  target: Target,
+): Promise<Response> {
+  const { type } = target;
   const { store } = ctx;
   const params = url.searchParams;
-  const all = store.scan(type.storage, { namespace, filter: selectorFilter(url, type) });
   const resourceVersion = store.resourceVersion;
+  const all = await selectObjects(ctx, url, target);
   let start = 0;
   const token = params.get("continue");
   if (token) {

@@ -3,6 +3,7 @@
  * know about each resource. Built-in kinds are fixed here; a created CRD adds its own.
  */
 import type { KubeObject } from "./store.ts";
+import type { WebhookConversion } from "./conversion.ts";
 
 export interface PrinterColumn {
   name: string;
@@ -56,8 +57,15 @@ export interface ResourceType {
    * kube-apiserver allows them per resource (anything else is a 400).
    */
   fieldLabels: string[];
-  /** Custom resources: their printer columns and schema; strategic merge is refused. */
-  custom?: { printerColumns: PrinterColumn[]; schema?: SchemaProps };
+  /**
+   * Custom resources: their printer columns and schema (strategic merge is refused), and the
+   * CRD's conversion webhook when it has one (sim/conversion.ts).
+   */
+  custom?: {
+    printerColumns: PrinterColumn[];
+    schema?: SchemaProps;
+    conversion?: WebhookConversion;
+  };
 }
 
 export const ALL_VERBS = [

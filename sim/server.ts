@@ -186,21 +186,21 @@ export class SimServer {
     try {
       switch (verb) {
         case "get":
-          return getObject(this.ctx, req, url, target);
+          return await getObject(this.ctx, req, url, target);
         case "list":
-          return listObjects(this.ctx, req, url, target);
+          return await listObjects(this.ctx, req, url, target);
         case "watch":
           return watchObjects(this.ctx, this.#watches, req, url, target);
         case "create":
-          return createObject(this.ctx, target, await readBody(req), url.searchParams);
+          return await createObject(this.ctx, target, await readBody(req), url.searchParams);
         case "update":
-          return updateObject(this.ctx, target, await readBody(req), url.searchParams);
+          return await updateObject(this.ctx, target, await readBody(req), url.searchParams);
         case "patch":
           return patchObject(this.ctx, req, target, url.searchParams);
         case "delete":
-          return deleteObject(this.ctx, target, await readBody(req), url.searchParams);
+          return await deleteObject(this.ctx, target, await readBody(req), url.searchParams);
         case "deletecollection":
-          return deleteCollection(this.ctx, url, target, await readBody(req));
+          return await deleteCollection(this.ctx, url, target, await readBody(req));
       }
     } catch (err) {
       return failure(err, target);

@@ -13,6 +13,7 @@ import { type ClusterBehaviour, clusterBehaviour, type StartBehaviour } from "./
 import { SimServer } from "./server.ts";
 import type { UserInfo } from "./context.ts";
 import { selfSignedCertificate, type ServingCertificate } from "./tls.ts";
+import { Conversions } from "./conversion.ts";
 
 export interface SimOptions {
   /** Simulated nodes `edge-1`…`edge-N`. Default 3. */
@@ -134,6 +135,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   });
   let onNodeLink: (name: string, link: "disconnect" | "reconnect") => Promise<void> = () =>
     Promise.resolve();
+  const conversions = new Conversions();
   const server = new SimServer({
     store,
     registry,
@@ -142,6 +144,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     stats: new RequestStats(),
     behaviour: () => behaviour,
     bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
+    conversions,
     onNodeLink: (name, link) => onNodeLink(name, link),
   });
   const abort = new AbortController();
@@ -235,6 +238,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         server.closeWatches();
         abort.abort();
         await http.finished;
+        conversions.close();
         for (const name of nodeListeners.keys()) await closeNodeListener(name);
         // Already gone is fine: the files are ours and temporary.
         for (const path of [...nodeKubeconfigs, ...(temporary ? [kubeconfigPath] : [])]) {

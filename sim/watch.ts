@@ -1,7 +1,8 @@
 /**
  * Watch streams: newline-delimited JSON events of one resource, as kube-apiserver sends them
  * (the current objects, or a replay from a resourceVersion; selectors, Tables, bookmarks, 410
- * Expired), and the set of them a server has open.
+ * Expired; objects converted by their CRD's webhook, in order), and the set of them a server has
+ * open.
  */
 import { type KubeObject, type Store, StoreError, type StoreEvent } from "./store.ts";
 import { apiVersionOf, type ResourceType } from "./resources.ts";
@@ -9,7 +10,7 @@ import { ApiError, toStatus } from "./status.ts";
 import { type IncludeObject, toTable } from "./table.ts";
 import type { ServerContext } from "./context.ts";
 import { flag, JSON_TYPE, optionalInt, type Target } from "./http.ts";
-import { includeObject, objectKey, present, selectorFilter, wantsTable } from "./read.ts";
+import { includeObject, objectKey, present, selectorFilter, views, wantsTable } from "./read.ts";
 
 /** One open watch stream. */
 export interface OpenWatch {
@@ -56,6 +57,12 @@ interface WatchRequest {
  */
 interface WatchStream extends OpenWatch {
   send(line: Uint8Array): void;
+  /**
+   * Lines `work` will answer (a webhook's conversions awaited): they and whatever is sent after
+   * them wait for it, so the stream keeps the store's order. A failure ends the stream with one
+   * ERROR event, its Status.
+   */
+  defer(work: () => Promise<Uint8Array[]>): void;
   /** `stop` runs when the stream closes: the store subscription's end, the timers' clearing. */
   onClose(stop: () => void): void;
 }
@@ -136,6 +143,8 @@ function openStream(
   const stops: (() => void)[] = [];
   let closed = false;
   let pending: Uint8Array[] = [];
+  // While deferred work runs: what was sent after it, in order.
+  let backlog: (Uint8Array | (() => Promise<Uint8Array[]>))[] | undefined;
   const flush = () => {
     const lines = pending;
     pending = [];
@@ -150,6 +159,7 @@ function openStream(
     if (closed) return;
     flush();
     closed = true;
+    backlog = undefined;
     stops.forEach((stop) => stop());
     open.delete(stream);
     try {
@@ -158,10 +168,36 @@ function openStream(
   };
   const send = (line: Uint8Array) => {
     if (closed) return;
+    if (backlog) return void backlog.push(line);
     if (pending.length === 0) queueMicrotask(flush);
     pending.push(line);
   };
-  const stream: WatchStream = { send, close, onClose: (stop) => stops.push(stop) };
+  const drain = async () => {
+    while (!closed && backlog && backlog.length > 0) {
+      const next = backlog.shift()!;
+      if (next instanceof Uint8Array) {
+        pending.push(next);
+        continue;
+      }
+      flush();
+      try {
+        pending.push(...await next());
+      } catch (err) {
+        pending.push(eventLine("ERROR", toStatus(err)));
+        return close();
+      }
+    }
+    flush();
+    backlog = undefined;
+  };
+  const defer = (work: () => Promise<Uint8Array[]>) => {
+    if (closed) return;
+    if (backlog) return void backlog.push(work);
+    flush();
+    backlog = [work];
+    void drain();
+  };
+  const stream: WatchStream = { send, defer, close, onClose: (stop) => stops.push(stop) };
   open.add(stream);
   return stream;
 }
@@ -177,17 +213,27 @@ function startWatch(
   const render = eventRenderer(store, watches, request);
   // Objects that matched the selectors when last seen: leaving the selection is a DELETED.
   const matching = new Set<string>();
-  sendInitialEvents(store, request, matching, render, stream);
-  const onEvent = (event: StoreEvent) => {
-    const key = objectKey(event.object);
-    if (request.filter(event.object)) {
+  sendInitialEvents(ctx, request, matching, render, stream);
+  /** The line an event makes (none: the watch does not select it, and did not before). */
+  const lineOf = (event: StoreEvent, view: KubeObject) => {
+    const key = objectKey(view);
+    if (request.filter(view)) {
       if (event.type === "DELETED") matching.delete(key);
       else matching.add(key);
-      stream.send(render(event.type, event));
-    } else if (matching.delete(key)) {
-      stream.send(render("DELETED", event));
+      return render(event.type, event, view);
     }
+    return matching.delete(key) ? render("DELETED", event, view) : undefined;
   };
+  const onEvent = request.type.custom?.conversion
+    ? (event: StoreEvent) =>
+      withViews(ctx, request, stream, [event.object], ([view]) => {
+        const line = lineOf(event, view);
+        return line ? [line] : [];
+      })
+    : (event: StoreEvent) => {
+      const line = lineOf(event, event.object);
+      if (line) stream.send(line);
+    };
   if (!follow(store, request, onEvent, stream)) return;
   const timers = [setTimeout(stream.close, request.timeoutSeconds * 1000)];
   const drop = faults.current.watchDropSeconds;
@@ -201,30 +247,53 @@ function startWatch(
 }
 
 /**
+ * Sends the lines `then` makes of `objects` as the watch's version shows them: at once, or for
+ * a kind with a conversion webhook once it answered (called now, so that the stream's order only
+ * waits for the answer), in the stream's order. The views judge the selectors: a version's
+ * selectable fields are its own.
+ */
+function withViews(
+  ctx: ServerContext,
+  request: WatchRequest,
+  stream: WatchStream,
+  objects: readonly KubeObject[],
+  then: (views: readonly KubeObject[]) => Uint8Array[],
+): void {
+  if (!request.type.custom?.conversion) {
+    for (const line of then(objects)) stream.send(line);
+    return;
+  }
+  const converting = views(ctx, request.type, objects);
+  converting.catch(() => {}); // answered in the stream, or dropped with it
+  stream.defer(async () => then(await converting));
+}
+
+/**
  * The current objects the watch selects, remembered in `matching`, and sent as ADDED when the
  * watch starts from now; then, asked for with bookmarks, the bookmark that ends them.
  */
 function sendInitialEvents(
-  store: Store,
+  ctx: ServerContext,
   request: WatchRequest,
   matching: Set<string>,
-  render: (eventType: string, event: StoreEvent) => Uint8Array,
+  render: (eventType: string, event: StoreEvent, object: KubeObject) => Uint8Array,
   stream: WatchStream,
 ): void {
   const { type, namespace, filter } = request;
-  for (const object of store.scan(type.storage, { namespace, filter })) {
-    matching.add(objectKey(object));
-    if (request.since === undefined) {
-      stream.send(render("ADDED", {
-        type: "ADDED",
-        resource: type.storage,
-        object,
-        resourceVersion: Number(object.metadata.resourceVersion),
-      }));
-    }
-  }
+  const objects = ctx.store.scan(type.storage, { namespace });
+  withViews(ctx, request, stream, objects, (all) =>
+    all.flatMap((view, i) => {
+      if (!filter(view)) return [];
+      matching.add(objectKey(view));
+      if (request.since !== undefined) return [];
+      const object = objects[i];
+      const resourceVersion = Number(object.metadata.resourceVersion);
+      return [
+        render("ADDED", { type: "ADDED", resource: type.storage, object, resourceVersion }, view),
+      ];
+    }));
   if (request.sendInitial && request.bookmarks) {
-    stream.send(bookmark(store, type, { "k8s.io/initial-events-end": "true" }));
+    stream.send(bookmark(ctx.store, type, { "k8s.io/initial-events-end": "true" }));
   }
 }
 
@@ -250,24 +319,27 @@ function follow(
   }
 }
 
-/** How the watch writes an event: its object as the watch's version shows it, or a Table. */
+/**
+ * How the watch writes an event: its object (stored, or the view converted for the watch) as
+ * the watch's version shows it, or a Table.
+ */
 function eventRenderer(
   store: Store,
   watches: Watches,
   request: WatchRequest,
-): (eventType: string, event: StoreEvent) => Uint8Array {
+): (eventType: string, event: StoreEvent, object: KubeObject) => Uint8Array {
   const { type } = request;
   let firstTable = true;
-  return (eventType, event) => {
-    if (!request.table) return sharedLine(watches, type, eventType, event);
-    const object = toTable(type, [present(type, event.object)], {
+  return (eventType, event, object) => {
+    if (!request.table) return sharedLine(watches, type, eventType, event, object);
+    const table = toTable(type, [present(type, object)], {
       now: store.now(),
       includeObject: request.includeObject,
       listMeta: { resourceVersion: String(event.resourceVersion) },
       omitColumns: !firstTable,
     });
     firstTable = false;
-    return eventLine(eventType, object);
+    return eventLine(eventType, table);
   };
 }
 
@@ -277,12 +349,13 @@ function sharedLine(
   type: ResourceType,
   eventType: string,
   event: StoreEvent,
+  object: KubeObject,
 ): Uint8Array {
   let views = watches.lines.get(event);
   if (!views) watches.lines.set(event, views = new Map());
   const key = `${apiVersionOf(type)}|${eventType}`;
   let line = views.get(key);
-  if (!line) views.set(key, line = eventLine(eventType, present(type, event.object)));
+  if (!line) views.set(key, line = eventLine(eventType, present(type, object)));
   return line;
 }
 

@@ -13,7 +13,8 @@ import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type Json } 
 import { serverSideApply } from "./apply.ts";
 import type { ServerContext } from "./context.ts";
 import { type BodyVerb, createdStatus, flag, json, type Target } from "./http.ts";
-import { present } from "./read.ts";
+import { view } from "./read.ts";
+import { alignKeys } from "./conversion.ts";
 import { evict } from "./delete.ts";
 
 /** Common checks of a body sent to create or replace an object of `target`. */
@@ -61,16 +62,34 @@ function normalize(target: Target, body: unknown): KubeObject {
   return object;
 }
 
-/** The object as stored, from what a client of `type`'s version sent. */
-function toStorage(ctx: ServerContext, type: ResourceType, object: KubeObject): KubeObject {
+/**
+ * The object as stored, from what a client of `type`'s version sent: renamed, or converted by
+ * the CRD's webhook (an update's keys put back in the stored object's order, so that a round
+ * trip through the webhook changes neither generation nor resourceVersion).
+ */
+async function toStorage(
+  ctx: ServerContext,
+  type: ResourceType,
+  object: KubeObject,
+  stored: KubeObject | undefined,
+): Promise<KubeObject> {
+  const conversion = type.custom?.conversion;
+  if (conversion) {
+    const [converted] = await ctx.conversions.convert(
+      conversion,
+      [object],
+      conversion.storageVersion,
+    );
+    return stored && converted !== object ? alignKeys(converted, stored) as KubeObject : converted;
+  }
   if (!type.toStorage) return object;
-  const stored = type.toStorage(object);
+  const storable = type.toStorage(object);
   const storageType = ctx.registry.byStorage(type.storage);
   if (storageType) {
-    stored.apiVersion = apiVersionOf(storageType);
-    stored.kind = storageType.kind;
+    storable.apiVersion = apiVersionOf(storageType);
+    storable.kind = storageType.kind;
   }
-  return stored;
+  return storable;
 }
 
 function requireNamespace(ctx: ServerContext, target: Target): void {
@@ -99,19 +118,37 @@ export const createObject: BodyVerb = (ctx, target, body, params) => {
     return bind(ctx, { ...target, name }, body);
   }
   if (type.storage === "tokenreviews.authentication.k8s.io") return tokenReview(ctx, body);
-  const object = toStorage(ctx, type, normalize(target, body));
+  const object = normalize(target, body);
   requireNamespace(ctx, target);
   return admitAndStore(ctx, type, object, undefined, params);
 };
 
-export const updateObject: BodyVerb = (ctx, target, body, params) => {
-  const { type } = target;
-  const { store } = ctx;
-  const incoming = toStorage(ctx, type, normalize(target, body));
-  const stored = store.get(type.storage, target.namespace, target.name!);
-  const next = splitStatus(type, target.subresource, incoming, stored);
-  return admitAndStore(ctx, type, next, stored, params);
-};
+/**
+ * The object changed while the write awaited its conversion (a webhook's answer; for other
+ * kinds a turn of the event loop): the write starts again from what is stored now, as
+ * kube-apiserver's GuaranteedUpdate does; a 409 if it keeps happening.
+ */
+class StaleRead extends StoreError {}
+
+async function retried(write: () => Promise<Response>): Promise<Response> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!(err instanceof StaleRead) || attempt === 5) throw err;
+    }
+  }
+}
+
+export const updateObject: BodyVerb = (ctx, target, body, params) =>
+  retried(async () => {
+    const { type } = target;
+    const incoming = normalize(target, body);
+    const stored = ctx.store.get(type.storage, target.namespace, target.name!);
+    const old = await view(ctx, type, stored);
+    const next = splitStatus(type, target.subresource, incoming, old);
+    return admitAndStore(ctx, type, next, { stored, old }, params);
+  });
 
 export async function patchObject(
   ctx: ServerContext,
@@ -119,11 +156,20 @@ export async function patchObject(
   target: Target,
   params: URLSearchParams,
 ): Promise<Response> {
-  const { type } = target;
-  const { store } = ctx;
   const contentType = (req.headers.get("content-type") ?? "").split(";")[0].trim();
   const text = await req.text();
-  const stored = store.tryGet(type.storage, target.namespace, target.name!);
+  return await retried(() => patchOnce(ctx, target, contentType, text, params));
+}
+
+async function patchOnce(
+  ctx: ServerContext,
+  target: Target,
+  contentType: string,
+  text: string,
+  params: URLSearchParams,
+): Promise<Response> {
+  const { type } = target;
+  const stored = ctx.store.tryGet(type.storage, target.namespace, target.name!);
   if (contentType === "application/apply-patch+yaml") {
     return apply(ctx, target, text, stored, params);
   }
@@ -136,7 +182,8 @@ export async function patchObject(
   } catch {
     throw new ApiError(400, "BadRequest", "the patch is not valid JSON");
   }
-  const current = present(type, stored) as unknown as Json;
+  const old = await view(ctx, type, stored);
+  const current = old as unknown as Json;
   let patched: Json;
   switch (contentType) {
     case "application/json-patch+json":
@@ -168,18 +215,18 @@ export async function patchObject(
   object.metadata ??= { name: stored.metadata.name };
   object.metadata.name = stored.metadata.name;
   object.metadata.namespace = stored.metadata.namespace;
-  const next = splitStatus(type, target.subresource, toStorage(ctx, type, object), stored);
-  return admitAndStore(ctx, type, next, stored, params);
+  const next = splitStatus(type, target.subresource, object, old);
+  return admitAndStore(ctx, type, next, { stored, old }, params);
 }
 
 /** Server-side apply: a patch of type `application/apply-patch+yaml`. */
-function apply(
+async function apply(
   ctx: ServerContext,
   target: Target,
   text: string,
   stored: KubeObject | undefined,
   params: URLSearchParams,
-): Response {
+): Promise<Response> {
   const { type } = target;
   const { store } = ctx;
   const manager = params.get("fieldManager");
@@ -209,37 +256,50 @@ function apply(
       throw new StoreError(404, "NotFound", `${type.storage} "${target.name}" not found`);
     }
     requireNamespace(ctx, target);
-    const object = toStorage(ctx, type, serverSideApply(undefined, config, options));
+    const object = serverSideApply(undefined, config, options);
     return admitAndStore(ctx, type, object, undefined, params);
   }
-  const live = present(type, stored);
-  const merged = toStorage(ctx, type, serverSideApply(live, config, options));
+  const old = await view(ctx, type, stored);
+  const merged = serverSideApply(old, config, options);
   merged.metadata.resourceVersion = config.metadata.resourceVersion ??
     stored.metadata.resourceVersion;
-  const next = splitStatus(type, target.subresource, merged, stored);
+  const next = splitStatus(type, target.subresource, merged, old);
   if (target.subresource === "status") {
     next.metadata.managedFields = merged.metadata.managedFields;
   }
-  return admitAndStore(ctx, type, next, stored, params);
+  return admitAndStore(ctx, type, next, { stored, old }, params);
 }
 
 /**
- * Admits `next` against what is `stored` (nothing: a create) and stores it, or only answers
- * on a dry run: 201 for a create, 200 for an update, with the field-validation warnings.
+ * Admits `next` against the `old` object (as the request's version sees what is `stored`;
+ * nothing: a create), as kube-apiserver admits in the request's version, and stores it in the
+ * storage version, or only answers on a dry run: 201 for a create, 200 for an update, with the
+ * field-validation warnings. The answer is in the request's version.
  */
-function admitAndStore(
+async function admitAndStore(
   ctx: ServerContext,
   type: ResourceType,
   next: KubeObject,
-  stored: KubeObject | undefined,
+  existing: { stored: KubeObject; old: KubeObject } | undefined,
   params: URLSearchParams,
-): Response {
+): Promise<Response> {
   const { store } = ctx;
-  const warnings = fieldValidation(type, admit(type, next, stored, store.now()), params);
-  const status = stored ? 200 : 201;
-  if (params.get("dryRun")) return json(present(type, next), status, warnings);
-  const saved = stored ? store.update(type.storage, next) : store.create(type.storage, next);
-  return json(present(type, saved), status, warnings);
+  const warnings = fieldValidation(type, admit(type, next, existing?.old, store.now()), params);
+  const status = existing ? 200 : 201;
+  const storable = await toStorage(ctx, type, next, existing?.stored);
+  if (existing) {
+    const { namespace, name, resourceVersion } = existing.stored.metadata;
+    const now = store.peek(type.storage, namespace, name)?.metadata.resourceVersion;
+    if (now !== resourceVersion) {
+      throw new StaleRead(409, "Conflict", `${type.storage} "${name}" changed while converted`);
+    }
+  }
+  const saved = params.get("dryRun")
+    ? storable
+    : existing
+    ? store.update(type.storage, storable)
+    : store.create(type.storage, storable);
+  return json(await view(ctx, type, saved), status, warnings);
 }
 
 /**

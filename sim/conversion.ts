@@ -1,0 +1,297 @@
+/**
+ * CRD conversion webhooks, called as kube-apiserver calls them (ADR 0028). The objects of a CRD
+ * with `spec.conversion.strategy: Webhook` are stored in its storage version; a write in another
+ * served version is converted to it, a read in another version is converted from it, each by one
+ * `ConversionReview` POSTed to the CRD's `clientConfig.url`. A stored object never changes, so
+ * its view in a version is kept beside it (weakly) once converted: every watcher of a version
+ * shares one call per event, and a list converts only what changed since the last.
+ */
+import type { KubeObject } from "./store.ts";
+import { ApiError } from "./status.ts";
+
+/** A CRD's webhook conversion, read from its `spec.conversion` (sim/crds.ts). */
+export interface WebhookConversion {
+  /** `group/version` the CRD stores its objects in; their kind. */
+  storageVersion: string;
+  kind: string;
+  url?: string;
+  /** Why the webhook cannot be called at all (a `service` client config); every call fails so. */
+  unreachable?: string;
+  /** The PEM the webhook's serving certificate must chain to (`caBundle`, decoded). */
+  caPem?: string;
+  /** `conversionReviewVersions`, the first of `v1` and `v1beta1` named is sent. */
+  reviewVersions: string[];
+}
+
+/**
+ * How long a call may take, answer read. kube-apiserver allows 30 s; sim calls webhooks on
+ * loopback only, where a healthy one answers in milliseconds, and clients (client-go's 32 s
+ * watch timeouts, the e2e framework's polls) should see the conversion's failure, not their own.
+ */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+
+/**
+ * An answer may be four times the size of the review sent, and at least 3 MiB (kube-apiserver's
+ * request body limit): converted objects are about the size of the objects sent.
+ */
+const MIN_ANSWER_BYTES = 3 * 1024 * 1024;
+
+type Json = Record<string, unknown>;
+
+function isMap(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
+  for (const child of Object.values(value)) deepFreeze(child);
+  return Object.freeze(value);
+}
+
+/** `gvk.String()` in Go: `group/version, Kind=Kind`. */
+function groupVersionKind(apiVersion: string, kind: string): string {
+  return `${apiVersion}, Kind=${kind}`;
+}
+
+/**
+ * `converted` with `original`'s metadata except labels and annotations, which the webhook may
+ * change (kube-apiserver's `restoreObjectMeta`).
+ */
+export function withMetadata(converted: KubeObject, original: KubeObject): KubeObject {
+  const metadata = { ...original.metadata };
+  for (const field of ["labels", "annotations"] as const) {
+    const value = converted.metadata?.[field];
+    if (value === undefined || value === null) delete metadata[field];
+    else metadata[field] = value;
+  }
+  return { ...converted, metadata };
+}
+
+/**
+ * `value` with the keys of its maps in `like`'s order where `like` has them: an object converted
+ * there and back compares equal to the stored one as text (the store's no-op and generation
+ * checks), whatever order the webhook writes keys in.
+ */
+export function alignKeys(value: unknown, like: unknown): unknown {
+  if (Array.isArray(value)) {
+    return value.map((item, i) => alignKeys(item, Array.isArray(like) ? like[i] : undefined));
+  }
+  if (!isMap(value) || !isMap(like)) return value;
+  const out: Json = {};
+  for (const key of Object.keys(like)) {
+    if (Object.hasOwn(value, key)) out[key] = alignKeys(value[key], like[key]);
+  }
+  for (const key of Object.keys(value)) if (!Object.hasOwn(out, key)) out[key] = value[key];
+  return out;
+}
+
+/** What a converted object must keep, as kube-apiserver checks it; the problem, if any. */
+function problemWith(
+  original: KubeObject,
+  converted: unknown,
+  desired: string,
+): string | undefined {
+  if (!isMap(converted)) return "not an object";
+  if (converted.apiVersion !== desired) {
+    return `invalid groupVersion (expected ${desired}, received ${converted.apiVersion})`;
+  }
+  if (converted.kind !== original.kind) {
+    return `invalid kind (expected ${original.kind}, received ${converted.kind})`;
+  }
+  const meta = converted.metadata;
+  if (!isMap(meta)) return "missing metadata in converted object";
+  for (const field of ["name", "namespace", "uid"] as const) {
+    const [expected, got] = [original.metadata[field] ?? "", meta[field] ?? ""];
+    if (expected !== got) return `must have the same ${field}: ${expected} != ${got}`;
+  }
+  for (const field of ["labels", "annotations"]) {
+    const map = meta[field];
+    if (map === undefined || map === null) continue;
+    if (!isMap(map)) return `invalid metadata.${field} in converted object`;
+    const key = Object.keys(map).find((k) => typeof map[k] !== "string");
+    if (key !== undefined) return `metadata.${field}[${key}] must be a string`;
+  }
+  return undefined;
+}
+
+/** Reads at most `limit` bytes of `response`'s body. */
+async function boundedText(response: Response, limit: number): Promise<string> {
+  const length = Number(response.headers.get("content-length") ?? "0");
+  if (length > limit) {
+    await response.body?.cancel();
+    throw new Error(`the answer is larger than ${limit} bytes`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of response.body ?? []) {
+    size += chunk.length;
+    if (size > limit) throw new Error(`the answer is larger than ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/** A server's conversions: its HTTP clients (one per CA) and the views it has converted. */
+export class Conversions {
+  readonly #clients = new Map<string, Deno.HttpClient>();
+  /** Per CRD conversion (a CRD's change makes a new one), per stored object, per version. */
+  readonly #views = new WeakMap<
+    WebhookConversion,
+    WeakMap<KubeObject, Map<string, Promise<KubeObject>>>
+  >();
+
+  /**
+   * `objects` (stored or sent, of `conversion`'s CRD) in `apiVersion`: those in it already as
+   * they are, the others from one review. Views of stored (frozen) objects are kept, frozen too.
+   * Fails with the 500 kube-apiserver answers when the webhook cannot be called or says no.
+   */
+  convert(
+    conversion: WebhookConversion,
+    objects: readonly KubeObject[],
+    apiVersion: string,
+  ): Promise<KubeObject[]> {
+    let cache = this.#views.get(conversion);
+    if (!cache) this.#views.set(conversion, cache = new WeakMap());
+    const out: (KubeObject | Promise<KubeObject>)[] = [];
+    const missing: number[] = [];
+    objects.forEach((object, i) => {
+      const from = object.apiVersion ?? conversion.storageVersion;
+      if (from === apiVersion) {
+        out[i] = object.apiVersion && object.kind
+          ? object
+          : { ...object, apiVersion, kind: conversion.kind };
+      } else {
+        const cached = cache.get(object)?.get(apiVersion);
+        if (cached) out[i] = cached;
+        else missing.push(i);
+      }
+    });
+    if (missing.length > 0) {
+      const review = this.#review(conversion, missing.map((i) => objects[i]), apiVersion);
+      missing.forEach((i, j) => {
+        const object = objects[i];
+        const view = review.then((views) => views[j]);
+        out[i] = view;
+        if (!Object.isFrozen(object)) return;
+        let views = cache.get(object);
+        if (!views) cache.set(object, views = new Map());
+        views.set(apiVersion, view);
+        // A failure is not kept: the next read calls the webhook again.
+        view.catch(() => views.delete(apiVersion));
+      });
+    }
+    return Promise.all(out);
+  }
+
+  /** Closes the HTTP clients (the server stops). */
+  close(): void {
+    for (const client of this.#clients.values()) client.close();
+    this.#clients.clear();
+  }
+
+  async #review(
+    conversion: WebhookConversion,
+    objects: KubeObject[],
+    apiVersion: string,
+  ): Promise<KubeObject[]> {
+    const sent = objects.map((o) =>
+      o.apiVersion && o.kind
+        ? o
+        : { ...o, apiVersion: o.apiVersion ?? conversion.storageVersion, kind: conversion.kind }
+    );
+    const about = groupVersionKind(String(sent[0].apiVersion), conversion.kind);
+    const fail = (what: string) =>
+      new ApiError(500, "InternalError", `conversion webhook for ${about} ${what}`);
+    if (conversion.unreachable) throw fail(`failed: ${conversion.unreachable}`);
+    const reviewVersion = conversion.reviewVersions.find((v) => v === "v1" || v === "v1beta1");
+    if (!reviewVersion) throw fail("failed: no supported conversion review versions");
+    const uid = crypto.randomUUID();
+    const body = JSON.stringify({
+      apiVersion: `apiextensions.k8s.io/${reviewVersion}`,
+      kind: "ConversionReview",
+      request: { uid, desiredAPIVersion: apiVersion, objects: sent },
+    });
+    let review: unknown;
+    try {
+      review = JSON.parse(await this.#post(conversion, body));
+    } catch (err) {
+      throw fail(`failed: ${(err as Error).message}`);
+    }
+    const answer = isMap(review) && isMap(review.response) ? review.response : undefined;
+    if (
+      reviewVersion === "v1" && isMap(review) &&
+      (review.apiVersion !== "apiextensions.k8s.io/v1" || review.kind !== "ConversionReview")
+    ) {
+      throw fail(
+        `failed: expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got ${review.apiVersion}, Kind=${review.kind}`,
+      );
+    }
+    if (!answer) throw fail("failed: no response provided");
+    if (reviewVersion === "v1" && answer.uid !== uid) {
+      throw fail(`failed: expected response.uid="${uid}", got "${answer.uid ?? ""}"`);
+    }
+    const result = isMap(answer.result) ? answer.result : {};
+    if (result.status !== "Success") {
+      throw fail(
+        `failed: ${
+          result.message || `response.result.status was '${result.status}', not 'Success'`
+        }`,
+      );
+    }
+    const converted = Array.isArray(answer.convertedObjects) ? answer.convertedObjects : [];
+    if (converted.length !== sent.length) {
+      throw fail(`returned ${converted.length} objects, expected ${sent.length}`);
+    }
+    return converted.map((object, i) => {
+      const problem = problemWith(sent[i], object, apiVersion);
+      if (problem) throw fail(`returned invalid converted object at index ${i}: ${problem}`);
+      const view = withMetadata(object as KubeObject, sent[i]);
+      return Object.isFrozen(objects[i]) ? deepFreeze(view) : view;
+    });
+  }
+
+  /** POSTs `body` to the webhook within the time and size bounds; the answer's text. */
+  async #post(conversion: WebhookConversion, body: string): Promise<string> {
+    const url = new URL(conversion.url!);
+    url.searchParams.set("timeout", `${WEBHOOK_TIMEOUT_MS / 1000}s`);
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), WEBHOOK_TIMEOUT_MS);
+    try {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json" },
+        body,
+        signal: abort.signal,
+        client: conversion.caPem === undefined ? undefined : this.#client(conversion.caPem),
+      });
+      const text = await boundedText(response, Math.max(MIN_ANSWER_BYTES, 4 * body.length));
+      if (!response.ok) {
+        throw new Error(`the server answered ${response.status}: ${text.slice(0, 200)}`);
+      }
+      return text;
+    } catch (err) {
+      // fetch's own message is "fetch failed"; what failed (refused, untrusted) is its cause.
+      const cause = (err as Error).cause;
+      const why = abort.signal.aborted
+        ? `no answer within ${WEBHOOK_TIMEOUT_MS / 1000}s`
+        : cause instanceof Error
+        ? cause.message
+        : (err as Error).message;
+      throw new Error(`Post "${url}": ${why}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #client(caPem: string): Deno.HttpClient {
+    let client = this.#clients.get(caPem);
+    if (!client) this.#clients.set(caPem, client = Deno.createHttpClient({ caCerts: [caPem] }));
+    return client;
+  }
+}
