@@ -16,8 +16,13 @@ export interface Pod {
     deletionTimestamp?: string;
     finalizers?: string[];
     labels?: Record<string, string>;
+    ownerReferences?: { apiVersion: string; kind: string; name: string; controller?: boolean }[];
   };
-  spec: { nodeName?: string; containers: { name: string; image: string }[] };
+  spec: {
+    nodeName?: string;
+    containers: { name: string; image: string }[];
+    readinessGates?: { conditionType: string }[];
+  };
   status?: {
     phase?: string;
     conditions?: Condition[];
