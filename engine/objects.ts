@@ -26,12 +26,24 @@ export function isPodReady(pod: Pod): boolean {
 }
 
 /**
+ * Every readiness gate's condition is True. A gate closed by a controller (Kruise's
+ * InPlaceUpdateReady before an in-place update) makes the kubelet turn Ready False: the pod is
+ * unready from that write on, even while its Ready condition still says True.
+ */
+function gatesOpen(pod: Pod): boolean {
+  return (pod.spec.readinessGates ?? []).every((gate) =>
+    pod.status?.conditions?.some((c) => c.type === gate.conditionType && c.status === "True")
+  );
+}
+
+/**
  * When a ready pod becomes available (ready for minReadySeconds), or undefined when it is not
- * ready or its Ready condition has no transition time while minReadySeconds > 0.
+ * ready (its gates included) or its Ready condition has no transition time while
+ * minReadySeconds > 0.
  */
 export function availableAt(pod: Pod, minReadySeconds: number): EpochMillis | undefined {
   const ready = readyCondition(pod);
-  if (ready?.status !== "True" || !runsItsSpec(pod)) return undefined;
+  if (ready?.status !== "True" || !gatesOpen(pod) || !runsItsSpec(pod)) return undefined;
   if (minReadySeconds <= 0) return Number.NEGATIVE_INFINITY;
   const since = parseTime(ready.lastTransitionTime);
   return since === undefined ? undefined : since + minReadySeconds * 1000;

@@ -542,6 +542,23 @@ Deno.test("InPlaceIfPossible: an image change patches pods in place, within the 
   assertEquals(c.snapshot.pods.map((x) => x.metadata.uid), uids);
 });
 
+Deno.test("InPlaceIfPossible: a pod whose gate was closed is unavailable, even while its Ready condition still says True", () => {
+  // The gate went False and the image patch failed: the kubelet will turn the pod unready, so
+  // it holds the budget (maxUnavailable 1) and no other pod is started next to it.
+  const c = rolledTo(adsSnapshot(inPlaceSpec, f.nodes(3)));
+  const first = plan(c.snapshot, f.t0);
+  const started = first.actions.find((a) => a.type === "patchPod");
+  if (started?.type !== "patchPod") throw new Error("no patchPod");
+  const others = c.snapshot.pods.filter((x) => x.metadata.name !== started.name);
+  const closed = others[others.length - 1];
+  closed.status!.conditions = [
+    ...(closed.status?.conditions ?? []).filter((x) => x.type !== "InPlaceUpdateReady"),
+    { type: "InPlaceUpdateReady", status: "False", reason: "StartInPlaceUpdate" },
+  ];
+  // Its gate already closed, it is patched in its own slot, and nothing else starts.
+  assertEquals(podActions(plan(c.snapshot, f.t0)), [`patch ${closed.metadata.name}`]);
+});
+
 Deno.test("InPlaceIfPossible: every pod carries Kruise's InPlaceUpdateReady gate, opened once it runs its spec", () => {
   let c = f.cluster(adsSnapshot(inPlaceSpec, f.nodes(2)));
   let p = plan(c.snapshot, f.t0);
