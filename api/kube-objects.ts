@@ -22,6 +22,12 @@ export const OwnerReference = z.looseObject({
 });
 export type OwnerReference = z.infer<typeof OwnerReference>;
 
+/**
+ * A timestamp as Go clients write it: `metav1.Time`'s zero value is `null` (a pod template's
+ * `creationTimestamp: null` from client-go), read as absent.
+ */
+const Timestamp = z.string().nullish().transform((v) => v ?? undefined).optional();
+
 export const ObjectMeta = z.looseObject({
   name: z.string().optional(),
   generateName: z.string().optional(),
@@ -29,8 +35,8 @@ export const ObjectMeta = z.looseObject({
   uid: z.string().optional(),
   resourceVersion: z.string().optional(),
   generation: z.number().int().optional(),
-  creationTimestamp: z.string().optional(),
-  deletionTimestamp: z.string().optional(),
+  creationTimestamp: Timestamp,
+  deletionTimestamp: Timestamp,
   deletionGracePeriodSeconds: z.number().int().optional(),
   labels: z.record(z.string(), z.string()).optional(),
   annotations: z.record(z.string(), z.string()).optional(),

@@ -11,6 +11,16 @@ Deno.test("every Kruise example validates after changing only apiVersion and kin
   }
 });
 
+Deno.test("a template as Go clients write it (creationTimestamp: null) validates; the timestamp reads as absent", () => {
+  const set = structuredClone(migrateFromKruise(kruiseExamples.standard)) as {
+    spec: { template: { metadata: Record<string, unknown> } };
+  };
+  set.spec.template.metadata.creationTimestamp = null;
+  const result = validateAdvancedDaemonSet(set);
+  assertEquals(result.ok, true, JSON.stringify(!result.ok && result.issues));
+  assertEquals(result.ok && result.set.spec.template.metadata?.creationTimestamp, undefined);
+});
+
 Deno.test("Surging is Standard with maxSurge 1 and maxUnavailable 0 unless given", () => {
   const surging = effectiveRollingUpdate({ rollingUpdateType: "Surging" });
   assertEquals([surging.rollingUpdateType, surging.maxSurge, surging.maxUnavailable], [

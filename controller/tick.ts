@@ -58,7 +58,8 @@ export function dueReason(
 }
 
 /**
- * Every set edgeroll manages: all AdvancedDaemonSets, DaemonSets with the OpenYurt annotation.
+ * Every set edgeroll manages: all AdvancedDaemonSets and Kruise DaemonSets (when served), plain
+ * DaemonSets with the OpenYurt annotation.
  * Only kinds that discovery says are served are listed; a list that fails still fails.
  */
 export async function listManagedSets(
@@ -70,7 +71,7 @@ export async function listManagedSets(
   );
   const sets = lists.flatMap(({ kind, items }) =>
     items
-      .filter((o) => kind === "advanceddaemonsets" || isManagedDaemonSet(o))
+      .filter((o) => kind !== "daemonsets" || isManagedDaemonSet(o))
       .map((object) => ({
         ref: { kind, namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" },
         object,

@@ -100,3 +100,13 @@ Deno.test("a Kruise DaemonSet is rolled out by the planner: pods and revisions o
   assertEquals(status.observedGeneration, 1);
   assertEquals(status.desiredNumberScheduled, 3);
 });
+
+Deno.test("POST /tick finds Kruise's DaemonSets in --kruise mode, and rolls them", async () => {
+  await using h = kruiseHarness(true);
+  const res = await h.request("/tick");
+  assertEquals(res.status, 200);
+  const answer = await res.json();
+  assertEquals(answer.served.includes("daemonsets.apps.kruise.io"), true);
+  assertEquals(answer.sets, 2, "the AdvancedDaemonSet of the harness and the Kruise set");
+  assertEquals(h.api.objects.pods.size, 6, "three pods for each set");
+});
