@@ -275,8 +275,13 @@ async function carryOut(
   phases.end("act");
   deps.metrics?.observeActions(outcomes);
   const notLanded = outcomes.filter((o) => o.result === "failed" || o.result === "skipped");
-  const status = claim.claimed && notLanded.length > 0
-    ? await withdrawExpectations(deps, ref, claim.claimed, claim.stamped, notLanded, log)
+  // A create whose answer was lost (a timeout, a 5xx) may have made its pod: its expectation
+  // stays until its deadline, so no later plan creates a second pod on that node meanwhile.
+  const mayHaveLanded = (o: ActionOutcome) =>
+    o.result === "failed" && o.action.type === "createPod" && o.error?.retryable !== false;
+  const withdrawn = notLanded.filter((o) => !mayHaveLanded(o));
+  const status = claim.claimed && withdrawn.length > 0
+    ? await withdrawExpectations(deps, ref, claim.claimed, claim.stamped, withdrawn, log)
     : claim.stamped;
   const missing = new Set(notLanded.map((o) => podOf(o.action)));
   await recordEvents(

@@ -193,14 +193,17 @@ export class PlanBuilder {
   }
 
   /**
-   * The name of this revision's pod on `node`: the set's name and a suffix that looks like
+   * The name of the pod this plan creates on `node`: the set's name and a suffix that looks like
    * upstream's random one, as Kruise's and upstream's pod names carry no revision (a pod updated
-   * in place keeps its name, which would then name the wrong one). Deterministic, so a create
-   * repeated after a lost answer finds its pod; 63 characters at most, as a generated name.
+   * in place keeps its name, which would then name the wrong one). A function of the set, the
+   * node, the revision and the plan's instant: the same plan names the same pod (a create retried
+   * after a lost answer finds it: 409 is done), and a pod that replaces a failed or deleted one
+   * on the same node gets a name of its own, as upstream's generated names do (clients wait for
+   * the old name to be gone). 63 characters at most, as a generated name.
    */
   podName(node: string): string {
     const { name, uid } = this.config.identity;
-    return `${name.slice(0, 48)}-${nameSuffix(`${uid}/${node}/${this.hash}`)}`;
+    return `${name.slice(0, 48)}-${nameSuffix(`${uid}/${node}/${this.hash}/${this.now}`)}`;
   }
 
   create(view: NodeView, reason: string): boolean {

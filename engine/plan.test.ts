@@ -267,6 +267,23 @@ Deno.test("a failed pod is deleted after a backoff, then recreated", () => {
   assertEquals(podActions(p), ["create a"]);
 });
 
+Deno.test("a pod that replaces a failed one has a name of its own, as upstream's generated names", () => {
+  let c = f.cluster(adsSnapshot({}, [f.node("a")]));
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  const first = c.snapshot.pods[0].metadata.name;
+  c.snapshot.pods[0].status = { phase: "Failed", conditions: [{ type: "Ready", status: "False" }] };
+  [p, c] = step(c, f.t0 + 60_000);
+  assertEquals(podActions(p), ["delete a"]);
+  [p, c] = step(c, f.t0 + 61_000);
+  assertEquals(podActions(p), ["create a"]);
+  const second = c.snapshot.pods.map((x) => x.metadata.name);
+  assertEquals(second.length, 1);
+  assertEquals(second[0] === first, false, `${first} named again`);
+  // The same plan names the same pod: a create retried after a lost answer finds it.
+  assertEquals(plan(c.snapshot, f.t0).actions, plan(c.snapshot, f.t0).actions);
+});
+
 Deno.test("Standard: maxUnavailable 1 replaces one node at a time, node names descending", () => {
   let c = rolledTo(adsSnapshot({ minReadySeconds: 10 }, f.nodes(3)));
   const order: string[] = [];

@@ -183,30 +183,30 @@ Deno.test("the status of a plain DaemonSet is claimed in its annotation", async 
   assertEquals(status.observedGeneration, 2);
 });
 
-Deno.test("expectations and events of actions that did not land are withdrawn", async () => {
-  const withExpectations = (snapshot: Snapshot): Plan => {
-    const plan = onePodPerNode(snapshot);
-    const created = plan.actions.flatMap((a) =>
-      a.type === "createPod" ? [a.pod.metadata.name!] : []
-    );
-    return {
-      ...plan,
-      status: {
-        ...plan.status,
-        expectations: created.map((pod) => ({
-          action: "create" as const,
-          pod,
-          deadline: "2026-06-01T12:01:00Z",
-        })),
-      },
-      events: created.map((pod) => ({
-        type: "Normal" as const,
-        reason: "SuccessfulCreate",
-        message: pod,
+/** The harness's plan, with an expectation and an Event for each pod it creates. */
+const withExpectations = (snapshot: Snapshot): Plan => {
+  const plan = onePodPerNode(snapshot);
+  const created = plan.actions.flatMap((a) => a.type === "createPod" ? [a.pod.metadata.name!] : []);
+  return {
+    ...plan,
+    status: {
+      ...plan.status,
+      expectations: created.map((pod) => ({
+        action: "create" as const,
         pod,
+        deadline: "2026-06-01T12:01:00Z",
       })),
-    };
+    },
+    events: created.map((pod) => ({
+      type: "Normal" as const,
+      reason: "SuccessfulCreate",
+      message: pod,
+      pod,
+    })),
   };
+};
+
+Deno.test("expectations and events of actions that did not land are withdrawn", async () => {
   await using h = harness({
     nodes: 3,
     plan: withExpectations,
@@ -223,6 +223,29 @@ Deno.test("expectations and events of actions that did not land are withdrawn", 
   const stored = h.api.objects.advanceddaemonsets.get("edge/agent")!.status as Plan["status"];
   assertEquals(stored.expectations?.map((e) => e.pod), ["agent-node-0", "agent-node-2"]);
   assertEquals(body.status.expectations.length, 2);
+  const events = [...h.api.objects.events.values()].map((e) => e.message);
+  assertEquals(events.sort(), ["agent-node-0", "agent-node-2"]);
+});
+
+Deno.test("a create whose answer was lost keeps its expectation: its pod may exist; no Event says it does", async () => {
+  await using h = harness({
+    nodes: 3,
+    plan: withExpectations,
+    overrides: {
+      createPod: (param, next) =>
+        param.body.metadata.name === "agent-node-1"
+          ? Promise.reject(new KubeError(503, "ServiceUnavailable", "no answer", "create"))
+          : next(param),
+    },
+  });
+  const body = await (await h.request(path)).json();
+  assertEquals(body.actions.map((a: { result: string }) => a.result), ["done", "failed", "done"]);
+  const stored = h.api.objects.advanceddaemonsets.get("edge/agent")!.status as Plan["status"];
+  assertEquals(stored.expectations?.map((e) => e.pod), [
+    "agent-node-0",
+    "agent-node-1",
+    "agent-node-2",
+  ]);
   const events = [...h.api.objects.events.values()].map((e) => e.message);
   assertEquals(events.sort(), ["agent-node-0", "agent-node-2"]);
 });
