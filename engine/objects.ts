@@ -39,14 +39,16 @@ function gatesOpen(pod: Pod): boolean {
 /**
  * When a ready pod becomes available (ready for minReadySeconds), or undefined when it is not
  * ready (its gates included) or its Ready condition has no transition time while
- * minReadySeconds > 0.
+ * minReadySeconds > 0. Transition times are whole seconds, cut down: the pod may have turned
+ * Ready up to a second after the one written, so a second is added to be sure it has been
+ * ready for minReadySeconds (Kruise's surge spec checks more than minReadySeconds have passed).
  */
 export function availableAt(pod: Pod, minReadySeconds: number): EpochMillis | undefined {
   const ready = readyCondition(pod);
   if (ready?.status !== "True" || !gatesOpen(pod) || !runsItsSpec(pod)) return undefined;
   if (minReadySeconds <= 0) return Number.NEGATIVE_INFINITY;
   const since = parseTime(ready.lastTransitionTime);
-  return since === undefined ? undefined : since + minReadySeconds * 1000;
+  return since === undefined ? undefined : since + (minReadySeconds + 1) * 1000;
 }
 
 /**

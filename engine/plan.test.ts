@@ -334,10 +334,13 @@ Deno.test("Standard: minReadySeconds holds the next wave and sets requeueAfter",
   assertEquals(podActions(p), ["create node-1"]);
   [p, c] = step(c, f.t0 + 2000);
   assertEquals(podActions(p), []);
-  assertEquals(p.requeueAfterSeconds, 29);
-  assertEquals(p.status.nextCheckAt, "2026-01-01T00:00:31Z");
+  // Ready at +1 s, written as a whole second: available a second later than 30 s after it.
+  assertEquals(p.requeueAfterSeconds, 30);
+  assertEquals(p.status.nextCheckAt, "2026-01-01T00:00:32Z");
   assertEquals(p.awaited.some((a) => a.why.includes("minReadySeconds 30")), true);
   [p, c] = step(c, f.t0 + 31_000);
+  assertEquals(podActions(p), []);
+  [p, c] = step(c, f.t0 + 32_000);
   assertEquals(podActions(p), ["delete node-0"]);
 });
 
