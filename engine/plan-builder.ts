@@ -50,6 +50,11 @@ export interface NodeView {
   observed: Pod[];
 }
 
+/** What a write of the in-place gate's condition expects to read back (`Expectation.condition`). */
+export function inPlaceGateExpected(status: "True" | "False"): string {
+  return `${Keys.inPlaceUpdateReady}=${status}`;
+}
+
 /** Whether the pod carries Kruise's in-place readiness gate. */
 export function hasInPlaceGate(pod: Pod): boolean {
   return (pod.spec.readinessGates ?? []).some((g) => g.conditionType === Keys.inPlaceUpdateReady);
@@ -266,7 +271,7 @@ export class PlanBuilder {
       type: Keys.inPlaceUpdateReady,
       status,
       ...(status === "False" ? { reason: "StartInPlaceUpdate" } : {}),
-    }, `${Keys.inPlaceUpdateReady}=${status}`);
+    }, inPlaceGateExpected(status));
   }
 
   #setPodCondition(

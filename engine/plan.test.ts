@@ -579,6 +579,20 @@ Deno.test("InPlaceIfPossible: a pod whose gate was closed is unavailable, even w
   assertEquals(podActions(plan(c.snapshot, f.t0)), [`patch ${closed.metadata.name}`]);
 });
 
+Deno.test("InPlaceIfPossible: a pod whose gate this controller closed, not yet seen closed, is unavailable", () => {
+  // The gate's False landed, the image patch did not (its expectation withdrawn), and the pods
+  // as read are older than the write: the next plan must still count that pod as down.
+  const c = rolledTo(adsSnapshot(inPlaceSpec, f.nodes(3)));
+  const first = plan(c.snapshot, f.t0);
+  const closing = first.status.expectations!.filter((e) => e.action === "setCondition");
+  assertEquals(closing.map((e) => e.condition), ["InPlaceUpdateReady=False"]);
+  c.snapshot.set.status = { ...first.status, expectations: closing };
+  const next = plan(c.snapshot, f.t0 + 1000);
+  // It holds the budget (maxUnavailable 1): no other pod is started while its gate closes.
+  assertEquals(podActions(next), []);
+  assertEquals(condition(next, "BudgetExhausted"), "True BudgetExhausted");
+});
+
 Deno.test("InPlaceIfPossible: every pod carries Kruise's InPlaceUpdateReady gate, opened once it runs its spec", () => {
   let c = f.cluster(adsSnapshot(inPlaceSpec, f.nodes(2)));
   let p = plan(c.snapshot, f.t0);

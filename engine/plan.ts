@@ -40,7 +40,13 @@ import {
 } from "./objects.ts";
 import { finish, invalidOrUnmanagedPlan } from "./plan-report.ts";
 import { daemonPodTolerations, keepsPlaceWhileCut, nodeShouldRunDaemonPod } from "./placement.ts";
-import { afterActions, isObserved, type NodeView, PlanBuilder } from "./plan-builder.ts";
+import {
+  afterActions,
+  inPlaceGateExpected,
+  isObserved,
+  type NodeView,
+  PlanBuilder,
+} from "./plan-builder.ts";
 import {
   controllerRef,
   controllerUid,
@@ -84,7 +90,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const builder = new PlanBuilder(config, hash, now, burst, pending);
   knowRevisionTemplates(builder, snapshot.revisions, config.identity.uid);
   builder.act(...revisions.actions, ...adoptions);
-  const available = availability(config.minReadySeconds, now);
+  const available = availability(config.minReadySeconds, now, pending);
 
   // Phase 1, placement (what upstream's `manage` does): only when edgeroll owns placement.
   if (config.ownsPlacement) planPlacement(builder, views, desiredCount, strays, available);
@@ -137,16 +143,29 @@ function knowRevisionTemplates(
 }
 
 /** Whether a pod is available at `now`, each pod worked out once per plan. */
-function availability(minReadySeconds: number, now: EpochMillis): (pod: Pod) => boolean {
+function availability(
+  minReadySeconds: number,
+  now: EpochMillis,
+  pending: Expectation[],
+): (pod: Pod) => boolean {
+  // A gate this controller closed and has not seen closed yet (the pod as read still says
+  // True): the kubelet is making the pod unready, so it is not available.
+  const closing = new Set(
+    pending.filter((e) => e.action === "setCondition" && e.condition === closedGate)
+      .map((e) => e.uid),
+  );
   const known = new Map<Pod, boolean>();
   return (pod) => {
     let available = known.get(pod);
     if (available === undefined) {
-      known.set(pod, available = isPodAvailable(pod, minReadySeconds, now));
+      available = !closing.has(pod.metadata.uid) && isPodAvailable(pod, minReadySeconds, now);
+      known.set(pod, available);
     }
     return available;
   };
 }
+
+const closedGate = inPlaceGateExpected("False");
 
 /** The template cannot make a pod: nothing is done, but the counts still tell the fleet. */
 function refusedTemplatePlan(
