@@ -206,46 +206,43 @@ const withExpectations = (snapshot: Snapshot): Plan => {
   };
 };
 
-Deno.test("expectations and events of actions that did not land are withdrawn", async () => {
+/**
+ * Three creates whose middle one (node-1) fails with `error`: the results, the expectations the
+ * status keeps, and the Events written.
+ */
+async function withFailedCreate(error: KubeError) {
   await using h = harness({
     nodes: 3,
     plan: withExpectations,
     overrides: {
       createPod: (param, next) =>
-        param.body.metadata.name === "agent-node-1"
-          ? Promise.reject(new KubeError(422, "Invalid", "bad pod", "create"))
-          : next(param),
+        param.body.metadata.name === "agent-node-1" ? Promise.reject(error) : next(param),
     },
   });
   const body = await (await h.request(path)).json();
-  // Batches [node-0], [node-1, node-2]: node-1 fails, node-2 lands beside it.
-  assertEquals(body.actions.map((a: { result: string }) => a.result), ["done", "failed", "done"]);
   const stored = h.api.objects.advanceddaemonsets.get("edge/agent")!.status as Plan["status"];
-  assertEquals(stored.expectations?.map((e) => e.pod), ["agent-node-0", "agent-node-2"]);
-  assertEquals(body.status.expectations.length, 2);
-  const events = [...h.api.objects.events.values()].map((e) => e.message);
-  assertEquals(events.sort(), ["agent-node-0", "agent-node-2"]);
+  return {
+    results: body.actions.map((a: { result: string }) => a.result),
+    expected: stored.expectations?.map((e) => e.pod),
+    answered: body.status.expectations.length,
+    events: [...h.api.objects.events.values()].map((e) => e.message).sort(),
+  };
+}
+
+Deno.test("expectations and events of actions that did not land are withdrawn", async () => {
+  const failed = await withFailedCreate(new KubeError(422, "Invalid", "bad pod", "create"));
+  // Batches [node-0], [node-1, node-2]: node-1 fails, node-2 lands beside it.
+  assertEquals(failed.results, ["done", "failed", "done"]);
+  assertEquals(failed.expected, ["agent-node-0", "agent-node-2"]);
+  assertEquals(failed.answered, 2);
+  assertEquals(failed.events, ["agent-node-0", "agent-node-2"]);
 });
 
 Deno.test("a create whose answer was lost keeps its expectation: its pod may exist; no Event says it does", async () => {
-  await using h = harness({
-    nodes: 3,
-    plan: withExpectations,
-    overrides: {
-      createPod: (param, next) =>
-        param.body.metadata.name === "agent-node-1"
-          ? Promise.reject(new KubeError(503, "ServiceUnavailable", "no answer", "create"))
-          : next(param),
-    },
-  });
-  const body = await (await h.request(path)).json();
-  assertEquals(body.actions.map((a: { result: string }) => a.result), ["done", "failed", "done"]);
-  const stored = h.api.objects.advanceddaemonsets.get("edge/agent")!.status as Plan["status"];
-  assertEquals(stored.expectations?.map((e) => e.pod), [
-    "agent-node-0",
-    "agent-node-1",
-    "agent-node-2",
-  ]);
-  const events = [...h.api.objects.events.values()].map((e) => e.message);
-  assertEquals(events.sort(), ["agent-node-0", "agent-node-2"]);
+  const lost = await withFailedCreate(
+    new KubeError(503, "ServiceUnavailable", "no answer", "create"),
+  );
+  assertEquals(lost.results, ["done", "failed", "done"]);
+  assertEquals(lost.expected, ["agent-node-0", "agent-node-1", "agent-node-2"]);
+  assertEquals(lost.events, ["agent-node-0", "agent-node-2"]);
 });

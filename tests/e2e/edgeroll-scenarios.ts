@@ -10,8 +10,7 @@ import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
 import { otaDaemonSet } from "../edge-ota.ts";
-import { kruiseDaemonSetCrd } from "../../api/crd.ts";
-import { writePki } from "../../cluster/certs.ts";
+import { withKruiseMode } from "../kruise/mode.ts";
 
 const image = (version: string) => `edgeroll.test/edge-agent:${version}`;
 
@@ -455,83 +454,62 @@ const kruiseDropInScenario: Scenario = {
   async run(target, kube) {
     const ns = "e2e-kruise-drop-in";
     await kube.createNamespace(ns);
-    const tlsDir = await Deno.makeTempDir({ prefix: "edgeroll-e2e-kruise-" });
-    const crd = "customresourcedefinition/daemonsets.apps.kruise.io";
-    try {
-      const pki = await writePki(tlsDir);
-      const tls = {
-        certFile: pki.servingCertPath,
-        keyFile: pki.servingKeyPath,
-        caFile: pki.caCertPath,
-      };
-      const args = { serveArgs: ["--kruise", "--tick=2s"], relayArgs: ["--kruise"], tls };
-      await withEdgeroll(target.kubeconfigPath, args, async (edgeroll) => {
-        const caBundle = btoa(await Deno.readTextFile(pki.caCertPath)); // PEM is ASCII
-        await kube.run(
-          ["create", "-f", "-"],
-          JSON.stringify(kruiseDaemonSetCrd({ url: edgeroll.url }, caBundle)),
-        );
-        await kube.run(["wait", "--for=condition=Established", "--timeout=60s", crd]);
-        const status = (version: "v1alpha1" | "v1beta1") =>
-          kube.json<{ status?: Record<string, unknown> }>([
-            "--namespace",
-            ns,
-            "get",
-            `daemonsets.${version}.apps.kruise.io`,
-            "sample-ds",
-          ]).then((s) => s.status ?? {});
-        const rolledTo = (version: string) =>
-          eventually(`sample-ds on ${version} on every node`, async () => {
-            const alpha = await status("v1alpha1");
-            const pods = podsByNode(await kube.pods(ns, "app=guestbook-daemon"));
-            return alpha.updatedNumberScheduled === target.nodes.length &&
-                alpha.numberAvailable === target.nodes.length &&
-                target.nodes.every((n) =>
-                  pods.get(n)?.status?.containerStatuses?.[0]?.image === image(version) &&
-                  conditionStatus(pods.get(n)!, "Ready") === "True"
-                )
-              ? alpha
-              : undefined;
-          });
+    await withKruiseMode(target.kubeconfigPath, { serveArgs: ["--tick=2s"] }, async () => {
+      const status = (version: "v1alpha1" | "v1beta1") =>
+        kube.json<{ status?: Record<string, unknown> }>([
+          "--namespace",
+          ns,
+          "get",
+          `daemonsets.${version}.apps.kruise.io`,
+          "sample-ds",
+        ]).then((s) => s.status ?? {});
+      const rolledTo = (version: string) =>
+        eventually(`sample-ds on ${version} on every node`, async () => {
+          const alpha = await status("v1alpha1");
+          const pods = podsByNode(await kube.pods(ns, "app=guestbook-daemon"));
+          return alpha.updatedNumberScheduled === target.nodes.length &&
+              alpha.numberAvailable === target.nodes.length &&
+              target.nodes.every((n) =>
+                pods.get(n)?.status?.containerStatuses?.[0]?.image === image(version) &&
+                conditionStatus(pods.get(n)!, "Ready") === "True"
+              )
+            ? alpha
+            : undefined;
+        });
 
-        await eventually(
-          "the v1alpha1 manifest applied",
-          () => kube.apply(kruiseDaemonSet(ns, "v1", "InPlaceIfPossible")),
-        );
-        const first = await rolledTo("v1");
-        // The revision under each version's own name: the conversion webhook at work.
-        const beta = await status("v1beta1");
-        assertEquals(typeof first.daemonSetHash, "string");
-        assertEquals(beta.updateRevision, first.daemonSetHash);
-        assertEquals("daemonSetHash" in beta, false);
-        const before = await kube.pods(ns, "app=guestbook-daemon");
-        for (const pod of before) {
-          const owner = pod.metadata.ownerReferences?.find((o) => o.controller);
-          assertEquals([owner?.apiVersion, owner?.kind], ["apps.kruise.io/v1beta1", "DaemonSet"]);
-          assertEquals(
-            pod.spec.readinessGates?.map((g) => g.conditionType),
-            ["InPlaceUpdateReady"],
-          );
-          assertEquals(conditionStatus(pod, "InPlaceUpdateReady"), "True");
-        }
-        const table = await kube.run(["--namespace", ns, "get", "daemonsets.apps.kruise.io"]);
-        assertStringIncludes(table, "DESIRED   CURRENT   READY   UP-TO-DATE   AVAILABLE   AGE");
-
-        await kube.apply(kruiseDaemonSet(ns, "v2", "InPlaceIfPossible"));
-        await rolledTo("v2");
-        const after = await kube.pods(ns, "app=guestbook-daemon");
+      await eventually(
+        "the v1alpha1 manifest applied",
+        () => kube.apply(kruiseDaemonSet(ns, "v1", "InPlaceIfPossible")),
+      );
+      const first = await rolledTo("v1");
+      // The revision under each version's own name: the conversion webhook at work.
+      const beta = await status("v1beta1");
+      assertEquals(typeof first.daemonSetHash, "string");
+      assertEquals(beta.updateRevision, first.daemonSetHash);
+      assertEquals("daemonSetHash" in beta, false);
+      const before = await kube.pods(ns, "app=guestbook-daemon");
+      for (const pod of before) {
+        const owner = pod.metadata.ownerReferences?.find((o) => o.controller);
+        assertEquals([owner?.apiVersion, owner?.kind], ["apps.kruise.io/v1beta1", "DaemonSet"]);
         assertEquals(
-          after.map((p) => p.metadata.uid).sort(),
-          before.map((p) => p.metadata.uid).sort(),
-          "updated in place: the same pods",
+          pod.spec.readinessGates?.map((g) => g.conditionType),
+          ["InPlaceUpdateReady"],
         );
-        await kube.run(["--namespace", ns, "delete", "daemonsets.apps.kruise.io", "sample-ds"]);
-      });
-    } finally {
-      // The webhook's controller is gone: the CRD goes with it, or lists of it would fail.
-      await kube.run(["delete", "--ignore-not-found", crd]).catch(() => "");
-      await Deno.remove(tlsDir, { recursive: true });
-    }
+        assertEquals(conditionStatus(pod, "InPlaceUpdateReady"), "True");
+      }
+      const table = await kube.run(["--namespace", ns, "get", "daemonsets.apps.kruise.io"]);
+      assertStringIncludes(table, "DESIRED   CURRENT   READY   UP-TO-DATE   AVAILABLE   AGE");
+
+      await kube.apply(kruiseDaemonSet(ns, "v2", "InPlaceIfPossible"));
+      await rolledTo("v2");
+      const after = await kube.pods(ns, "app=guestbook-daemon");
+      assertEquals(
+        after.map((p) => p.metadata.uid).sort(),
+        before.map((p) => p.metadata.uid).sort(),
+        "updated in place: the same pods",
+      );
+      await kube.run(["--namespace", ns, "delete", "daemonsets.apps.kruise.io", "sample-ds"]);
+    });
   },
 };
 

@@ -13,11 +13,9 @@
  * pass (issue 15).
  */
 import { assert, assertEquals } from "@std/assert";
-import { kruiseDaemonSetCrd } from "../../api/crd.ts";
-import { writePki } from "../../cluster/certs.ts";
 import { downCluster, upCluster } from "../../cluster/control-plane.ts";
-import { kubectl } from "../../cluster/kubectl.ts";
-import { withEdgeroll, withSimProcess } from "../processes.ts";
+import { withSimProcess } from "../processes.ts";
+import { withKruiseMode } from "./mode.ts";
 import {
   daemonSetOutcomes,
   type GinkgoReport,
@@ -29,9 +27,6 @@ import {
 
 const repo = new URL("../../", import.meta.url).pathname;
 const binary = `${repo}cluster/bin/kruise-e2e.test`;
-const crdName = "daemonsets.apps.kruise.io";
-const serveArgs = ["--kruise", "--tick=5s"];
-const relayArgs = ["--kruise"];
 /** The last run's JSON report and output, kept for whoever reads a failure. */
 const runDir = `${repo}.cache/kruise-e2e`;
 
@@ -68,25 +63,6 @@ const excluded: Record<string, Exclusion> = {};
 async function preflight(): Promise<void> {
   await Deno.stat(binary).catch(() => {
     throw new Error(`${binary} is missing: run cluster/build.sh --kruise (deno task test:kruise)`);
-  });
-}
-
-/**
- * Creates edgeroll's CRD for Kruise's DaemonSet, its conversion webhook at `controllerUrl`
- * trusting `caFile`, and waits for it to be served.
- */
-async function installCrd(kubeconfig: string, controllerUrl: string, caFile: string) {
-  const caBundle = btoa(await Deno.readTextFile(caFile)); // PEM is ASCII
-  const crd = kruiseDaemonSetCrd({ url: controllerUrl }, caBundle);
-  // create, not apply: a CRD this large would overflow apply's last-applied annotation.
-  await kubectl(kubeconfig, ["create", "-f", "-"], JSON.stringify(crd));
-  await kubectl(kubeconfig, [
-    "wait",
-    "--for=condition=Established",
-    "--timeout=60s",
-    `customresourcedefinition/${crdName}`,
-  ]).catch((err) => {
-    throw new Error(`the generated CRD did not become an established ${crdName}`, { cause: err });
   });
 }
 
@@ -141,35 +117,12 @@ async function runSpecs(kubeconfig: string, label: string): Promise<SpecOutcome[
   return daemonSetOutcomes(reports);
 }
 
-/**
- * edgeroll with --kruise against `kubeconfig`, serving HTTPS for the CRD's conversion webhook,
- * the generated CRD installed, and the 14 specs run.
- */
+/** edgeroll in Kruise mode against `kubeconfig`, and the 14 specs run. */
 async function runAgainst(kubeconfig: string, label: string): Promise<SpecOutcome[]> {
-  const tlsDir = await Deno.makeTempDir({ prefix: "edgeroll-kruise-tls-" });
   let outcomes: SpecOutcome[] = [];
-  try {
-    // The controller's serving certificate (for 127.0.0.1) and CA, apart from the cluster's.
-    const pki = await writePki(tlsDir);
-    const tls = {
-      certFile: pki.servingCertPath,
-      keyFile: pki.servingKeyPath,
-      caFile: pki.caCertPath,
-    };
-    await withEdgeroll(kubeconfig, { serveArgs, relayArgs, tls }, async (e) => {
-      await installCrd(kubeconfig, e.url, tls.caFile);
-      outcomes = await runSpecs(kubeconfig, label);
-    }).catch((err) => {
-      if (!/^the process serving .* exited$/.test(err?.message)) throw err;
-      throw new Error(
-        `edgeroll serve ${serveArgs.join(" ")} exited before it answered /readyz ` +
-          "(its own words are above, on stderr)",
-        { cause: err },
-      );
-    });
-  } finally {
-    await Deno.remove(tlsDir, { recursive: true });
-  }
+  await withKruiseMode(kubeconfig, { serveArgs: ["--tick=5s"] }, async () => {
+    outcomes = await runSpecs(kubeconfig, label);
+  });
   return outcomes;
 }
 
