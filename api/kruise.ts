@@ -46,8 +46,8 @@ export function kruiseVersionOf(apiVersion: string | undefined): KruiseVersion |
     : undefined;
 }
 
-function renamed(object: Json | undefined, from: string, to: string): Json | undefined {
-  if (object === undefined || !(from in object)) return object;
+function renamed(object: Json, from: string, to: string): Json {
+  if (!(from in object)) return object;
   const { [from]: value, ...rest } = object;
   return value === undefined ? rest : { ...rest, [to]: value };
 }
@@ -67,9 +67,9 @@ function toV1beta1(set: KruiseObject): KruiseObject {
   }
   return {
     ...set,
-    apiVersion: `${kruiseGroup}/v1beta1`,
+    apiVersion: kruiseApiVersion,
     ...(set.spec ? { spec } : {}),
-    ...(set.status ? { status: renamed(set.status, "daemonSetHash", "updateRevision") } : {}),
+    ...(set.status ? { status: kruiseStatusOf(set.status) } : {}),
   };
 }
 
@@ -87,7 +87,7 @@ function toV1alpha1(set: KruiseObject): KruiseObject {
     apiVersion: `${kruiseGroup}/v1alpha1`,
     ...(metadata ? { metadata } : {}),
     ...(set.spec ? { spec } : {}),
-    ...(set.status ? { status: renamed(set.status, "updateRevision", "daemonSetHash") } : {}),
+    ...(set.status ? { status: statusFromKruise(set.status) } : {}),
   };
 }
 
@@ -123,12 +123,12 @@ export function kruiseAsAdvancedDaemonSet<T extends { status?: unknown }>(set: T
 
 /** A status the planner wrote (edgeroll's names), as a v1beta1 Kruise DaemonSet holds it. */
 export function kruiseStatusOf(status: Json): Json {
-  return renamed(status, "daemonSetHash", "updateRevision")!;
+  return renamed(status, "daemonSetHash", "updateRevision");
 }
 
 /** A v1beta1 Kruise DaemonSet's status under edgeroll's names. */
 export function statusFromKruise(status: Json): Json {
-  return renamed(status, "updateRevision", "daemonSetHash")!;
+  return renamed(status, "updateRevision", "daemonSetHash");
 }
 
 /** `apiextensions.k8s.io/v1` ConversionReview, as the API server sends it (bounded). */
