@@ -3,8 +3,14 @@
  * that (`advanceddaemonsets/ns/name`) that logs, queue keys and answers use.
  */
 
-import { group, plural, version } from "./advanced-daemonset.ts";
-import { kruiseGroup, kruisePlural, kruiseStorageVersion } from "./kruise.ts";
+import { group, kind as edgerollKind, plural, version } from "./advanced-daemonset.ts";
+import {
+  kruiseGroup,
+  kruiseKind,
+  kruisePlural,
+  kruiseStorageVersion,
+  kruiseVersionOf,
+} from "./kruise.ts";
 
 /**
  * The kinds of set edgeroll reconciles, as they appear in URLs: AdvancedDaemonSets, OpenYurt's
@@ -45,4 +51,17 @@ export function parseSetKey(key: string): SetRef {
     throw new Error(`not a set key: ${JSON.stringify(key)}`);
   }
   return { kind: kind as SetKind, namespace, name };
+}
+
+/**
+ * The kind of set an object of this apiVersion and kind is (a set itself, or a pod's controller
+ * owner reference), or undefined when it is no set edgeroll reconciles.
+ */
+export function setKindOf(apiVersion: string | undefined, kind: string): SetKind | undefined {
+  if (kind === edgerollKind && (apiVersion ?? `${group}/`).startsWith(`${group}/`)) {
+    return "advanceddaemonsets";
+  }
+  if (kind === "DaemonSet" && (apiVersion ?? "apps/v1") === "apps/v1") return "daemonsets";
+  if (kind === kruiseKind && kruiseVersionOf(apiVersion) !== undefined) return kruiseSetKind;
+  return undefined;
 }

@@ -3,12 +3,10 @@
  * "every set of a namespace"); and which keys a change of an object calls for, whether an event
  * or the controller's own cache reported it.
  */
-import { group } from "../api/advanced-daemonset.ts";
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import { fnv1a64 } from "../api/hash.ts";
 import { nodeSchedulingView } from "../kube/objects.ts";
-import { kruiseSetKind, parseSetKey, setKey, type SetKind, type SetRef } from "../api/set-ref.ts";
-import { kruiseKind, kruiseVersionOf } from "../api/kruise.ts";
+import { parseSetKey, setKey, setKindOf, type SetRef } from "../api/set-ref.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 
 /**
@@ -46,15 +44,6 @@ export interface ChangedObject {
   };
   spec?: unknown;
   status?: unknown;
-}
-
-export function setKindOf(apiVersion: string | undefined, kind: string): SetKind | undefined {
-  if (kind === "AdvancedDaemonSet" && (apiVersion ?? `${group}/`).startsWith(`${group}/`)) {
-    return "advanceddaemonsets";
-  }
-  if (kind === "DaemonSet" && (apiVersion ?? "apps/v1") === "apps/v1") return "daemonsets";
-  if (kind === kruiseKind && kruiseVersionOf(apiVersion) !== undefined) return kruiseSetKind;
-  return undefined;
 }
 
 /**

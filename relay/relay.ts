@@ -5,14 +5,14 @@
  * controller reads and coalesced per object.
  */
 import type * as k8s from "@kubernetes/client-node";
-import { group, kind, plural, version } from "../api/advanced-daemonset.ts";
+import { group, plural, version } from "../api/advanced-daemonset.ts";
+import { kruiseSetKind, setKindOf } from "../api/set-ref.ts";
 import {
   kruiseApiVersion,
   kruiseGroup,
   kruiseKind,
   kruisePlural,
   kruiseStorageVersion,
-  kruiseVersionOf,
 } from "../api/kruise.ts";
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { Logger } from "../lib/log.ts";
@@ -75,12 +75,10 @@ const kruiseSource: Source = {
   trim: (o) => ({ metadata: o.metadata }),
 };
 
-/** A controller owner reference to a set the relay reports, with or without Kruise's. */
+/** A controller owner reference to a set the relay reports; Kruise's only in Kruise mode. */
 function isSetOwner(owner: { apiVersion: string; kind: string }, kruise: boolean): boolean {
-  if (owner.kind === kind) return owner.apiVersion.startsWith(`${group}/`);
-  if (owner.kind !== "DaemonSet") return false;
-  return owner.apiVersion === "apps/v1" ||
-    (kruise && kruiseVersionOf(owner.apiVersion) !== undefined);
+  const setKind = setKindOf(owner.apiVersion, owner.kind);
+  return setKind !== undefined && (kruise || setKind !== kruiseSetKind);
 }
 
 function sourcesOf(kruise: boolean): Source[] {

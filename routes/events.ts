@@ -11,9 +11,9 @@ import {
   namespaceKey,
   type NodeChanges,
   type QueueKey,
-  setKindOf,
   setQueueKey,
 } from "../controller/keys.ts";
+import { setKindOf } from "../api/set-ref.ts";
 import { badRequest } from "./errors.ts";
 import { dnsName, namespaceName } from "./params.ts";
 
