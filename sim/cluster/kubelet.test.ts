@@ -233,6 +233,44 @@ Deno.test("kubelet: conditions it does not own are kept; readiness gates hold Re
   });
 });
 
+Deno.test("kubelet: Ready's reason names every closed gate as the kubelet does", async () => {
+  await withCluster({ nodes: 1 }, async (store) => {
+    store.create(
+      "pods",
+      pod("gated", "nginx:1.27", {
+        readinessGates: [{ conditionType: "example.com/a" }, { conditionType: "example.com/b" }],
+      }),
+    );
+    const ready = (p: Pod | undefined) => findCondition(p?.status?.conditions, "Ready");
+    const running = await eventually("containers ready", () => {
+      const p = getPod(store, "gated");
+      return findCondition(p?.status?.conditions, "ContainersReady")?.status === "True" && p;
+    });
+    assertEquals(ready(running)?.reason, "ReadinessGatesNotReady");
+    assertEquals(
+      ready(running)?.message,
+      'corresponding condition of pod readiness gate "example.com/a" does not exist., ' +
+        'corresponding condition of pod readiness gate "example.com/b" does not exist.',
+    );
+    running.status!.conditions!.push(
+      { type: "example.com/a", status: "True" },
+      { type: "example.com/b", status: "False" },
+    );
+    store.update("pods", running);
+    const held = await eventually("b alone holds Ready back", () => {
+      const p = getPod(store, "gated");
+      return !ready(p)?.message?.includes('"example.com/a"') && p;
+    });
+    assertEquals(ready(held)?.status, "False");
+    assertEquals(
+      ready(held)?.message,
+      'the status of pod readiness gate "example.com/b" is not "True", but False',
+    );
+    // The message changed, the status did not: the transition time stays.
+    assertEquals(ready(held)?.lastTransitionTime, ready(running)?.lastTransitionTime);
+  });
+});
+
 Deno.test("kubelet: a pre-pulled image is listed by the node; a bad one is refused", async () => {
   await withCluster({ nodes: 1 }, async (store, cluster) => {
     await cluster.pullImage("edge-1", "registry.example/agent:2");

@@ -132,6 +132,17 @@ function containerStatus(
   };
 }
 
+/**
+ * Why a readiness gate holds the pod back, worded as the kubelet's
+ * `status.GeneratePodReadyCondition` words it (Go's %q of the type); undefined when it is open.
+ */
+function unreadyGate(type: string, condition: Condition | undefined): string | undefined {
+  const quoted = JSON.stringify(type);
+  if (!condition) return `corresponding condition of pod readiness gate ${quoted} does not exist.`;
+  if (condition.status === "True") return undefined;
+  return `the status of pod readiness gate ${quoted} is not "True", but ${condition.status}`;
+}
+
 /** The pod status the kubelet reports for its local runtime record. */
 export function podStatus(
   pod: Pod,
@@ -165,14 +176,11 @@ export function podStatus(
   const notReadyMessage = `containers with unready status: [${unready.join(" ")}]`;
   // Readiness gates: the pod is Ready only when every gate's condition (set by others) is True.
   const gates = ((pod.spec.readinessGates ?? []) as { conditionType: string }[])
-    .map((gate) => gate.conditionType)
-    .filter((type) => findCondition(before, type)?.status !== "True");
+    .map((gate) => unreadyGate(gate.conditionType, findCondition(before, gate.conditionType)))
+    .filter((message) => message !== undefined);
   const [readyReason, readyMessage] = unready.length > 0
     ? ["ContainersNotReady", notReadyMessage]
-    : [
-      "ReadinessGatesNotReady",
-      `corresponding condition of pod readiness gate "${gates[0]}" does not exist.`,
-    ];
+    : ["ReadinessGatesNotReady", gates.join(", ")];
   const conditions = [
     condition("PodReadyToStartContainers", true),
     condition("Initialized", true),
