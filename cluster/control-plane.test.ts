@@ -22,6 +22,21 @@ Deno.test("each kwok stage file holds the stages of one kind, so kwok starts Nod
   assertEquals(new Set(podStages), new Set(["Stage v1/Pod"]));
 });
 
+Deno.test("the pod stages that write Ready share one readiness gates block (ADR 0028)", async () => {
+  const stages = parseAllDocuments(
+    await Deno.readTextFile(new URL("./kwok-pod-stages.yaml", import.meta.url)),
+  ).map((doc) =>
+    doc.toJS() as { metadata: { name: string }; spec: { next: { statusTemplate?: string } } }
+  );
+  const block = (name: string) => {
+    const template = stages.find((s) => s.metadata.name === name)?.spec.next.statusTemplate ?? "";
+    const match = template.match(/\{\{\/\* gates block:[^]*?\{\{\/\* end of gates block \*\/\}\}/);
+    if (!match) throw new Error(`${name} has no readiness gates block`);
+    return match[0];
+  };
+  assertEquals(block("pod-readiness-gates"), block("pod-ready"));
+});
+
 Deno.test("up without built binaries says to run the build, and starts nothing", async () => {
   const dir = await Deno.makeTempDir();
   try {

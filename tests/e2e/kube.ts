@@ -5,6 +5,7 @@ import { kubectl, kubectlJson } from "../../cluster/kubectl.ts";
 export interface Condition {
   type: string;
   status: string;
+  reason?: string;
   message?: string;
 }
 

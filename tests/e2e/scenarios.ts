@@ -3,7 +3,14 @@
  * Each scenario works in a namespace of its own and leaves every node Ready and connected.
  */
 import { assert, assertEquals, AssertionError, assertNotEquals } from "@std/assert";
-import { conditionStatus, type DaemonSetStatus, eventually, type Kube, type Pod } from "./kube.ts";
+import {
+  conditionStatus,
+  type DaemonSetStatus,
+  eventually,
+  type Kube,
+  patchArgs,
+  type Pod,
+} from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
 
 export interface Scenario {
@@ -313,6 +320,84 @@ export const scenarios: Scenario[] = [
       assertEquals(after.metadata.uid, before.metadata.uid);
       assertNotEquals(assertRunningImage(after, image("v2")), oldImageId);
       assertEquals(after.status?.containerStatuses?.[0].restartCount, 1);
+    },
+  },
+  {
+    name: "a pod with a readiness gate is Ready only while the gate's condition is True",
+    async run(target, kube) {
+      const ns = "e2e-readiness-gate";
+      const gate = "example.com/gate";
+      await kube.createNamespace(ns);
+      const pod = (version: string) => ({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "gated", namespace: ns, labels: { app: "gated" } },
+        spec: {
+          nodeName: target.nodes[0],
+          readinessGates: [{ conditionType: gate }],
+          containers: [{ name: "agent", image: image(version) }],
+        },
+      });
+      // Admission refuses pods until the namespace's default ServiceAccount exists.
+      await eventually("the pod to be admitted", () => kube.apply(pod("v1")));
+      const condition = (p: Pod, type: string) =>
+        p.status?.conditions?.find((c) => c.type === type);
+      // The gate's condition as another controller writes it (Kruise, edgeroll's --kruise mode).
+      const setGate = (status: string) =>
+        kube.run([
+          ...patchArgs(ns, "pod", "gated", "strategic", {
+            status: { conditions: [{ type: gate, status }] },
+          }),
+          "--subresource=status",
+        ]);
+      /** The pod once its containers run `version` and are ready, and `ready` says yes. */
+      const running = (version: string, what: string, ready: (p: Pod) => boolean) =>
+        eventually(`the pod on ${version}, ${what}`, async () => {
+          const [p] = await kube.pods(ns, "app=gated");
+          const container = p?.status?.containerStatuses?.[0];
+          return p?.status?.phase === "Running" && container?.image === image(version) &&
+              container.ready && conditionStatus(p, "ContainersReady") === "True" && ready(p)
+            ? p
+            : undefined;
+        });
+      const notReadyBecause = (message: string) => (p: Pod) => {
+        const ready = condition(p, "Ready");
+        return ready?.status === "False" && ready.reason === "ReadinessGatesNotReady" &&
+          ready.message === message;
+      };
+      const missing = `corresponding condition of pod readiness gate "${gate}" does not exist.`;
+      const closed = `the status of pod readiness gate "${gate}" is not "True", but False`;
+
+      // Its containers run and are ready, the pod is not: no one has written the gate's condition.
+      await running("v1", "held back by the missing gate", notReadyBecause(missing));
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const held = await running("v1", "still held back", notReadyBecause(missing));
+      assertEquals(condition(held, gate), undefined);
+
+      await setGate("True");
+      const open = await running("v1", "Ready", (p) => conditionStatus(p, "Ready") === "True");
+      assertEquals(condition(open, "Ready")?.reason, undefined, "Ready True keeps a reason");
+      assertEquals(conditionStatus(open, gate), "True");
+
+      await setGate("False");
+      const shut = await running("v1", "Ready no more", notReadyBecause(closed));
+      assertEquals(conditionStatus(shut, gate), "False");
+
+      // Kruise's in-place update: the gate is shut, the image changes, the kubelet restarts the
+      // container and reports it; the gate's condition outlives those writes and Ready stays False.
+      await kube.run([
+        ...patchArgs(ns, "pod", "gated", "json", [
+          { op: "replace", path: "/spec/containers/0/image", value: image("v2") },
+        ]),
+      ]);
+      const updated = await running("v2", "held back by the shut gate", notReadyBecause(closed));
+      assertEquals(updated.status?.containerStatuses?.[0].restartCount, 1);
+      assertEquals(conditionStatus(updated, gate), "False");
+
+      await setGate("True");
+      const reopened = await running("v2", "Ready", (p) => conditionStatus(p, "Ready") === "True");
+      assertEquals(reopened.metadata.uid, held.metadata.uid);
+      assertEquals(conditionStatus(reopened, gate), "True");
     },
   },
   {
