@@ -22,7 +22,7 @@ Deno.test("each kwok stage file holds the stages of one kind, so kwok starts Nod
   assertEquals(new Set(podStages), new Set(["Stage v1/Pod"]));
 });
 
-Deno.test("the pod stages that write Ready share one readiness gates block (ADR 0028)", async () => {
+Deno.test("the pod stages that write Ready share one readiness gates block (ADR 0029)", async () => {
   const stages = parseAllDocuments(
     await Deno.readTextFile(new URL("./kwok-pod-stages.yaml", import.meta.url)),
   ).map((doc) =>
