@@ -137,6 +137,8 @@ export interface ControllerProcesses {
   token: string;
   /** Process ids: the replicas in order, then the relay if there is one. */
   pids: number[];
+  /** `fetch` for the controllers' URLs: trusts their CA when they serve HTTPS. */
+  fetch(url: string, init?: RequestInit): Promise<Response>;
 }
 
 /**
@@ -200,7 +202,12 @@ export async function withControllers(
         ], options.env),
       );
     }
-    await body({ urls, token, pids: children.map((child) => child.pid) });
+    await body({
+      urls,
+      token,
+      pids: children.map((child) => child.pid),
+      fetch: (url, init) => fetch(url, { ...init, client }),
+    });
   } finally {
     await stop(children);
     client?.close();
