@@ -134,18 +134,19 @@ function signWithCa(
 }
 
 /**
- * A kubelet's client certificate for `node` (`system:node:<node>` in `system:nodes`): what the
- * Node authorizer and NodeRestriction recognise, so whoever holds it reaches that node's pods only.
+ * A client certificate for `subject` (`/O=group/CN=user`), signed by the cluster's CA, written as
+ * `<dir>/<stem>.crt` and `.key`.
  */
-export async function writeNodeCertificate(
+export async function writeClientCertificate(
   pki: Pick<ClusterPki, "caCertPath" | "caKeyPath">,
   dir: string,
-  node: string,
+  stem: string,
+  subject: string,
 ): Promise<ClientCertificate> {
-  const certificate = { certPath: `${dir}/node-${node}.crt`, keyPath: `${dir}/node-${node}.key` };
+  const certificate = { certPath: `${dir}/${stem}.crt`, keyPath: `${dir}/${stem}.key` };
   await signWithCa(
     pki,
-    `/O=system:nodes/CN=system:node:${node}`,
+    subject,
     certificate.certPath,
     certificate.keyPath,
     "extendedKeyUsage=clientAuth",

@@ -12,7 +12,7 @@ import {
   type ClientCertificate,
   type ClientName,
   type ClusterPki,
-  writeNodeCertificate,
+  writeClientCertificate,
   writePki,
 } from "./certs.ts";
 import { kubectl, kubectlJson } from "./kubectl.ts";
@@ -45,10 +45,10 @@ const components = [
 
 /**
  * How fast a silent node turns NotReady: kwok renews each Lease every quarter of its
- * duration (3 s), and the node lifecycle controller gives up after the grace period.
+ * duration (3 s), and the node lifecycle controller gives up after the grace period (two
+ * thirds of the duration: 8 s).
  */
-const nodeLeaseDurationSeconds = 12;
-const nodeMonitorGracePeriod = "8s";
+const defaultNodeLeaseDurationSeconds = 12;
 
 export interface ClusterOptions {
   nodes: number;
@@ -58,6 +58,19 @@ export interface ClusterOptions {
   statePath?: string;
   /** One JSON-able event per step, for progress lines. */
   log?: (event: Record<string, unknown>) => void;
+  /** Nodes labelled `topology.kubernetes.io/zone` zone-0…zone-(zones-1), round robin. */
+  zones?: number;
+  /**
+   * How long kwok takes from a pod's bind to its Running and Ready (its pod-ready stage's delay;
+   * default none): a fixed start time, so a rollout's minimum is known.
+   */
+  podReadyDelayMs?: number;
+  /** A node's Lease duration (default 12 s); fleets of thousands renew less often. */
+  nodeLeaseDurationSeconds?: number;
+  /** kube-controller-manager's `--controllers` (default all), e.g. `["*", "-daemonset"]`. */
+  controllerManagerControllers?: string[];
+  /** kube-apiserver writes an audit log of what `policy` (an audit.k8s.io/v1 Policy) selects. */
+  audit?: { policy: unknown; logPath: string };
 }
 
 export interface ClusterState {
@@ -88,6 +101,7 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
     throw new Error(`${binDir} lacks ${missing.join(", ")}: run cluster/build.sh first`);
   }
   const bin = (name: typeof components[number]) => `${binDir}/${name}`;
+  const leaseSeconds = options.nodeLeaseDurationSeconds ?? defaultNodeLeaseDurationSeconds;
 
   const workDir = await Deno.makeTempDir({ prefix: "edgeroll-cluster-" });
   const pki = await writePki(`${workDir}/pki`);
@@ -129,6 +143,19 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       "--unsafe-no-fsync",
       "--log-level=warn",
     ]);
+    const auditArgs: string[] = [];
+    if (options.audit) {
+      const policyPath = `${workDir}/audit-policy.json`;
+      await Deno.writeTextFile(policyPath, JSON.stringify(options.audit.policy));
+      auditArgs.push(
+        `--audit-policy-file=${policyPath}`,
+        `--audit-log-path=${options.audit.logPath}`,
+        // Batched: the log's writes stay off the requests' path.
+        "--audit-log-mode=batch",
+        "--audit-log-batch-max-wait=1s",
+        "--audit-log-maxsize=0",
+      );
+    }
     await waitFor("etcd to serve", etcd, async () => {
       const response = await fetch(`http://127.0.0.1:${etcdClientPort}/health`);
       return response.ok && (await response.json()).health === "true";
@@ -155,6 +182,7 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       "--endpoint-reconciler-type=none",
       "--allow-privileged=true",
       "--profiling=false",
+      ...auditArgs,
     ]);
     await waitFor("kube-apiserver to be ready", apiserver, async () => {
       try {
@@ -176,7 +204,10 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       // for it (system:kube-controller-manager alone may not create ControllerRevisions).
       "--use-service-account-credentials=true",
       "--node-monitor-period=1s",
-      `--node-monitor-grace-period=${nodeMonitorGracePeriod}`,
+      `--node-monitor-grace-period=${Math.ceil(leaseSeconds * 2 / 3)}s`,
+      ...(options.controllerManagerControllers
+        ? [`--controllers=${options.controllerManagerControllers.join(",")}`]
+        : []),
     ]);
     const scheduler = await start("kube-scheduler", [
       `--kubeconfig=${await kubeconfigOf("kube-scheduler")}`,
@@ -201,13 +232,17 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       `--kubeconfig=${await kubeconfigOf("kwok")}`,
       "--enable-crds=Stage",
       "--manage-all-nodes=true",
-      `--node-lease-duration-seconds=${nodeLeaseDurationSeconds}`,
+      `--node-lease-duration-seconds=${leaseSeconds}`,
       // Addresses only written into node and pod status; nothing is ever sent to them.
       "--node-ip=10.0.0.1",
       "--cidr=10.0.0.1/16",
     ]);
 
-    await kubectl(state.kubeconfigPath, ["create", "-f", "-"], nodeListJson(state.nodes));
+    await kubectl(
+      state.kubeconfigPath,
+      ["create", "-f", "-"],
+      nodeListJson(state.nodes, options.zones),
+    );
     log({ msg: "nodes created", nodes: state.nodes.length });
     const running = [etcd, apiserver, controllerManager, scheduler, kwok];
     await waitFor(`${state.nodes.length} nodes to be Ready`, running, async () => {
@@ -215,7 +250,11 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       return list.items.filter(isReady).length === state.nodes.length;
     });
     // Only kwok's node controller makes a node Ready: it has started, the pod controller has not.
-    await kubectl(state.kubeconfigPath, ["create", "-f", podStagesPath]);
+    await kubectl(
+      state.kubeconfigPath,
+      ["create", "-f", "-"],
+      await podStagesJson(state.kubeconfigPath, options.podReadyDelayMs),
+    );
     // Pods are refused until the service-account controller made the namespace's account.
     await waitFor("the default ServiceAccount", running, async () => {
       try {
@@ -282,11 +321,11 @@ function isReady(node: NodeList["items"][number]): boolean {
   return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 }
 
-function nodeListJson(names: string[]): string {
+function nodeListJson(names: string[], zones?: number): string {
   return JSON.stringify({
     apiVersion: "v1",
     kind: "List",
-    items: names.map((name) => ({
+    items: names.map((name, i) => ({
       apiVersion: "v1",
       kind: "Node",
       metadata: {
@@ -296,6 +335,7 @@ function nodeListJson(names: string[]): string {
           "kubernetes.io/os": "linux",
           "kubernetes.io/arch": "amd64",
           type: "kwok",
+          ...(zones ? { "topology.kubernetes.io/zone": `zone-${i % zones}` } : {}),
         },
         annotations: { "kwok.x-k8s.io/node": "fake" },
       },
@@ -303,24 +343,57 @@ function nodeListJson(names: string[]): string {
   });
 }
 
+interface Stage {
+  metadata: { name: string };
+  spec: { delay?: { durationMilliseconds: number } };
+}
+
+/** The pod stages (read by kubectl as JSON), pod-ready delayed by `readyDelayMs` if given. */
+async function podStagesJson(kubeconfigPath: string, readyDelayMs?: number): Promise<string> {
+  const printed = await kubectl(kubeconfigPath, [
+    "create",
+    "--dry-run=client",
+    "--output=json",
+    "-f",
+    podStagesPath,
+  ]);
+  // One pretty-printed object per document, each opening with a line of its own.
+  const stages = printed.split(/^(?=\{$)/m).map((text) => JSON.parse(text) as Stage);
+  const ready = stages.find((stage) => stage.metadata.name === "pod-ready");
+  if (!ready) throw new Error(`${podStagesPath} has no pod-ready stage`);
+  if (readyDelayMs) ready.spec.delay = { durationMilliseconds: readyDelayMs };
+  return JSON.stringify({ apiVersion: "v1", kind: "List", items: stages });
+}
+
 /**
  * A kubeconfig with the client certificate of the kubelet of `node`, as an edge agent on that
  * node has its kubelet's (the Node authorizer and NodeRestriction limit it to the node's pods).
  */
-export async function nodeKubeconfig(
+export function nodeKubeconfig(
   state: ClusterState,
   node: string,
   /** Where the node reaches the API server (a NodeProxy's URL); default directly. */
   server = state.server,
 ): Promise<string> {
+  return clientKubeconfig(state, `node-${node}`, `/O=system:nodes/CN=system:node:${node}`, server);
+}
+
+/**
+ * A kubeconfig `<workDir>/<name>.kubeconfig` with a new client certificate for `subject`
+ * (`/O=group/CN=user`): a client of its own, told apart from the others by its user name (in the
+ * audit log, for instance).
+ */
+export async function clientKubeconfig(
+  state: ClusterState,
+  name: string,
+  subject: string,
+  server = state.server,
+): Promise<string> {
   const pkiDir = `${state.workDir}/pki`;
   const pki = { caCertPath: `${pkiDir}/ca.crt`, caKeyPath: `${pkiDir}/ca.key` };
-  const certificate = await writeNodeCertificate(pki, pkiDir, node);
-  const path = `${state.workDir}/node-${node}.kubeconfig`;
-  await Deno.writeTextFile(
-    path,
-    await kubeconfigYaml(server, pki, certificate, `node-${node}`),
-  );
+  const certificate = await writeClientCertificate(pki, pkiDir, name, subject);
+  const path = `${state.workDir}/${name}.kubeconfig`;
+  await Deno.writeTextFile(path, await kubeconfigYaml(server, pki, certificate, name));
   return path;
 }
 

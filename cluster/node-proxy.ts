@@ -11,6 +11,8 @@ export interface NodeProxy {
   readonly url: string;
   /** Connections accepted so far: what a client that reuses its connections keeps small. */
   readonly accepted: number;
+  /** Bytes forwarded from the API server to its clients so far (TLS records: what they read). */
+  readonly bytesRead: number;
   cut(): void;
   heal(): void;
   close(): Promise<void>;
@@ -23,6 +25,14 @@ export function startNodeProxy(target: { hostname: string; port: number }): Node
   let listener: Deno.Listener | undefined;
   let port = 0;
   let accepted = 0;
+  let bytesRead = 0;
+  const countingRead = () =>
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        bytesRead += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
 
   const forward = async (inbound: Deno.Conn) => {
     let outbound: Deno.Conn | undefined;
@@ -32,7 +42,7 @@ export function startNodeProxy(target: { hostname: string; port: number }): Node
       // Either side ending ends both; errors are the cut or a peer's close.
       await Promise.race([
         inbound.readable.pipeTo(outbound.writable),
-        outbound.readable.pipeTo(inbound.writable),
+        outbound.readable.pipeThrough(countingRead()).pipeTo(inbound.writable),
       ]);
     } catch {
       /* a connection cut by cut() or closed by a peer */
@@ -84,6 +94,9 @@ export function startNodeProxy(target: { hostname: string; port: number }): Node
     url: `https://127.0.0.1:${port}`,
     get accepted() {
       return accepted;
+    },
+    get bytesRead() {
+      return bytesRead;
     },
     cut,
     heal() {

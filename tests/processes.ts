@@ -19,13 +19,23 @@ export function imageEnv(): Record<string, string> {
   return { DENO_V8_FLAGS: flags };
 }
 
-export function spawnMain(args: string[], env?: Record<string, string>): Deno.ChildProcess {
-  return new Deno.Command(Deno.execPath(), {
+/** `main.ts args…`; its stderr (the JSON log lines) ours, or appended to `logPath`. */
+export function spawnMain(
+  args: string[],
+  env?: Record<string, string>,
+  logPath?: string,
+): Deno.ChildProcess {
+  const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", main, ...args],
     env,
     stdout: "null",
-    stderr: "inherit",
+    stderr: logPath ? "piped" : "inherit",
   }).spawn();
+  if (logPath) {
+    const log = Deno.openSync(logPath, { append: true, create: true });
+    child.stderr.pipeTo(log.writable).catch(() => {/* the file closes with the process */});
+  }
+  return child;
 }
 
 /**
@@ -157,6 +167,8 @@ export async function withControllers(
     relayKubeconfigPath?: string;
     /** Added to the environment of every process (e.g. `imageEnv()`). */
     env?: Record<string, string>;
+    /** Where every process's log lines are appended (default: our stderr). */
+    logPath?: string;
     /**
      * Serve HTTPS with this certificate (for 127.0.0.1) and key; the relay and the readiness
      * wait trust `caFile` (an API server calling a webhook of ours, too).
@@ -177,14 +189,18 @@ export async function withControllers(
     const urls: string[] = [];
     for (let i = 0; i < (options.replicas ?? 1); i++) {
       const port = freePort();
-      const child = spawnMain([
-        "serve",
-        "--host=127.0.0.1",
-        `--port=${port}`,
-        ...(tls ? [`--tls-cert=${tls.certFile}`, `--tls-key=${tls.keyFile}`] : []),
-        ...common,
-        ...(options.serveArgs ?? []),
-      ], options.env);
+      const child = spawnMain(
+        [
+          "serve",
+          "--host=127.0.0.1",
+          `--port=${port}`,
+          ...(tls ? [`--tls-cert=${tls.certFile}`, `--tls-key=${tls.keyFile}`] : []),
+          ...common,
+          ...(options.serveArgs ?? []),
+        ],
+        options.env,
+        options.logPath,
+      );
       children.push(child);
       urls.push(`${tls ? "https" : "http"}://127.0.0.1:${port}`);
       await untilAnswers(`${urls[i]}/readyz`, child, 60_000, client);
@@ -192,14 +208,18 @@ export async function withControllers(
     if (options.relay) {
       const kubeconfig = `--kubeconfig=${options.relayKubeconfigPath ?? kubeconfigPath}`;
       children.push(
-        spawnMain([
-          "relay",
-          `--target=${urls[0]}`,
-          kubeconfig,
-          `--token-file=${tokenFile}`,
-          ...(tls ? [`--ca-file=${tls.caFile}`] : []),
-          ...(options.relayArgs ?? []),
-        ], options.env),
+        spawnMain(
+          [
+            "relay",
+            `--target=${urls[0]}`,
+            kubeconfig,
+            `--token-file=${tokenFile}`,
+            ...(tls ? [`--ca-file=${tls.caFile}`] : []),
+            ...(options.relayArgs ?? []),
+          ],
+          options.env,
+          options.logPath,
+        ),
       );
     }
     await body({
