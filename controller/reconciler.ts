@@ -6,6 +6,7 @@
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
 import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../api/plan.ts";
+import { foldSetEvents } from "./event-fold.ts";
 import type { Expectation } from "../api/advanced-daemonset.ts";
 import type { KubeClient, SnapshotRead } from "../kube/client.ts";
 import { writtenStatus } from "../api/written-status.ts";
@@ -287,7 +288,7 @@ async function carryOut(
   await recordEvents(
     deps,
     snapshot,
-    plan.events.filter((e) => !missing.has(e.pod)),
+    foldSetEvents(plan.events.filter((e) => !missing.has(e.pod))),
     new Date(now),
     log,
   );
