@@ -12,6 +12,10 @@
 #   cluster/build.sh --kruise   also OpenKruise's e2e test binary, kruise-e2e.test, from the Kruise
 #                               module cluster/go/kruise-e2e pins, for the kruise-e2e stage; cached
 #                               in the same directory under a marker naming the Kruise version
+#   cluster/build.sh --kruise-manager
+#                               also OpenKruise's kruise-manager, from the same Kruise module, with
+#                               the CRDs and webhook configurations of that module in
+#                               cluster/bin/kruise-config (cluster/kruise-manager.ts, ADR 0030)
 #
 # Environment: EDGEROLL_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/edgeroll).
 set -euo pipefail
@@ -24,13 +28,15 @@ bin_out="${here}/bin"
 mod_mode=readonly
 with_e2e=false
 with_kruise=false
+with_kruise_manager=false
 for arg in "$@"; do
   case "$arg" in
     --update) mod_mode=mod ;;
     --e2e) with_e2e=true ;;
     --kruise) with_kruise=true ;;
+    --kruise-manager) with_kruise_manager=true ;;
     *)
-      echo "usage: cluster/build.sh [--update] [--e2e] [--kruise]" >&2
+      echo "usage: cluster/build.sh [--update] [--e2e] [--kruise] [--kruise-manager]" >&2
       exit 2
       ;;
   esac
@@ -103,89 +109,137 @@ build_e2e() {
   ln -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test" 2>/dev/null || cp -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test"
 }
 
-# OpenKruise's e2e.test (kruise-e2e.test), for the kruise-e2e stage: test/e2e of the Kruise module
-# at the version cluster/go/kruise-e2e/go.mod requires, compiled inside a copy of that module with
-# its own go.mod and go.sum, unmodified (a wrapper module like cluster/go/e2e would drop Kruise's
-# replace directives). Same module and build caches as the rest; the marker names the Kruise
-# version, so a bump rebuilds.
+# OpenKruise, at the version cluster/go/kruise-e2e/go.mod requires, compiled inside a copy of that
+# module with its own go.mod and go.sum, unmodified (a wrapper module like cluster/go/e2e would drop
+# Kruise's replace directives). Two things are built from it, each under a marker naming the Kruise
+# version, so a bump rebuilds: kruise-e2e.test (its test/e2e, for the kruise-e2e stage) and
+# kruise-manager (its main package, for the benchmark, ADR 0030) with the manifests it needs (its
+# CRDs and webhook configurations) beside it in kruise-config/. Same module and build caches as the
+# rest; the module is downloaded and copied once however many are asked for.
 kruise_src=""
-build_kruise_e2e() {
-  if [ "$with_kruise" != true ]; then return 0; fi
-  local marker="${cache}/bin/.kruise-e2e-${kruise_version}-complete"
+kruise_source() {
+  if [ -n "$kruise_src" ]; then return 0; fi
+  local module="github.com/openkruise/kruise@${kruise_version}" json dir
+  # `go mod download M@V` checks the zip against go.sum but accepts (and records) a hash it
+  # lacks, so in readonly mode a missing line is an error here, as it is for the other modules.
+  if [ "$mod_mode" = readonly ] &&
+    ! grep -q "^github.com/openkruise/kruise ${kruise_version} h1:" "${kruise_mod}/go.sum"; then
+    echo "cluster/build.sh: ${kruise_mod}/go.sum has no hash for ${module}:" \
+      "run cluster/build.sh --update with --kruise or --kruise-manager" >&2
+    exit 1
+  fi
+  log "downloading ${module}"
+  if ! json="$(cd "$kruise_mod" && go mod download -json "$module")"; then
+    printf '%s\n' "$json" >&2
+    echo "cluster/build.sh: could not download ${module}" >&2
+    exit 1
+  fi
+  dir="$(sed -nE 's/^[[:space:]]*"Dir": "(.*)",?$/\1/p' <<<"$json")"
+  if [ ! -f "${dir}/go.mod" ]; then
+    echo "cluster/build.sh: go mod download named no module directory for ${module}" >&2
+    exit 1
+  fi
+  # Built in a writable copy of its own, as by hand: the module cache's tree stays read-only and
+  # untouched, and two builds at once do not share one.
+  kruise_src="$(mktemp -d "${cache}/kruise-src.XXXXXX")"
+  trap 'rm -rf "$kruise_src"' EXIT
+  cp -R "$dir" "${kruise_src}/kruise"
+  chmod -R u+w "${kruise_src}/kruise"
+}
+
+# build_kruise ID OUTPUT PACKAGE test|main [PATH…]: compiles PACKAGE of the Kruise module (its
+# test binary, or the command) into ${cache}/bin/OUTPUT, and copies each PATH under the module's
+# config/ into ${cache}/bin/kruise-config/; then links both into cluster/bin. ID names the marker.
+build_kruise() {
+  local id="$1" output="$2" package="$3" mode="$4"
+  shift 4
+  local marker="${cache}/bin/.${id}-${kruise_version}-complete" path
   if [ "$mod_mode" != readonly ] || [ ! -f "$marker" ]; then
-    local t=$SECONDS module="github.com/openkruise/kruise@${kruise_version}" json dir
-    rm -f "${cache}/bin/".kruise-e2e-*-complete
-    # `go mod download M@V` checks the zip against go.sum but accepts (and records) a hash it
-    # lacks, so in readonly mode a missing line is an error here, as it is for the other modules.
-    if [ "$mod_mode" = readonly ] &&
-      ! grep -q "^github.com/openkruise/kruise ${kruise_version} h1:" "${kruise_mod}/go.sum"; then
-      echo "cluster/build.sh: ${kruise_mod}/go.sum has no hash for ${module}:" \
-        "run cluster/build.sh --update --kruise" >&2
-      exit 1
-    fi
-    log "downloading ${module}"
-    if ! json="$(cd "$kruise_mod" && go mod download -json "$module")"; then
-      printf '%s\n' "$json" >&2
-      echo "cluster/build.sh: could not download ${module}" >&2
-      exit 1
-    fi
-    dir="$(sed -nE 's/^[[:space:]]*"Dir": "(.*)",?$/\1/p' <<<"$json")"
-    if [ ! -f "${dir}/go.mod" ]; then
-      echo "cluster/build.sh: go mod download named no module directory for ${module}" >&2
-      exit 1
-    fi
-    # Built in a writable copy of its own, as by hand: the module cache's tree stays read-only and
-    # untouched, and two builds at once do not share one.
-    kruise_src="$(mktemp -d "${cache}/kruise-src.XXXXXX")"
-    trap 'rm -rf "$kruise_src"' EXIT
-    cp -R "$dir" "${kruise_src}/kruise"
-    chmod -R u+w "${kruise_src}/kruise"
-    log "building kruise-e2e.test (${module}/test/e2e)"
+    local t=$SECONDS with_tests=()
+    if [ "$mode" = test ]; then with_tests=(-test); fi
+    rm -f "${cache}/bin/.${id}-"*-complete
+    kruise_source
+    log "building ${output} (github.com/openkruise/kruise@${kruise_version} ${package})"
     (
       cd "${kruise_src}/kruise"
       # -mod=readonly even with --update: Kruise's go.mod and go.sum are never rewritten.
       export GOFLAGS="-mod=readonly -buildvcs=false -trimpath"
-      # Only the modules test/e2e needs, checked against Kruise's go.sum (go prints one
+      # Only the modules PACKAGE needs, checked against Kruise's go.sum (go prints one
       # `go: downloading` line per module).
-      go list -deps -test ./test/e2e 2>&1 >/dev/null |
-        progress "modules fetched for kruise-e2e" '^go: downloading ' '^$'
+      go list -deps "${with_tests[@]}" "$package" 2>&1 >/dev/null |
+        progress "modules fetched for ${id}" '^go: downloading ' '^$'
       # `go test -c` names no package it compiles (its -v is the test binary's): `go build -v`
-      # compiles them first, one line each, and the link below finds them in the build cache.
-      go list -deps -test -f '{{if not .ForTest}}{{if ne .Name "main"}}{{.ImportPath}}{{end}}{{end}}' \
-        ./test/e2e >"${kruise_src}/packages"
-      xargs go build -v <"${kruise_src}/packages" 2>&1 |
-        progress "kruise-e2e.test packages compiled" '^[^ :]+$' '^$'
-      go test -c -ldflags "-s -w" -o "${kruise_src}/kruise-e2e.test" ./test/e2e
+      # compiles the dependencies first, one line each, and the last step finds them in the build
+      # cache, so both kinds report progress the same way.
+      go list -deps "${with_tests[@]}" \
+        -f '{{if not .ForTest}}{{if ne .Name "main"}}{{.ImportPath}}{{end}}{{end}}' \
+        "$package" >"${kruise_src}/${id}.packages"
+      xargs go build -v <"${kruise_src}/${id}.packages" 2>&1 |
+        progress "${id} packages compiled" '^[^ :]+$' '^$'
+      if [ "$mode" = test ]; then
+        go test -c -ldflags "-s -w" -o "${kruise_src}/${output}" "$package"
+      else
+        go build -ldflags "-s -w" -o "${kruise_src}/${output}" "$package"
+      fi
     )
-    mv -f "${kruise_src}/kruise-e2e.test" "${cache}/bin/kruise-e2e.test"
-    rm -rf "$kruise_src"
+    for path in "$@"; do
+      mkdir -p "$(dirname "${cache}/bin/kruise-config/${path}")"
+      rm -rf "${cache}/bin/kruise-config/${path}"
+      cp -R "${kruise_src}/kruise/config/${path}" "${cache}/bin/kruise-config/${path}"
+    done
+    mv -f "${kruise_src}/${output}" "${cache}/bin/${output}"
     touch "$marker"
-    log "built kruise-e2e.test in $((SECONDS - t))s"
+    log "built ${output} in $((SECONDS - t))s"
   fi
-  ln -f "${cache}/bin/kruise-e2e.test" "${bin_out}/kruise-e2e.test" 2>/dev/null ||
-    cp -f "${cache}/bin/kruise-e2e.test" "${bin_out}/kruise-e2e.test"
+  ln -f "${cache}/bin/${output}" "${bin_out}/${output}" 2>/dev/null ||
+    cp -f "${cache}/bin/${output}" "${bin_out}/${output}"
+  if [ "$#" -gt 0 ]; then
+    rm -rf "${bin_out}/kruise-config"
+    cp -R -l "${cache}/bin/kruise-config" "${bin_out}/kruise-config" 2>/dev/null ||
+      cp -R "${cache}/bin/kruise-config" "${bin_out}/kruise-config"
+  fi
+}
+
+build_kruise_all() {
+  if [ "$with_kruise" = true ]; then
+    build_kruise kruise-e2e kruise-e2e.test ./test/e2e test
+  fi
+  if [ "$with_kruise_manager" = true ]; then
+    build_kruise kruise-manager kruise-manager . main crd/bases webhook/manifests.yaml
+  fi
+  if [ -n "$kruise_src" ]; then
+    rm -rf "$kruise_src"
+    kruise_src=""
+  fi
+}
+
+# What every go command here runs with: everything it downloads or compiles stays in the cache.
+go_env() {
+  export GOMODCACHE="${cache}/mod" GOCACHE="${cache}/build" GOTOOLCHAIN=local CGO_ENABLED=0
+  # The committed go.sum files pin every module hash, so the checksum database (often unreachable
+  # on the build machines) is never needed; a module missing from go.sum is an error in readonly
+  # mode.
+  export GOSUMDB=off GOFLAGS="-mod=${mod_mode} -buildvcs=false -trimpath"
+  # Modules come from a module proxy only, never from their source hosts: `direct` is dropped
+  # from GOPROXY's list (and with no proxy left, only the module cache is read).
+  local proxies
+  proxies="$(go env GOPROXY | tr '|,' '\n\n' | { grep -v -x -e direct -e off -e '' || true; } |
+    paste -s -d, -)"
+  export GOPROXY="${proxies:-off}"
 }
 
 if [ "$mod_mode" = readonly ] && [ -f "${cache}/bin/.complete" ]; then
   link_binaries
   log "cached build ${key}: linked ${binaries[*]} ${stage_crd} into cluster/bin"
-  if [ "$with_e2e" = true ] || [ "$with_kruise" = true ]; then
-    export GOMODCACHE="${cache}/mod" GOCACHE="${cache}/build" GOTOOLCHAIN=local CGO_ENABLED=0
-    export GOSUMDB=off GOFLAGS="-mod=${mod_mode} -buildvcs=false -trimpath"
+  if [ "$with_e2e" = true ] || [ "$with_kruise" = true ] || [ "$with_kruise_manager" = true ]; then
+    go_env
     build_e2e
-    build_kruise_e2e
+    build_kruise_all
   fi
   exit 0
 fi
 
-export GOMODCACHE="${cache}/mod"
-export GOCACHE="${cache}/build"
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0
-# The committed go.sum files pin every module hash, so the checksum database (often unreachable
-# on the build machines) is never needed; a module missing from go.sum is an error in readonly mode.
-export GOSUMDB=off
-export GOFLAGS="-mod=${mod_mode} -buildvcs=false -trimpath"
+go_env
 mkdir -p "${cache}/bin"
 log "cache ${cache}"
 
@@ -225,5 +279,5 @@ build kwok "$kwok_mod" "${cache}/bin/kwok" sigs.k8s.io/kwok/cmd/kwok \
 touch "${cache}/bin/.complete"
 link_binaries
 build_e2e
-build_kruise_e2e
+build_kruise_all
 log "build ${key} done in $((SECONDS - started))s"
