@@ -375,24 +375,28 @@ export function nodeKubeconfig(
   /** Where the node reaches the API server (a NodeProxy's URL); default directly. */
   server = state.server,
 ): Promise<string> {
-  return clientKubeconfig(state, `node-${node}`, `/O=system:nodes/CN=system:node:${node}`, server);
+  return clientKubeconfig(state, `node-${node}`, `/O=system:nodes/CN=system:node:${node}`, {
+    server,
+  });
 }
 
 /**
- * A kubeconfig `<workDir>/<name>.kubeconfig` with a new client certificate for `subject`
- * (`/O=group/CN=user`): a client of its own, told apart from the others by its user name (in the
- * audit log, for instance).
+ * A kubeconfig with a new client certificate for `subject` (`/O=group/CN=user`): a client of its
+ * own, told apart from the others by its user name (in the audit log, for instance); what it may
+ * do is for RBAC to say. Written to `path` (default `<workDir>/<name>.kubeconfig`), reaching the
+ * API server at `server` (default directly; a forwarder's URL, for instance).
  */
 export async function clientKubeconfig(
   state: ClusterState,
   name: string,
   subject: string,
-  server = state.server,
+  options: { server?: string; path?: string } = {},
 ): Promise<string> {
   const pkiDir = `${state.workDir}/pki`;
   const pki = { caCertPath: `${pkiDir}/ca.crt`, caKeyPath: `${pkiDir}/ca.key` };
   const certificate = await writeClientCertificate(pki, pkiDir, name, subject);
-  const path = `${state.workDir}/${name}.kubeconfig`;
+  const path = options.path ?? `${state.workDir}/${name}.kubeconfig`;
+  const server = options.server ?? state.server;
   await Deno.writeTextFile(path, await kubeconfigYaml(server, pki, certificate, name));
   return path;
 }

@@ -88,6 +88,8 @@ export interface KruiseManagerOptions {
   logPath: string;
   /** Where its kubeconfig (user `kruise-manager`) is written; default the cluster's work dir. */
   kubeconfigPath?: string;
+  /** Where it reaches the API server (a forwarder's URL, for instance); default directly. */
+  server?: string;
   /** How long it may take to settle (default 10 minutes). */
   timeoutMs?: number;
   /**
@@ -230,7 +232,7 @@ export async function startKruiseManager(
     state,
     kruiseManagerUser,
     `/CN=${kruiseManagerUser}`,
-    options.kubeconfigPath,
+    { path: options.kubeconfigPath, server: options.server },
   );
   await kubectl(admin, ["apply", "-f", "-"], JSON.stringify(clusterAdminBinding()));
 

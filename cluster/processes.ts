@@ -16,18 +16,20 @@ export interface StartedProcess {
 
 /**
  * Starts `binary args…` detached, stdout and stderr appended to `logPath`, and returns once the
- * process runs it (a fresh child runs our own binary until it has exec'd) or has exited.
+ * process runs it (a fresh child runs our own binary until it has exec'd) or has exited. `env` is
+ * added to ours.
  */
 export async function startDetached(
   name: string,
   binary: string,
   args: string[],
   logPath: string,
+  env: Record<string, string> = {},
 ): Promise<StartedProcess> {
   // Deno's stdio cannot point at a file; a shell that execs keeps the same PID.
   const child = new Deno.Command("sh", {
     args: ["-c", 'exec "$0" "$@" >>"$EDGEROLL_LOG" 2>&1', binary, ...args],
-    env: { EDGEROLL_LOG: logPath },
+    env: { ...env, EDGEROLL_LOG: logPath },
     stdin: "null",
     stdout: "null",
     stderr: "null",
