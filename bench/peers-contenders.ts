@@ -1,0 +1,264 @@
+/**
+ * The controllers `bench/peers.ts` sets side by side, each as its users run it against the same
+ * cluster/: kube-controller-manager's DaemonSet controller (a kube-controller-manager of its
+ * own, `--controllers=daemonset`, while the cluster's runs every other controller),
+ * kruise-manager (out of cluster, ADR 0030), and edgeroll (two `serve` replicas and the relay).
+ * Each talks to the API server through a forwarder of its own (its bytes read) as a user of its
+ * own (its requests in the audit log), and each row names the set it rolls.
+ */
+import { clientKubeconfig, type ClusterState } from "../cluster/control-plane.ts";
+import { kruiseManagerUser, startKruiseManager } from "../cluster/kruise-manager.ts";
+import { type NodeProxy, startNodeProxy } from "../cluster/node-proxy.ts";
+import { freePort, startDetached, stopProcesses } from "../cluster/processes.ts";
+import { withControllers } from "../tests/processes.ts";
+
+/** The cluster a bench runs on, and where its logs go. */
+export interface BenchCluster {
+  state: ClusterState;
+  binDir: string;
+  /** Where each contender's log and the API server's audit log go. */
+  logDir: string;
+  auditLogPath: string;
+}
+
+/** What runs for a row: the processes to measure and what they read through their forwarder. */
+export interface Running {
+  pids: number[];
+  bytesRead(): number;
+}
+
+type WithRunning = (cluster: BenchCluster, body: (running: Running) => Promise<void>) => Promise<
+  void
+>;
+
+/** The percentages of the fleet a rollout may take down and add. */
+export interface Budget {
+  maxUnavailablePercent: number;
+  maxSurgePercent: number;
+}
+
+export interface Contender {
+  /** The table's row. */
+  row: string;
+  /** The API server users whose requests are the contender's. */
+  users: string[];
+  budget: Budget;
+  /** The set's resource as kubectl names it, and its manifest at `image`. */
+  resource: string;
+  manifest(namespace: string, image: string): unknown;
+  run: WithRunning;
+}
+
+const app = "peer-agent";
+const kcmUser = "peers-kube-controller-manager";
+const budget = { maxUnavailablePercent: 10, maxSurgePercent: 0 };
+
+function template(image: string) {
+  return {
+    metadata: { labels: { app } },
+    spec: { terminationGracePeriodSeconds: 0, containers: [{ name: "agent", image }] },
+  };
+}
+
+const metadata = (namespace: string, annotations?: Record<string, string>) => ({
+  name: app,
+  namespace,
+  ...(annotations ? { annotations } : {}),
+});
+
+/** A forwarder of its own to the API server, for `body`. */
+async function withForwarder<T>(
+  cluster: BenchCluster,
+  body: (proxy: NodeProxy) => Promise<T>,
+): Promise<T> {
+  const server = new URL(cluster.state.server);
+  const proxy = startNodeProxy({ hostname: server.hostname, port: Number(server.port) });
+  try {
+    return await body(proxy);
+  } finally {
+    await proxy.close();
+  }
+}
+
+/** A forwarder and a kubeconfig through it as `subject`, for `body`. */
+function withOwnWay<T>(
+  cluster: BenchCluster,
+  name: string,
+  subject: string,
+  body: (kubeconfigPath: string, proxy: NodeProxy) => Promise<T>,
+): Promise<T> {
+  return withForwarder(cluster, async (proxy) => {
+    const server = proxy.url;
+    return await body(await clientKubeconfig(cluster.state, name, subject, { server }), proxy);
+  });
+}
+
+/**
+ * kube-controller-manager running its DaemonSet controller alone, each controller as its own
+ * ServiceAccount (as the cluster's): its requests are `daemon-set-controller`'s, and those of
+ * the process itself (the Events it records among them) its own user's, not the cluster's
+ * kube-controller-manager's.
+ */
+const withDaemonSetController: WithRunning = (cluster, body) =>
+  withOwnWay(
+    cluster,
+    "peers-kcm",
+    `/O=system:masters/CN=${kcmUser}`,
+    async (kubeconfig, proxy) => {
+      const started = await startDetached(
+        "kube-controller-manager",
+        `${cluster.binDir}/kube-controller-manager`,
+        [
+          `--kubeconfig=${kubeconfig}`,
+          "--controllers=daemonset",
+          "--use-service-account-credentials=true",
+          "--leader-elect=false",
+          "--bind-address=127.0.0.1",
+          `--secure-port=${freePort()}`,
+          `--cert-dir=${cluster.logDir}/peers-kcm-certs`,
+        ],
+        `${cluster.logDir}/peers-kube-controller-manager.log`,
+      );
+      try {
+        await body({ pids: [started.pid], bytesRead: () => proxy.bytesRead });
+      } finally {
+        await stopProcesses([started]);
+      }
+    },
+  );
+
+/** kruise-manager as its own user (ADR 0030), its DaemonSet CRD and webhooks Kruise's own. */
+const withKruiseManager: WithRunning = (cluster, body) =>
+  withForwarder(cluster, async (proxy) => {
+    const manager = await startKruiseManager(cluster.state, {
+      binDir: cluster.binDir,
+      server: proxy.url,
+      logPath: `${cluster.logDir}/peers-kruise-manager.log`,
+    });
+    try {
+      await body({ pids: [manager.pid], bytesRead: () => proxy.bytesRead });
+    } finally {
+      await manager.stop();
+    }
+  });
+
+/** edgeroll as deployed: two `serve` replicas with their caches, and the relay. */
+const withEdgeroll: WithRunning = (cluster, body) =>
+  withOwnWay(
+    cluster,
+    "peers-edgeroll",
+    "/O=system:masters/CN=edgeroll",
+    (kubeconfig, proxy) =>
+      withControllers(kubeconfig, {
+        replicas: 2,
+        relay: true,
+        // As deployed: a CronJob posts /tick every minute.
+        serveArgs: ["--tick=60s"],
+        logPath: `${cluster.logDir}/peers-edgeroll.log`,
+      }, (controllers) => body({ pids: controllers.pids, bytesRead: () => proxy.bytesRead })),
+  );
+
+/** OpenYurt's split: the DaemonSet controller creates pods, edgeroll deletes old ones. */
+const withDaemonSetControllerAndEdgeroll: WithRunning = (cluster, body) =>
+  withDaemonSetController(cluster, (kcm) =>
+    withEdgeroll(cluster, (edgeroll) =>
+      body({
+        pids: [...kcm.pids, ...edgeroll.pids],
+        bytesRead: () => kcm.bytesRead() + edgeroll.bytesRead(),
+      })));
+
+const kcmUsers = [kcmUser, "system:serviceaccount:kube-system:daemon-set-controller"];
+
+const advancedDaemonSet =
+  (rollingUpdate: Record<string, unknown>) => (namespace: string, image: string) => ({
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: metadata(namespace),
+    spec: {
+      selector: { matchLabels: { app } },
+      template: template(image),
+      updateStrategy: { type: "RollingUpdate", rollingUpdate },
+    },
+  });
+
+export const contenders: Record<string, Contender> = {
+  kcm: {
+    row: "kube-controller-manager (DaemonSet, RollingUpdate)",
+    users: kcmUsers,
+    budget,
+    resource: "daemonsets.apps",
+    manifest: (namespace, image) => ({
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      metadata: metadata(namespace),
+      spec: {
+        selector: { matchLabels: { app } },
+        template: template(image),
+        updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: "10%" } },
+      },
+    }),
+    run: withDaemonSetController,
+  },
+  kruise: {
+    row: "kruise-manager (Advanced DaemonSet, Standard)",
+    users: [kruiseManagerUser],
+    budget,
+    resource: "daemonsets.apps.kruise.io",
+    manifest: (namespace, image) => ({
+      apiVersion: "apps.kruise.io/v1alpha1",
+      kind: "DaemonSet",
+      metadata: metadata(namespace),
+      spec: {
+        selector: { matchLabels: { app } },
+        template: template(image),
+        updateStrategy: {
+          type: "RollingUpdate",
+          rollingUpdate: { rollingUpdateType: "Standard", maxUnavailable: "10%" },
+        },
+      },
+    }),
+    run: withKruiseManager,
+  },
+  edgeroll: {
+    row: "edgeroll (AdvancedDaemonSet, Standard)",
+    users: ["edgeroll"],
+    budget,
+    resource: "advanceddaemonsets",
+    manifest: advancedDaemonSet({ rollingUpdateType: "Standard", maxUnavailable: "10%" }),
+    run: withEdgeroll,
+  },
+  "edgeroll-surge": {
+    row: "edgeroll (AdvancedDaemonSet, surge 10%)",
+    users: ["edgeroll"],
+    budget: { maxUnavailablePercent: 0, maxSurgePercent: 10 },
+    resource: "advanceddaemonsets",
+    manifest: advancedDaemonSet({
+      rollingUpdateType: "Standard",
+      maxSurge: "10%",
+      maxUnavailable: 0,
+    }),
+    run: withEdgeroll,
+  },
+  openyurt: {
+    row: "edgeroll + DaemonSet controller (OpenYurt AdvancedRollingUpdate)",
+    users: ["edgeroll", ...kcmUsers],
+    budget,
+    resource: "daemonsets.apps",
+    manifest: (namespace, image) => ({
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      metadata: metadata(namespace, {
+        "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
+        "apps.openyurt.io/max-unavailable": "10%",
+      }),
+      spec: {
+        selector: { matchLabels: { app } },
+        template: template(image),
+        updateStrategy: { type: "OnDelete" },
+      },
+    }),
+    run: withDaemonSetControllerAndEdgeroll,
+  },
+};
+
+export const peerApp = app;

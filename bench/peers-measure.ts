@@ -1,0 +1,217 @@
+/**
+ * What `bench/peers.ts` measures of each contender, every figure from a source outside it: the
+ * API server's audit log (requests by user), the forwarder its connections pass through (bytes
+ * read), /proc (CPU seconds, peak resident memory) and a watch of the set's pods (how many nodes
+ * were without an available pod, and when the rollout ended).
+ */
+import * as k8s from "@kubernetes/client-node";
+import { residentMiB } from "../tests/processes.ts";
+
+/** The audit policy: who is logged (the contenders' users), at Metadata level; nobody else. */
+export function auditPolicy(users: string[]) {
+  return {
+    apiVersion: "audit.k8s.io/v1",
+    kind: "Policy",
+    // A watch is counted when it starts (ResponseStarted), any other request when it ends.
+    omitStages: ["RequestReceived"],
+    rules: [{ level: "Metadata", users }, { level: "None" }],
+  };
+}
+
+const writeVerbs = new Set(["create", "update", "patch", "delete", "deletecollection"]);
+
+export interface RequestCounts {
+  requests: number;
+  writes: number;
+  /** Writes refused with 409 Conflict (a stale resourceVersion, a name taken): counted in writes. */
+  conflicts: number;
+  /** By verb and resource: `create pods`, `update daemonsets/status`. */
+  byKind: Record<string, number>;
+}
+
+interface AuditEvent {
+  stage: string;
+  verb: string;
+  user: { username: string };
+  objectRef?: { resource?: string; subresource?: string };
+  responseStatus?: { code?: number };
+  requestReceivedTimestamp: string;
+}
+
+/**
+ * The requests `users` made that the API server received within [from, to], from the audit log's
+ * lines after byte `offset` (its size when the window opened: events are written up to a second
+ * after they end, so earlier ones may follow it and are told apart by their time).
+ */
+export async function auditedRequests(
+  logPath: string,
+  offset: number,
+  users: string[],
+  from: number,
+  to: number,
+): Promise<RequestCounts> {
+  const file = await Deno.open(logPath);
+  try {
+    await file.seek(offset, Deno.SeekMode.Start);
+    const text = await new Response(file.readable).text();
+    const counts: RequestCounts = { requests: 0, writes: 0, conflicts: 0, byKind: {} };
+    for (const line of text.split("\n")) {
+      if (!line) continue;
+      const event = JSON.parse(line) as AuditEvent;
+      const counted = event.verb === "watch"
+        ? event.stage === "ResponseStarted"
+        : event.stage === "ResponseComplete";
+      const received = Date.parse(event.requestReceivedTimestamp);
+      if (!counted || !users.includes(event.user.username) || received < from || received > to) {
+        continue;
+      }
+      counts.requests++;
+      if (writeVerbs.has(event.verb)) {
+        counts.writes++;
+        if (event.responseStatus?.code === 409) counts.conflicts++;
+      }
+      const { resource = "?", subresource } = event.objectRef ?? {};
+      const kind = `${event.verb} ${resource}${subresource ? `/${subresource}` : ""}`;
+      counts.byKind[kind] = (counts.byKind[kind] ?? 0) + 1;
+    }
+    return counts;
+  } finally {
+    try {
+      file.close();
+    } catch { /* closed with its stream */ }
+  }
+}
+
+/** Clock ticks per second of /proc's CPU times (getconf CLK_TCK). */
+const clockTicks = Number(
+  new TextDecoder().decode(new Deno.Command("getconf", { args: ["CLK_TCK"] }).outputSync().stdout),
+);
+
+/** CPU seconds (user and system) `pid` has used so far; undefined once it is gone. */
+export function cpuSeconds(pid: number): number | undefined {
+  let stat: string;
+  try {
+    stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  } catch {
+    return undefined;
+  }
+  // The fields after the command's closing parenthesis; utime and stime are the 14th and 15th.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/** The highest resident memory of each process so far, in MiB (VmHWM). */
+export function peakResidentMiB(pids: number[]): number[] {
+  return pids.map((pid) => residentMiB(pid, "VmHWM") ?? NaN);
+}
+
+interface Pod {
+  metadata: { uid: string; deletionTimestamp?: string };
+  spec: { nodeName?: string; containers: { image: string }[] };
+  status?: { conditions?: { type: string; status: string }[] };
+}
+
+const available = (pod: Pod) =>
+  !pod.metadata.deletionTimestamp &&
+  (pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false);
+
+/**
+ * The pods of a namespace from a list and a watch: after each change, how many of `nodes` lack
+ * an available pod (the most ever is kept), and whether every one of them runs `image` available
+ * with no pod of another image left (the rollout's end, the first time it is seen).
+ */
+export class RolloutWatch {
+  readonly #pods = new Map<string, Pod>();
+  readonly #nodes: Set<string>;
+  #image = "";
+  #aborted?: { abort(): void };
+  #waiting?: (done: boolean | Error) => void;
+  #ended?: Error;
+  maxUnavailable = 0;
+  updated = 0;
+  doneAt?: number;
+
+  constructor(
+    private readonly kc: k8s.KubeConfig,
+    private readonly namespace: string,
+    nodes: string[],
+  ) {
+    this.#nodes = new Set(nodes);
+  }
+
+  async start(): Promise<void> {
+    const core = this.kc.makeApiClient(k8s.CoreV1Api);
+    const list = await core.listNamespacedPod({ namespace: this.namespace });
+    for (const pod of list.items) this.#pods.set(pod.metadata!.uid!, pod as Pod);
+    this.#aborted = await new k8s.Watch(this.kc).watch(
+      `/api/v1/namespaces/${this.namespace}/pods`,
+      { resourceVersion: list.metadata?.resourceVersion },
+      (type: string, pod: Pod) => {
+        if (type === "DELETED") this.#pods.delete(pod.metadata.uid);
+        else if (type === "ADDED" || type === "MODIFIED") this.#pods.set(pod.metadata.uid, pod);
+        this.#measure();
+      },
+      (err: unknown) => {
+        // A watch that ends leaves the figures stale: whoever waits hears of it.
+        this.#ended = new Error(`the watch of ${this.namespace}'s pods ended: ${err ?? "closed"}`);
+        this.#waiting?.(this.#ended);
+      },
+    );
+  }
+
+  /** From now on the rollout is to `image`; measured afresh. */
+  expect(image: string): void {
+    this.#image = image;
+    this.maxUnavailable = 0;
+    this.doneAt = undefined;
+    this.#measure();
+  }
+
+  /** Resolves true when the rollout ends, false after `timeoutMs`. */
+  async until(timeoutMs: number): Promise<boolean> {
+    if (this.#ended) throw this.#ended;
+    if (this.doneAt !== undefined) return true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const done = await new Promise<boolean | Error>((resolve) => {
+      this.#waiting = resolve;
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    clearTimeout(timer);
+    this.#waiting = undefined;
+    if (done instanceof Error) throw done;
+    return done;
+  }
+
+  stop(): void {
+    this.#aborted?.abort();
+  }
+
+  #measure(): void {
+    const onNode = new Map<string, { available: boolean; current: boolean; stale: boolean }>();
+    for (const pod of this.#pods.values()) {
+      const node = pod.spec.nodeName;
+      if (!node || !this.#nodes.has(node)) continue;
+      const seen = onNode.get(node) ?? { available: false, current: false, stale: false };
+      const isCurrent = pod.spec.containers[0].image === this.#image;
+      if (available(pod)) {
+        seen.available = true;
+        if (isCurrent) seen.current = true;
+      }
+      if (!isCurrent && !pod.metadata.deletionTimestamp) seen.stale = true;
+      onNode.set(node, seen);
+    }
+    let unavailable = 0;
+    let updated = 0;
+    for (const node of this.#nodes) {
+      const seen = onNode.get(node);
+      if (!seen?.available) unavailable++;
+      if (seen?.current && !seen.stale) updated++;
+    }
+    this.maxUnavailable = Math.max(this.maxUnavailable, unavailable);
+    this.updated = updated;
+    if (this.#image && this.doneAt === undefined && updated === this.#nodes.size) {
+      this.doneAt = Date.now();
+      this.#waiting?.(true);
+    }
+  }
+}

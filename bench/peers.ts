@@ -1,0 +1,334 @@
+/**
+ * `deno task bench:peers`: edgeroll beside the controllers users would pick instead, one after
+ * the other on one KWOK fleet of cluster/ (ADR 0031): kube-controller-manager's DaemonSet
+ * controller, kruise-manager, edgeroll (Standard, surge, OpenYurt's AdvancedRollingUpdate). Each
+ * rolls the same image change over every node with 10% unavailable, once on the whole fleet and
+ * once with some nodes cut off (their Lease taken over) before the update. kwok starts a pod
+ * `podReadyDelayMs` after its bind and deletes one at once, so the physical minimum of a rollout
+ * is its waves times that delay. Prints a Markdown table, writes JSON to bench/results/; fails
+ * only when the bench itself cannot run (a set that never converges, a watch that ends).
+ *
+ *   deno task bench:peers [--nodes 1000] [--only kcm,kruise,edgeroll,edgeroll-surge,openyurt]
+ *                         [--cut-percent 5] [--cut-only kcm,kruise,edgeroll] [--keep-logs]
+ */
+import * as k8s from "@kubernetes/client-node";
+import { parseArgs } from "node:util";
+import {
+  type ClusterState,
+  defaultBinDir,
+  stopCluster,
+  upCluster,
+} from "../cluster/control-plane.ts";
+import { kubectl, kubectlJson } from "../cluster/kubectl.ts";
+import { setNodeLink } from "../cluster/node-link.ts";
+import { sleep } from "../cluster/processes.ts";
+import { markdownTable } from "./markdown-table.ts";
+import { type BenchCluster, type Contender, contenders, peerApp } from "./peers-contenders.ts";
+import {
+  auditedRequests,
+  auditPolicy,
+  cpuSeconds,
+  peakResidentMiB,
+  type RequestCounts,
+  RolloutWatch,
+} from "./peers-measure.ts";
+
+const { values: flags } = parseArgs({
+  args: Deno.args,
+  options: {
+    nodes: { type: "string", default: "1000" },
+    only: { type: "string", default: Object.keys(contenders).join(",") },
+    "cut-percent": { type: "string", default: "5" },
+    "cut-only": { type: "string", default: "kcm,kruise,edgeroll" },
+    "keep-logs": { type: "boolean", default: false },
+  },
+  strict: true,
+});
+const nodeCount = Number(flags.nodes);
+const cutPercent = Number(flags["cut-percent"]);
+const chosen = (list: string) =>
+  list.split(",").filter(Boolean).map((key) => {
+    if (!(key in contenders)) {
+      throw new Error(`no contender "${key}": choose among ${Object.keys(contenders).join(", ")}`);
+    }
+    return key;
+  });
+if (!Number.isInteger(nodeCount) || nodeCount < 10 || !(cutPercent >= 0 && cutPercent < 50)) {
+  console.error("bench:peers: --nodes must be an integer ≥ 10, --cut-percent in [0, 50)");
+  Deno.exit(2);
+}
+
+/** kwok's pod start: bind to Running and Ready. Deletion is immediate; minReadySeconds 0. */
+const podReadyDelayMs = 2000;
+/** A kubelet's default Lease: a fleet of thousands renews every 10 s, not every 3 s. */
+const nodeLeaseDurationSeconds = 40;
+const convergeTimeoutMs = 15 * 60_000;
+
+const progress = (message: string) =>
+  console.error(`[peers ${new Date().toISOString().slice(11, 19)}] ${message}`);
+
+interface Row {
+  contender: string;
+  row: string;
+  nodes: number;
+  cut: number;
+  /** Nodes the rollout had to update (the connected ones). */
+  target: number;
+  updated: number;
+  completed: boolean;
+  wallSeconds: number;
+  minimumSeconds: number;
+  requests: RequestCounts;
+  bytesRead: number;
+  cpuSeconds: number;
+  peakRssMiB: number[];
+  maxUnavailable: number;
+  budgetUnavailable: number;
+}
+
+/** The waves a budget of `percent` (rounded up, as every contender does) needs for `nodes`. */
+function minimumSeconds(contender: Contender, nodes: number): number {
+  const { maxUnavailablePercent, maxSurgePercent } = contender.budget;
+  const perWave = Math.ceil(nodeCount * Math.max(maxUnavailablePercent, maxSurgePercent) / 100);
+  return Math.ceil(nodes / perWave) * podReadyDelayMs / 1000;
+}
+
+async function nodesReady(kubeconfig: string, nodes: string[], ready: boolean) {
+  const wanted = new Set(nodes);
+  const deadline = Date.now() + 5 * 60_000;
+  while (Date.now() < deadline) {
+    const list = await kubectlJson<{
+      items: {
+        metadata: { name: string };
+        status?: { conditions?: { type: string; status: string }[] };
+      }[];
+    }>(kubeconfig, ["get", "nodes"]);
+    const matching = list.items.filter((n) =>
+      wanted.has(n.metadata.name) &&
+      (n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false) ===
+        ready
+    );
+    if (matching.length === wanted.size) return;
+    await sleep(2000);
+  }
+  throw new Error(
+    `${nodes.length} nodes did not turn ${ready ? "Ready" : "NotReady"} in 5 minutes`,
+  );
+}
+
+async function setLinks(kubeconfig: string, nodes: string[], verb: "disconnect" | "reconnect") {
+  for (const node of nodes) await setNodeLink(kubeconfig, node, verb);
+  await nodesReady(kubeconfig, nodes, verb === "reconnect");
+}
+
+/** The set's image, changed as a user does: a merge patch of its template's container. */
+const imagePatch = (image: string) =>
+  JSON.stringify({ spec: { template: { spec: { containers: [{ name: "agent", image }] } } } });
+
+/**
+ * One row: the contender started, its set created at v1 and converged, `cut` nodes cut off, then
+ * the window measured from the image change to the rollout's end on the connected nodes (or the
+ * timeout, for a contender that stalls); the set's namespace deleted once it stopped.
+ */
+async function measureRow(cluster: BenchCluster, key: string, cut: string[]): Promise<Row> {
+  const contender = contenders[key];
+  const { kubeconfigPath, nodes } = cluster.state;
+  const namespace = `peers-${key}${cut.length ? "-cut" : ""}`;
+  const connected = nodes.filter((n) => !cut.includes(n));
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  await kubectl(kubeconfigPath, ["create", "namespace", namespace]);
+  const minimum = minimumSeconds(contender, connected.length);
+  let row: Row | undefined;
+  await contender.run(cluster, async (running) => {
+    const watch = new RolloutWatch(kc, namespace, connected);
+    await watch.start();
+    try {
+      watch.expect(`${peerApp}:v1`);
+      await kubectl(
+        kubeconfigPath,
+        ["apply", "-f", "-"],
+        JSON.stringify(contender.manifest(namespace, `${peerApp}:v1`)),
+      );
+      if (!await watch.until(convergeTimeoutMs)) {
+        throw new Error(`${contender.row}: v1 on ${watch.updated}/${nodes.length} nodes in 15 min`);
+      }
+      progress(`${key}: v1 on every node`);
+      if (cut.length) {
+        await setLinks(kubeconfigPath, cut, "disconnect");
+        progress(`${key}: ${cut.length} nodes cut off and NotReady`);
+      }
+      const auditOffset = (await Deno.stat(cluster.auditLogPath)).size;
+      const bytesBefore = running.bytesRead();
+      const cpuBefore = running.pids.map((pid) => cpuSeconds(pid) ?? 0);
+      const started = Date.now();
+      watch.expect(`${peerApp}:v2`);
+      await kubectl(kubeconfigPath, [
+        "--namespace",
+        namespace,
+        "patch",
+        contender.resource,
+        peerApp,
+        "--type=merge",
+        `--patch=${imagePatch(`${peerApp}:v2`)}`,
+      ]);
+      const timeoutMs = Math.max(20 * minimum * 1000, 5 * 60_000);
+      const completed = await watch.until(timeoutMs);
+      const ended = watch.doneAt ?? Date.now();
+      const cpu = running.pids.reduce(
+        (sum, pid, i) => sum + (cpuSeconds(pid) ?? 0) - cpuBefore[i],
+        0,
+      );
+      const bytesRead = running.bytesRead() - bytesBefore;
+      const peakRssMiB = peakResidentMiB(running.pids);
+      await sleep(3000); // the audit log's batches are written within a second
+      row = {
+        contender: key,
+        row: contender.row,
+        nodes: nodes.length,
+        cut: cut.length,
+        target: connected.length,
+        updated: watch.updated,
+        completed,
+        wallSeconds: (ended - started) / 1000,
+        minimumSeconds: minimum,
+        requests: await auditedRequests(
+          cluster.auditLogPath,
+          auditOffset,
+          contender.users,
+          started,
+          ended,
+        ),
+        bytesRead,
+        cpuSeconds: cpu,
+        peakRssMiB,
+        maxUnavailable: watch.maxUnavailable,
+        budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
+      };
+      progress(
+        `${key}: ${completed ? "rolled out" : "stalled"} on ${watch.updated}/${connected.length} ` +
+          `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s)`,
+      );
+    } finally {
+      watch.stop();
+    }
+  });
+  if (cut.length) await setLinks(kubeconfigPath, cut, "reconnect");
+  await kubectl(kubeconfigPath, ["delete", "namespace", namespace, "--wait=true", "--timeout=10m"]);
+  return row!;
+}
+
+const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+
+function printTable(rows: Row[]) {
+  const header = [
+    "contender",
+    "cut",
+    "updated",
+    "wall s",
+    "× minimum",
+    "requests",
+    "writes",
+    "writes / node",
+    "409s",
+    "MiB read",
+    "CPU s",
+    "peak RSS MiB (largest, sum)",
+    "max unavailable / budget",
+  ];
+  const cells = rows.map((r) => [
+    r.row,
+    String(r.cut),
+    `${r.updated}/${r.target}${r.completed ? "" : " (stalled)"}`,
+    r.wallSeconds.toFixed(1),
+    r.completed ? (r.wallSeconds / r.minimumSeconds).toFixed(2) : "—",
+    String(r.requests.requests),
+    String(r.requests.writes),
+    (r.requests.writes / Math.max(1, r.updated)).toFixed(2),
+    String(r.requests.conflicts),
+    mib(r.bytesRead),
+    r.cpuSeconds.toFixed(1),
+    `${Math.max(...r.peakRssMiB).toFixed(0)}, ${
+      r.peakRssMiB.reduce((a, b) => a + b, 0).toFixed(0)
+    }`,
+    `${r.maxUnavailable} / ${r.budgetUnavailable}`,
+  ]);
+  console.log(markdownTable(header, cells));
+}
+
+/** The machine a table was measured on, as the README and the ADR name it. */
+function machine() {
+  const cpu = Deno.readTextFileSync("/proc/cpuinfo").match(/^model name\s*:\s*(.*)$/m)?.[1];
+  return {
+    cores: navigator.hardwareConcurrency,
+    cpu,
+    memoryGiB: Math.round(Deno.systemMemoryInfo().total / 2 ** 30),
+  };
+}
+
+async function main() {
+  const only = chosen(flags.only);
+  const cutOnly = cutPercent > 0 ? chosen(flags["cut-only"]).filter((k) => only.includes(k)) : [];
+  const logDir = await Deno.makeTempDir({ prefix: "edgeroll-peers-" });
+  const auditLogPath = `${logDir}/audit.log`;
+  const users = [...new Set(only.flatMap((key) => contenders[key].users))];
+  progress(`cluster/ with ${nodeCount} kwok nodes; logs in ${logDir}`);
+  let state: ClusterState | undefined;
+  try {
+    state = await upCluster({
+      nodes: nodeCount,
+      zones: 3,
+      podReadyDelayMs,
+      nodeLeaseDurationSeconds,
+      controllerManagerControllers: ["*", "-daemonset"],
+      audit: { policy: auditPolicy(users), logPath: auditLogPath },
+      log: (event) => progress(JSON.stringify(event)),
+    });
+    await kubectl(state.kubeconfigPath, [
+      "apply",
+      "-f",
+      new URL("../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
+        .pathname,
+    ]);
+    const cluster: BenchCluster = { state, binDir: defaultBinDir, logDir, auditLogPath };
+    // Spread evenly over the fleet, so the cut nodes span the zones.
+    const cutCount = Math.ceil(nodeCount * cutPercent / 100);
+    const stride = cutCount > 0 ? Math.floor(nodeCount / cutCount) : 1;
+    const cut = state.nodes.filter((_, i) => i % stride === 0).slice(0, cutCount);
+    const rows: Row[] = [];
+    for (const key of only) rows.push(await measureRow(cluster, key, []));
+    for (const key of cutOnly) rows.push(await measureRow(cluster, key, cut));
+    const result = {
+      date: new Date().toISOString(),
+      machine: machine(),
+      nodes: nodeCount,
+      podReadyDelayMs,
+      rows,
+    };
+    await Deno.mkdir(new URL("results/", import.meta.url), { recursive: true });
+    const out = new URL(
+      `results/peers-${nodeCount}-${result.date.slice(0, 10)}.json`,
+      import.meta.url,
+    );
+    await Deno.writeTextFile(out, JSON.stringify(result, null, 2) + "\n");
+    console.log(
+      `\nPeers on cluster/, ${nodeCount} kwok nodes in 3 zones, pods Ready ${
+        podReadyDelayMs / 1000
+      } s ` +
+        `after bind, 10% unavailable, ${
+          result.date.slice(0, 10)
+        } (${result.machine.cores} cores)\n`,
+    );
+    printTable(rows);
+    progress(`written ${out.pathname}`);
+    if (flags["keep-logs"]) progress(`the contenders' logs and the audit log: ${logDir}`);
+    else await Deno.remove(logDir, { recursive: true });
+  } catch (err) {
+    progress(`failed; the contenders' logs and the audit log are kept in ${logDir}`);
+    throw err;
+  } finally {
+    if (state) await stopCluster(state);
+  }
+}
+
+await main();
