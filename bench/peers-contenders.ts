@@ -10,7 +10,7 @@ import { clientKubeconfig, type ClusterState } from "../cluster/control-plane.ts
 import { kruiseManagerUser, startKruiseManager } from "../cluster/kruise-manager.ts";
 import { type NodeProxy, startNodeProxy } from "../cluster/node-proxy.ts";
 import { freePort, startDetached, stopProcesses } from "../cluster/processes.ts";
-import { withControllers } from "../tests/processes.ts";
+import { imageEnv, withControllers } from "../tests/processes.ts";
 
 /** The cluster a bench runs on, and where its logs go. */
 export interface BenchCluster {
@@ -142,7 +142,7 @@ const withKruiseManager: WithRunning = (cluster, body) =>
     }
   });
 
-/** edgeroll as deployed: two `serve` replicas with their caches, and the relay. */
+/** edgeroll as deployed: two `serve` replicas with their caches, and the relay (ADR 0026). */
 const withEdgeroll: WithRunning = (cluster, body) =>
   withOwnWay(
     cluster,
@@ -152,8 +152,9 @@ const withEdgeroll: WithRunning = (cluster, body) =>
       withControllers(kubeconfig, {
         replicas: 2,
         relay: true,
-        // As deployed: a CronJob posts /tick every minute.
+        // As deployed: a CronJob posts /tick every minute, and the image's V8 flags.
         serveArgs: ["--tick=60s"],
+        env: imageEnv(),
         logPath: `${cluster.logDir}/peers-edgeroll.log`,
       }, (controllers) => body({ pids: controllers.pids, bytesRead: () => proxy.bytesRead })),
   );

@@ -10,6 +10,7 @@
  *
  *   deno task bench:peers [--nodes 1000] [--only kcm,kruise,edgeroll,edgeroll-surge,openyurt]
  *                         [--cut-percent 5] [--cut-only kcm,kruise,edgeroll] [--keep-logs]
+ *                         [--pod-ready-seconds 2]
  */
 import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
@@ -41,6 +42,7 @@ const { values: flags } = parseArgs({
     "cut-percent": { type: "string", default: "5" },
     "cut-only": { type: "string", default: "kcm,kruise,edgeroll" },
     "keep-logs": { type: "boolean", default: false },
+    "pod-ready-seconds": { type: "string", default: "2" },
   },
   strict: true,
 });
@@ -53,13 +55,19 @@ const chosen = (list: string) =>
     }
     return key;
   });
-if (!Number.isInteger(nodeCount) || nodeCount < 10 || !(cutPercent >= 0 && cutPercent < 50)) {
-  console.error("bench:peers: --nodes must be an integer ≥ 10, --cut-percent in [0, 50)");
+if (
+  !Number.isInteger(nodeCount) || nodeCount < 10 || !(cutPercent >= 0 && cutPercent < 50) ||
+  !(Number(flags["pod-ready-seconds"]) > 0)
+) {
+  console.error(
+    "bench:peers: --nodes must be an integer ≥ 10, --cut-percent in [0, 50), " +
+      "--pod-ready-seconds above 0",
+  );
   Deno.exit(2);
 }
 
 /** kwok's pod start: bind to Running and Ready. Deletion is immediate; minReadySeconds 0. */
-const podReadyDelayMs = 2000;
+const podReadyDelayMs = Number(flags["pod-ready-seconds"]) * 1000;
 /** A kubelet's default Lease: a fleet of thousands renews every 10 s, not every 3 s. */
 const nodeLeaseDurationSeconds = 40;
 const convergeTimeoutMs = 15 * 60_000;
