@@ -122,7 +122,7 @@ const available = (pod: Pod) =>
  */
 export class RolloutWatch {
   readonly #pods = new Map<string, Pod>();
-  readonly #nodes: Set<string>;
+  #nodes: Set<string>;
   #image = "";
   #aborted?: { abort(): void };
   #waiting?: (done: boolean | Error) => void;
@@ -159,9 +159,10 @@ export class RolloutWatch {
     );
   }
 
-  /** From now on the rollout is to `image`; measured afresh. */
-  expect(image: string): void {
+  /** From now on the rollout is to `image` on `nodes` (default: the same nodes); measured afresh. */
+  expect(image: string, nodes?: string[]): void {
     this.#image = image;
+    if (nodes) this.#nodes = new Set(nodes);
     this.maxUnavailable = 0;
     this.doneAt = undefined;
     this.#measure();

@@ -24,7 +24,13 @@ import { kubectl, kubectlJson } from "../cluster/kubectl.ts";
 import { setNodeLink } from "../cluster/node-link.ts";
 import { sleep } from "../cluster/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
-import { type BenchCluster, type Contender, contenders, peerApp } from "./peers-contenders.ts";
+import {
+  type BenchCluster,
+  type Contender,
+  contenders,
+  peerApp,
+  type Running,
+} from "./peers-contenders.ts";
 import {
   auditedRequests,
   auditPolicy,
@@ -133,23 +139,90 @@ async function setLinks(kubeconfig: string, nodes: string[], verb: "disconnect" 
 const imagePatch = (image: string) =>
   JSON.stringify({ spec: { template: { spec: { containers: [{ name: "agent", image }] } } } });
 
+/** What one contender's rows share: its processes, its set's namespace and the watch of it. */
+interface Stage {
+  cluster: BenchCluster;
+  key: string;
+  running: Running;
+  namespace: string;
+  watch: RolloutWatch;
+}
+
 /**
- * One row: the contender started, its set created at v1 and converged, `cut` nodes cut off, then
- * the window measured from the image change to the rollout's end on the connected nodes (or the
- * timeout, for a contender that stalls); the set's namespace deleted once it stopped.
+ * The window from the image change to the rollout's end on the connected nodes (or the timeout,
+ * for a contender that stalls), and what the contender did in it.
  */
-async function measureRow(cluster: BenchCluster, key: string, cut: string[]): Promise<Row> {
+async function measureUpdate(stage: Stage, image: string, cut: string[]): Promise<Row> {
+  const { cluster, key, running, namespace, watch } = stage;
   const contender = contenders[key];
   const { kubeconfigPath, nodes } = cluster.state;
-  const namespace = `peers-${key}${cut.length ? "-cut" : ""}`;
   const connected = nodes.filter((n) => !cut.includes(n));
+  const minimum = minimumSeconds(contender, connected.length);
+  const auditOffset = (await Deno.stat(cluster.auditLogPath)).size;
+  const bytesBefore = running.bytesRead();
+  const cpuBefore = running.pids.map((pid) => cpuSeconds(pid) ?? 0);
+  const started = Date.now();
+  watch.expect(image, connected);
+  await kubectl(kubeconfigPath, [
+    "--namespace",
+    namespace,
+    "patch",
+    contender.resource,
+    peerApp,
+    "--type=merge",
+    `--patch=${imagePatch(image)}`,
+  ]);
+  const completed = await watch.until(Math.max(20 * minimum * 1000, 5 * 60_000));
+  const ended = watch.doneAt ?? Date.now();
+  const cpu = running.pids.reduce((sum, pid, i) => sum + (cpuSeconds(pid) ?? 0) - cpuBefore[i], 0);
+  const bytesRead = running.bytesRead() - bytesBefore;
+  await sleep(3000); // the audit log's batches are written within a second
+  const row: Row = {
+    contender: key,
+    row: contender.row,
+    nodes: nodes.length,
+    cut: cut.length,
+    target: connected.length,
+    updated: watch.updated,
+    completed,
+    wallSeconds: (ended - started) / 1000,
+    minimumSeconds: minimum,
+    requests: await auditedRequests(
+      cluster.auditLogPath,
+      auditOffset,
+      contender.users,
+      started,
+      ended,
+    ),
+    bytesRead,
+    cpuSeconds: cpu,
+    peakRssMiB: peakResidentMiB(running.pids),
+    maxUnavailable: watch.maxUnavailable,
+    budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
+  };
+  progress(
+    `${key}${cut.length ? ` (${cut.length} cut)` : ""}: ` +
+      `${completed ? "rolled out" : "stalled"} on ${watch.updated}/${connected.length} ` +
+      `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s)`,
+  );
+  return row;
+}
+
+/**
+ * A contender's rows: it is started once, its set created at v1 and converged, rolled to v2 on
+ * the whole fleet, then, if `cut` names nodes, rolled to v3 with them cut off (healed after). The
+ * set's namespace is deleted once the contender has stopped.
+ */
+async function measureContender(cluster: BenchCluster, key: string, cut: string[]) {
+  const contender = contenders[key];
+  const { kubeconfigPath, nodes } = cluster.state;
+  const namespace = `peers-${key}`;
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   await kubectl(kubeconfigPath, ["create", "namespace", namespace]);
-  const minimum = minimumSeconds(contender, connected.length);
-  let row: Row | undefined;
+  const rows: Row[] = [];
   await contender.run(cluster, async (running) => {
-    const watch = new RolloutWatch(kc, namespace, connected);
+    const watch = new RolloutWatch(kc, namespace, nodes);
     await watch.start();
     try {
       watch.expect(`${peerApp}:v1`);
@@ -162,68 +235,20 @@ async function measureRow(cluster: BenchCluster, key: string, cut: string[]): Pr
         throw new Error(`${contender.row}: v1 on ${watch.updated}/${nodes.length} nodes in 15 min`);
       }
       progress(`${key}: v1 on every node`);
+      const stage = { cluster, key, running, namespace, watch };
+      rows.push(await measureUpdate(stage, `${peerApp}:v2`, []));
       if (cut.length) {
         await setLinks(kubeconfigPath, cut, "disconnect");
         progress(`${key}: ${cut.length} nodes cut off and NotReady`);
+        rows.push(await measureUpdate(stage, `${peerApp}:v3`, cut));
       }
-      const auditOffset = (await Deno.stat(cluster.auditLogPath)).size;
-      const bytesBefore = running.bytesRead();
-      const cpuBefore = running.pids.map((pid) => cpuSeconds(pid) ?? 0);
-      const started = Date.now();
-      watch.expect(`${peerApp}:v2`);
-      await kubectl(kubeconfigPath, [
-        "--namespace",
-        namespace,
-        "patch",
-        contender.resource,
-        peerApp,
-        "--type=merge",
-        `--patch=${imagePatch(`${peerApp}:v2`)}`,
-      ]);
-      const timeoutMs = Math.max(20 * minimum * 1000, 5 * 60_000);
-      const completed = await watch.until(timeoutMs);
-      const ended = watch.doneAt ?? Date.now();
-      const cpu = running.pids.reduce(
-        (sum, pid, i) => sum + (cpuSeconds(pid) ?? 0) - cpuBefore[i],
-        0,
-      );
-      const bytesRead = running.bytesRead() - bytesBefore;
-      const peakRssMiB = peakResidentMiB(running.pids);
-      await sleep(3000); // the audit log's batches are written within a second
-      row = {
-        contender: key,
-        row: contender.row,
-        nodes: nodes.length,
-        cut: cut.length,
-        target: connected.length,
-        updated: watch.updated,
-        completed,
-        wallSeconds: (ended - started) / 1000,
-        minimumSeconds: minimum,
-        requests: await auditedRequests(
-          cluster.auditLogPath,
-          auditOffset,
-          contender.users,
-          started,
-          ended,
-        ),
-        bytesRead,
-        cpuSeconds: cpu,
-        peakRssMiB,
-        maxUnavailable: watch.maxUnavailable,
-        budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
-      };
-      progress(
-        `${key}: ${completed ? "rolled out" : "stalled"} on ${watch.updated}/${connected.length} ` +
-          `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s)`,
-      );
     } finally {
       watch.stop();
     }
   });
   if (cut.length) await setLinks(kubeconfigPath, cut, "reconnect");
   await kubectl(kubeconfigPath, ["delete", "namespace", namespace, "--wait=true", "--timeout=10m"]);
-  return row!;
+  return rows;
 }
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
@@ -304,8 +329,11 @@ async function main() {
     const stride = cutCount > 0 ? Math.floor(nodeCount / cutCount) : 1;
     const cut = state.nodes.filter((_, i) => i % stride === 0).slice(0, cutCount);
     const rows: Row[] = [];
-    for (const key of only) rows.push(await measureRow(cluster, key, []));
-    for (const key of cutOnly) rows.push(await measureRow(cluster, key, cut));
+    for (const key of only) {
+      rows.push(...await measureContender(cluster, key, cutOnly.includes(key) ? cut : []));
+    }
+    // Whole-fleet rows first, then the cut ones, each group in the contenders' order.
+    rows.sort((a, b) => Math.sign(a.cut) - Math.sign(b.cut));
     const result = {
       date: new Date().toISOString(),
       machine: machine(),
