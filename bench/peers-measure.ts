@@ -87,22 +87,30 @@ const clockTicks = Number(
   new TextDecoder().decode(new Deno.Command("getconf", { args: ["CLK_TCK"] }).outputSync().stdout),
 );
 
-/** CPU seconds (user and system) `pid` has used so far; undefined once it is gone. */
+/**
+ * CPU seconds (user and system) `pid` has used so far; undefined once it is gone. Deno reads
+ * /proc/<pid> only with every permission (`-A`); without, this throws rather than reading zero.
+ */
 export function cpuSeconds(pid: number): number | undefined {
   let stat: string;
   try {
     stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-  } catch {
-    return undefined;
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    throw err;
   }
   // The fields after the command's closing parenthesis; utime and stime are the 14th and 15th.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }
 
-/** The highest resident memory of each process so far, in MiB (VmHWM). */
+/** The highest resident memory of each process so far, in MiB (VmHWM); each must still run. */
 export function peakResidentMiB(pids: number[]): number[] {
-  return pids.map((pid) => residentMiB(pid, "VmHWM") ?? NaN);
+  return pids.map((pid) => {
+    const peak = residentMiB(pid, "VmHWM");
+    if (peak === undefined) throw new Error(`no /proc/${pid}/status: gone, or no -A`);
+    return peak;
+  });
 }
 
 interface Pod {
