@@ -209,18 +209,40 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
 }
 
 /**
- * A contender's rows: it is started once, its set created at v1 and converged, rolled to v2 on
- * the whole fleet, then, if `cut` names nodes, rolled to v3 with them cut off (healed after). The
- * set's namespace is deleted once the contender has stopped.
+ * A contender's rows, added to `rows` as they are measured: it is started once, its set created at
+ * v1 and converged, rolled to v2 on the whole fleet, then, if `cut` names nodes, rolled to v3 with
+ * them cut off (healed after). The set's namespace is deleted once the contender has stopped.
  */
-async function measureContender(cluster: BenchCluster, key: string, cut: string[]) {
+async function measureContender(cluster: BenchCluster, key: string, cut: string[], rows: Row[]) {
+  const { kubeconfigPath } = cluster.state;
+  const namespace = `peers-${key}`;
+  await kubectl(kubeconfigPath, ["create", "namespace", namespace]);
+  try {
+    await runContender(cluster, key, namespace, cut, rows);
+  } finally {
+    if (cut.length) await setLinks(kubeconfigPath, cut, "reconnect");
+    await kubectl(kubeconfigPath, [
+      "delete",
+      "namespace",
+      namespace,
+      "--wait=true",
+      "--timeout=10m",
+    ]);
+  }
+}
+
+/** The contender's processes for its rows, which it adds to `rows` as it measures them. */
+async function runContender(
+  cluster: BenchCluster,
+  key: string,
+  namespace: string,
+  cut: string[],
+  rows: Row[],
+) {
   const contender = contenders[key];
   const { kubeconfigPath, nodes } = cluster.state;
-  const namespace = `peers-${key}`;
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfigPath);
-  await kubectl(kubeconfigPath, ["create", "namespace", namespace]);
-  const rows: Row[] = [];
   await contender.run(cluster, async (running) => {
     const watch = new RolloutWatch(kc, namespace, nodes);
     await watch.start();
@@ -246,9 +268,6 @@ async function measureContender(cluster: BenchCluster, key: string, cut: string[
       watch.stop();
     }
   });
-  if (cut.length) await setLinks(kubeconfigPath, cut, "reconnect");
-  await kubectl(kubeconfigPath, ["delete", "namespace", namespace, "--wait=true", "--timeout=10m"]);
-  return rows;
 }
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
@@ -329,12 +348,21 @@ async function main() {
     const stride = cutCount > 0 ? Math.floor(nodeCount / cutCount) : 1;
     const cut = state.nodes.filter((_, i) => i % stride === 0).slice(0, cutCount);
     const rows: Row[] = [];
+    const failures: { contender: string; error: string }[] = [];
     for (const key of only) {
-      rows.push(...await measureContender(cluster, key, cutOnly.includes(key) ? cut : []));
+      try {
+        await measureContender(cluster, key, cutOnly.includes(key) ? cut : [], rows);
+      } catch (err) {
+        // One contender that cannot run leaves the others' rows; its error is printed with them.
+        const error = err instanceof Error ? err.message : String(err);
+        progress(`${key} failed: ${error}`);
+        failures.push({ contender: key, error });
+      }
     }
     // Whole-fleet rows first, then the cut ones, each group in the contenders' order.
     rows.sort((a, b) => Math.sign(a.cut) - Math.sign(b.cut));
     const result = {
+      failures,
       date: new Date().toISOString(),
       machine: machine(),
       nodes: nodeCount,
@@ -356,6 +384,9 @@ async function main() {
         } (${result.machine.cores} cores)\n`,
     );
     printTable(rows);
+    for (const { contender, error } of failures) {
+      console.log(`\n${contender} did not run: ${error}`);
+    }
     progress(`written ${out.pathname}`);
     if (flags["keep-logs"]) progress(`the contenders' logs and the audit log: ${logDir}`);
     else await Deno.remove(logDir, { recursive: true });
