@@ -53,9 +53,7 @@ export class PooledKubeConfig extends k8s.KubeConfig {
   }
 }
 
-/** `--kubeconfig`'s help line, the same for every command. */
-export const kubeconfigHelp =
-  "kubeconfig file (default: in-cluster, then $KUBECONFIG, ~/.kube/config)";
+export { kubeconfigHelp } from "./lean-config.ts";
 
 /**
  * `path` wins; else in-cluster when the pod's service environment is there; else

@@ -75,7 +75,7 @@ export function createApp(deps: AppDeps) {
   }
 
   const guarded = requireBearer(deps.auth);
-  registerOtaRoutes(app, { ota, guard: guarded });
+  registerOtaRoutes(app, { ota, guard: guarded, logger });
   app.post(
     "/reconcile/:kind/:namespace/:name",
     guarded,

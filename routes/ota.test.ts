@@ -2,14 +2,20 @@ import { assertEquals, assertStringIncludes } from "@std/assert";
 import { Hono } from "hono";
 import { memoryLogger } from "../lib/log.ts";
 import { interceptApi, type Overrides } from "../kube/api.ts";
-import { KubeClient, type RequestRecord } from "../kube/client.ts";
+import { KubeClient } from "../kube/client.ts";
 import { KubeError } from "../kube/errors.ts";
 import { type MemoryApi, memoryApi } from "../tests/doubles/memory-api.ts";
 import type { KubeObject } from "../kube/objects.ts";
+import { leanApiOver } from "../tests/doubles/lean-api.ts";
 import { requireBearer, staticTokenAuthenticator } from "./auth.ts";
 import { errorHandler } from "./errors.ts";
 import { registerOtaRoutes } from "./ota.ts";
-import { edgeOtaCalls, Ota } from "../controller/ota.ts";
+import { Ota } from "../controller/ota.ts";
+import { disconnectedText } from "../controller/ota-checks.ts";
+import { EdgeOta } from "../edge/ota.ts";
+import { NodePodCache } from "../edge/pod-cache.ts";
+import { UpgradeJournal } from "../edge/upgrade-journal.ts";
+import { eventually } from "../lib/eventually.ts";
 import { harness, token } from "../tests/doubles/controller-harness.ts";
 
 const upgrade = (ns: string, pod: string) => `/openyurt.io/v1/namespaces/${ns}/pods/${pod}/upgrade`;
@@ -82,132 +88,231 @@ function seed(api: MemoryApi) {
   api.put("pods", pod("standalone", "worker2", undefined));
 }
 
+type Where = "edge" | "controller";
+
 /**
- * The OTA routes as the edge agent serves them (one node, a short deadline), or as the
- * controller does (`node: null`).
+ * The OTA routes as the edge agent serves them (node worker2 unless `node`, its cache filled,
+ * a state dir of its own) or as the controller does, over the same seeded memory API.
  */
-function edgeApp(
-  options: {
-    node?: string | null;
-    overrides?: Overrides;
-    deadlineMs?: number;
-    onRequest?: (record: RequestRecord) => void;
-  } = {},
+async function otaApp(
+  where: Where,
+  options: { node?: string; overrides?: Overrides; deadlineMs?: number } = {},
 ) {
   const api = memoryApi();
   seed(api);
   const logs = memoryLogger();
-  const kube = new KubeClient(interceptApi(api, options.overrides ?? {}), {
-    retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 1, sleep: () => Promise.resolve() },
-    onRequest: options.onRequest,
-  });
+  const intercepted = interceptApi(api, options.overrides ?? {});
+  const called = new Set<string>();
+  const counted = interceptApi(
+    intercepted,
+    Object.fromEntries(
+      (["listPods", "getPod", "deletePod", "getSet", "listSets"] as const).map((m) => [
+        m,
+        // deno-lint-ignore no-explicit-any
+        (p: any, next: (p: any) => Promise<any>) => {
+          called.add(m);
+          return next(p);
+        },
+      ]),
+    ) as Overrides,
+  );
   const app = new Hono();
   app.onError(errorHandler(logs));
-  const node = options.node === null ? undefined : options.node ?? "worker2";
-  registerOtaRoutes(app, {
-    ota: new Ota({ kube, logger: logs, node, deadlineMs: options.deadlineMs }),
-    guard: requireBearer(staticTokenAuthenticator(token)),
-  });
+  const guard = requireBearer(staticTokenAuthenticator(token));
+  const stops: (() => Promise<void>)[] = [];
+  if (where === "controller") {
+    const kube = new KubeClient(counted, {
+      retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 1, sleep: () => Promise.resolve() },
+    });
+    registerOtaRoutes(app, {
+      ota: new Ota({ kube, logger: logs, deadlineMs: options.deadlineMs }),
+      guard,
+      logger: logs,
+    });
+  } else {
+    const node = options.node ?? "worker2";
+    const stateDir = await Deno.makeTempDir({ prefix: "edgeroll-ota-test-" });
+    const lean = leanApiOver(counted);
+    const cache = new NodePodCache({ api: lean, node, stateDir, logger: logs });
+    const journal = new UpgradeJournal(stateDir, node);
+    const ota = new EdgeOta({
+      api: lean,
+      cache,
+      journal,
+      node,
+      logger: logs,
+      deadlineMs: options.deadlineMs,
+    });
+    cache.start();
+    stops.push(async () => {
+      await cache.stop();
+      await Deno.remove(stateDir, { recursive: true });
+    });
+    registerOtaRoutes(app, { ota, guard, logger: logs });
+  }
   const request = (path: string, method = "POST") =>
     Promise.resolve(
       app.request(path, { method, headers: { authorization: `Bearer ${token}` } }),
     );
-  return { api, logs, request };
+  if (where === "edge") {
+    await eventually(
+      "the edge cache filled",
+      async () => (await request("/pods", "GET")).status === 200,
+    );
+  }
+  return {
+    api,
+    logs,
+    request,
+    called,
+    [Symbol.asyncDispose]: async () => {
+      for (const stop of stops) await stop();
+    },
+  };
 }
 
 const names = (list: { items: KubeObject[] }) => list.items.map((p) => p.metadata.name);
+const wheres: Where[] = ["edge", "controller"];
 
 Deno.test("OTA upgrade: deletes the pod with its UID and answers as YurtHub", async () => {
-  const uids: string[] = [];
-  const { api, logs, request } = edgeApp({
-    overrides: {
-      deletePod: (p, next) => {
-        uids.push(p.uid);
-        return next(p);
+  for (const where of wheres) {
+    const uids: string[] = [];
+    await using h = await otaApp(where, {
+      overrides: {
+        deletePod: (p, next) => {
+          uids.push(p.uid);
+          return next(p);
+        },
       },
-    },
-  });
-  const res = await request(upgrade("default", "nginx-daemonset-bwzss"));
-  assertEquals(res.status, 200);
-  assertEquals(await res.text(), "Start updating pod default/nginx-daemonset-bwzss");
-  assertEquals(api.objects.pods.has("default/nginx-daemonset-bwzss"), false);
-  assertEquals([api.writes, uids], [["delete pods"], ["uid-nginx-daemonset-bwzss"]]);
-  assertEquals(logs.lines.some((l) => l.msg === "OTA upgrade started"), true);
-});
-
-Deno.test("OTA upgrade: pre-checks fail with 403 and the reason; nothing is deleted", async () => {
-  for (const where of ["edge", "controller"] as const) {
-    const { api, request } = edgeApp({ node: where === "edge" ? "worker2" : null });
-    api.put("pods", pod("nginx-daemonset-gone1", "worker2", nginx, [need("True")]));
-    const going = api.objects.pods.get("default/nginx-daemonset-gone1")!;
-    going.metadata.deletionTimestamp = "2026-06-01T12:00:00Z";
-    api.put(
-      "pods",
-      pod("nginx-daemonset-img01", "worker2", nginx, [need("True"), {
-        type: "PodImageReady",
-        status: "True",
-        message: "controllerrevision: v1hash",
-      }]),
-    );
-    api.put(
-      "pods",
-      pod("nginx-daemonset-orph1", "worker2", { set: "nginx-daemonset", uid: "old" }, [
-        need("True"),
-      ]),
-    );
-    const cases: [string, string][] = [
-      ["nginx-daemonset-gone1", "is being deleted"],
-      ["nginx-daemonset-img01", "is not ready (PodImageReady True: controllerrevision: v1hash)"],
-      ["standalone", "is not controlled by a DaemonSet"],
-      ...(where === "edge"
-        ? [
-          ["nginx-daemonset-ppf9p", "runs on node worker, not on worker2"],
-          ["plain-fghij", "PodNeedUpgrade is not True"],
-        ] as [string, string][]
-        // Only the controller may read DaemonSets: the edge agent, with its node's credentials,
-        // trusts the mark, which edgeroll sets False out of OTA mode (engine tests).
-        : [
-          ["nginx-daemonset-orph1", "its DaemonSet default/nginx-daemonset no longer exists"],
-          ["rolling-abcde", "is not in OTA mode"],
-        ] as [string, string][]),
-    ];
-    for (const [name, reason] of cases) {
-      const res = await request(upgrade("default", name));
-      assertEquals(res.status, 403, `${where} ${name}`);
-      const { error } = await res.json();
-      assertEquals(error.reason, "PreCheckFailed");
-      assertStringIncludes(error.message, reason);
-    }
-    assertEquals(api.writes, [], where);
+    });
+    const res = await h.request(upgrade("default", "nginx-daemonset-bwzss"));
+    assertEquals([res.status, res.headers.get("content-type")], [200, "text/plain; charset=UTF-8"]);
+    assertEquals(await res.text(), "Start updating pod default/nginx-daemonset-bwzss");
+    assertEquals(h.api.objects.pods.has("default/nginx-daemonset-bwzss"), false);
+    assertEquals([h.api.writes, uids], [["delete pods"], ["uid-nginx-daemonset-bwzss"]], where);
+    assertEquals(h.logs.lines.some((l) => l.msg === "OTA upgrade started"), true);
   }
 });
 
-Deno.test("OTA upgrade: PodNeedUpgrade False is refused; a ready image of that revision is not", async () => {
-  const { api, request } = edgeApp({ node: "worker" });
-  const res = await request(upgrade("default", "nginx-daemonset-ppf9p"));
-  assertEquals(res.status, 403);
-  assertStringIncludes((await res.json()).error.message, "PodNeedUpgrade is not True");
-  api.put(
-    "pods",
-    pod("nginx-daemonset-img02", "worker", nginx, [need("True"), {
-      type: "PodImageReady",
-      status: "True",
-      message: "controllerrevision: v2hash",
-    }]),
-  );
-  assertEquals((await request(upgrade("default", "nginx-daemonset-img02"))).status, 200);
-  assertEquals(api.writes, ["delete pods"]);
+Deno.test("OTA upgrade: pre-checks fail with YurtHub's status and sentence; nothing is deleted", async () => {
+  for (const where of wheres) {
+    const extra = (api: MemoryApi) => {
+      api.put("pods", pod("nginx-daemonset-gone1", "worker2", nginx, [need("True")]));
+      const going = api.objects.pods.get("default/nginx-daemonset-gone1")!;
+      going.metadata.deletionTimestamp = "2026-06-01T12:00:00Z";
+      api.put(
+        "pods",
+        pod("nginx-daemonset-img01", "worker2", nginx, [need("True"), {
+          type: "PodImageReady",
+          status: "False",
+          message: "controllerrevision: v2hash",
+        }]),
+      );
+      api.put(
+        "pods",
+        pod("nginx-daemonset-orph1", "worker2", { set: "nginx-daemonset", uid: "old" }, [
+          need("True"),
+        ]),
+      );
+      api.put("pods", pod("unowned-abcde", "worker2", undefined, [need("True")]));
+    };
+    await using h = await otaApp(where);
+    extra(h.api);
+    const status = (id: string, error: string) =>
+      `Pre check update pod failed, Failed to check pod ${id} status, error: ${error}`;
+    const cases: [string, number, string][] = [
+      [
+        "nginx-daemonset-gone1",
+        403,
+        status(
+          "default/nginx-daemonset-gone1",
+          "Pod default/nginx-daemonset-gone1 is deleting, can not be updated",
+        ),
+      ],
+      [
+        "nginx-daemonset-img01",
+        403,
+        "Pre check update pod failed, Failed to check pod default/nginx-daemonset-img01 image ready, error: Pod: default/nginx-daemonset-img01 image is not ready, reason: , message: controllerrevision: v2hash",
+      ],
+      [
+        "plain-fghij",
+        403,
+        status(
+          "default/plain-fghij",
+          "Pod: default/plain-fghij update status is False, can not be updated",
+        ),
+      ],
+      ["unowned-abcde", 400, "Pod has no owner references"],
+      ...(where === "edge"
+        ? [
+          [
+            "nginx-daemonset-ppf9p",
+            403,
+            status(
+              "default/nginx-daemonset-ppf9p",
+              "Pod: default/nginx-daemonset-ppf9p is running on worker, can not be updated",
+            ),
+          ],
+        ] as [string, number, string][]
+        // Only the controller may read DaemonSets: the edge agent, with its node's credentials,
+        // trusts the mark, which edgeroll sets False out of OTA mode (engine tests).
+        : [
+          [
+            "nginx-daemonset-orph1",
+            403,
+            status(
+              "default/nginx-daemonset-orph1",
+              "its DaemonSet default/nginx-daemonset no longer exists",
+            ),
+          ],
+          [
+            "rolling-abcde",
+            403,
+            status(
+              "default/rolling-abcde",
+              "DaemonSet default/rolling is not in OTA mode (annotation apps.openyurt.io/update-strategy: OTA, updateStrategy OnDelete)",
+            ),
+          ],
+        ] as [string, number, string][]),
+    ];
+    for (const [name, code, text] of cases) {
+      const res = await h.request(upgrade("default", name));
+      assertEquals([res.status, await res.text()], [code, text], `${where} ${name}`);
+    }
+    assertEquals(h.api.writes, [], where);
+  }
 });
 
-Deno.test("OTA upgrade: no such pod 404; bad names 400 with the issues; no token 401", async () => {
-  const { request } = edgeApp();
-  const missing = await request(upgrade("default", "nope"));
-  assertEquals([missing.status, (await missing.json()).error.reason], [404, "NotFound"]);
-  const bad = await request(upgrade("Default", "a_b"));
-  assertEquals(bad.status, 400);
-  const { error } = await bad.json();
-  assertEquals(error.issues.map((i: { path: string[] }) => i.path[0]), ["ns", "pod"]);
+Deno.test("OTA upgrade: a ready image of the marked revision passes", async () => {
+  for (const where of wheres) {
+    await using h = await otaApp(where);
+    h.api.put(
+      "pods",
+      pod("nginx-daemonset-img02", "worker2", nginx, [need("True"), {
+        type: "PodImageReady",
+        status: "True",
+        message: "controllerrevision: v2hash",
+      }]),
+    );
+    assertEquals((await h.request(upgrade("default", "nginx-daemonset-img02"))).status, 200, where);
+    assertEquals(h.api.writes, ["delete pods"]);
+  }
+});
 
+Deno.test("OTA upgrade: no such pod 404; bad names 400 with the issues; no token 401, all plain text", async () => {
+  for (const where of wheres) {
+    await using h = await otaApp(where);
+    const missing = await h.request(upgrade("default", "nope"));
+    assertEquals([missing.status, await missing.text()], [
+      404,
+      'Get pod failed, pods "nope" not found in namespace default',
+    ]);
+    const bad = await h.request(upgrade("Default", "a_b"));
+    assertEquals(bad.status, 400);
+    const lines = (await bad.text()).split("\n");
+    assertEquals(lines[0], "invalid param");
+    assertEquals(lines.slice(1).map((l) => l.split(":")[0]), ["ns", "pod"]);
+  }
   await using h = harness();
   for (
     const [path, method] of [
@@ -217,69 +322,89 @@ Deno.test("OTA upgrade: no such pod 404; bad names 400 with the issues; no token
       ["/openyurt.io/v1/pods", "GET"],
     ]
   ) {
-    assertEquals((await h.request(path, { method, auth: false })).status, 401, path);
+    const res = await h.request(path, { method, auth: false });
+    assertEquals([res.status, await res.text()], [401, "a bearer token is required"], path);
   }
 });
 
-Deno.test("OTA upgrade: a pod replaced since the check is not deleted (409)", async () => {
-  const seeded: { api?: MemoryApi } = {};
-  const app = edgeApp({
-    overrides: {
-      deletePod: (p, next) => {
-        seeded.api!.put("pods", {
-          ...pod("nginx-daemonset-bwzss", "worker2", nginx),
-          metadata: { ...pod("nginx-daemonset-bwzss", "worker2", nginx).metadata, uid: "new" },
-        });
-        return next(p);
+Deno.test("OTA upgrade: a pod replaced since the check is not deleted (500 Apply update failed)", async () => {
+  for (const where of wheres) {
+    const seeded: { api?: MemoryApi } = {};
+    await using h = await otaApp(where, {
+      overrides: {
+        deletePod: (p, next) => {
+          seeded.api!.put("pods", {
+            ...pod("nginx-daemonset-bwzss", "worker2", nginx),
+            metadata: { ...pod("nginx-daemonset-bwzss", "worker2", nginx).metadata, uid: "new" },
+          });
+          return next(p);
+        },
       },
-    },
-  });
-  seeded.api = app.api;
-  const res = await app.request(upgrade("default", "nginx-daemonset-bwzss"));
-  assertEquals(res.status, 409);
-  assertEquals(app.api.objects.pods.get("default/nginx-daemonset-bwzss")?.metadata.uid, "new");
+    });
+    seeded.api = h.api;
+    const res = await h.request(upgrade("default", "nginx-daemonset-bwzss"));
+    assertEquals([res.status, await res.text()], [
+      500,
+      "Apply update failed, the pod was replaced since it was checked",
+    ]);
+    assertEquals(h.api.objects.pods.get("default/nginx-daemonset-bwzss")?.metadata.uid, "new");
+  }
 });
 
 Deno.test("OTA routes answer 503 when the API server is unreachable or silent", async () => {
-  const unreachable = edgeApp({
+  for (const where of wheres) {
+    await using unreachable = await otaApp(where, {
+      overrides: {
+        getPod: () => Promise.reject(new KubeError(0, "Unreachable", "connection refused", "get")),
+      },
+    });
+    const res = await unreachable.request(upgrade("default", "nginx-daemonset-bwzss"));
+    assertEquals(res.status, 503, where);
+    assertStringIncludes(
+      await res.text(),
+      where === "edge"
+        ? disconnectedText
+        : "Kubernetes API unavailable, get: no answer Unreachable",
+    );
+    await using silent = await otaApp(where, {
+      deadlineMs: 5,
+      overrides: { getPod: () => new Promise(() => {}) },
+    });
+    const late = await silent.request(upgrade("default", "nginx-daemonset-bwzss"));
+    assertEquals(late.status, 503);
+    await late.body?.cancel();
+    assertEquals(silent.api.writes, []);
+  }
+  await using down = await otaApp("controller", {
     overrides: {
-      getPod: () => Promise.reject(new KubeError(0, "Unreachable", "connection refused", "get")),
-      listPods: () => Promise.reject(new KubeError(503, "ServiceUnavailable", "down", "list")),
+      listSets: () => Promise.reject(new KubeError(503, "ServiceUnavailable", "down", "list")),
     },
   });
-  for (
-    const [path, method] of [[upgrade("default", "nginx-daemonset-bwzss"), "POST"], [
-      "/pods",
-      "GET",
-    ]]
-  ) {
-    const res = await unreachable.request(path, method);
-    assertEquals(res.status, 503, path);
-    assertEquals((await res.json()).error.reason, "KubernetesUnavailable");
-  }
-  const silent = edgeApp({ deadlineMs: 5, overrides: { getPod: () => new Promise(() => {}) } });
-  const res = await silent.request(upgrade("default", "nginx-daemonset-bwzss"));
-  assertEquals(res.status, 503);
-  assertStringIncludes((await res.json()).error.message, "did not answer within");
-  assertEquals(silent.api.writes, []);
+  const listed = await down.request("/pods", "GET");
+  assertEquals(listed.status, 503);
+  assertStringIncludes(await listed.text(), "Kubernetes API unavailable");
 });
 
-Deno.test("GET /pods on the edge: every pod of its node, as YurtHub; other nodes 403", async () => {
-  const { request } = edgeApp();
-  const res = await request("/pods", "GET");
-  assertEquals(res.status, 200);
+Deno.test("GET /pods on the edge: every pod of its node from its cache, as YurtHub; other nodes 403", async () => {
+  await using h = await otaApp("edge");
+  const res = await h.request("/pods", "GET");
+  assertEquals([res.status, res.headers.get("age")], [200, "0"]);
   const list = await res.json();
-  assertEquals([list.kind, list.apiVersion], ["PodList", "v1"]);
-  assertEquals(names(list).sort(), [
+  assertEquals([list.kind, list.apiVersion, list.upgradeRequests], ["PodList", "v1", []]);
+  assertEquals(names(list), [
     "nginx-daemonset-bwzss",
     "plain-fghij",
     "rolling-abcde",
     "standalone",
   ]);
-  assertEquals(await (await request("/openyurt.io/v1/pods", "GET")).json(), list);
-  assertEquals((await request("/pods?node=worker2", "GET")).status, 200);
-  assertEquals((await request("/pods?node=worker3", "GET")).status, 403);
-  assertEquals((await request("/pods?node=Not_A_Node", "GET")).status, 400);
+  assertEquals(await (await h.request("/openyurt.io/v1/pods", "GET")).json(), list);
+  assertEquals((await h.request("/pods?node=worker2", "GET")).status, 200);
+  const other = await h.request("/pods?node=worker3", "GET");
+  assertEquals([other.status, await other.text()], [
+    403,
+    "this agent serves node worker2 only, not worker3",
+  ]);
+  assertEquals((await h.request("/pods?node=Not_A_Node", "GET")).status, 400);
 });
 
 Deno.test("GET /pods on the controller: pods of OTA DaemonSets, by node if asked", async () => {
@@ -296,29 +421,33 @@ Deno.test("GET /pods on the controller: pods of OTA DaemonSets, by node if asked
     "nginx-daemonset-rgp9h",
   ]);
   assertEquals(names(await get("/openyurt.io/v1/pods?node=worker3")), ["nginx-daemonset-rgp9h"]);
-  // The controller serves every node.
+  // The controller serves every node; whenConnected is the edge agent's.
   const res = await h.request(upgrade("default", "nginx-daemonset-rgp9h"));
   assertEquals([res.status, await res.text()], [
     200,
     "Start updating pod default/nginx-daemonset-rgp9h",
   ]);
+  const queued = await h.request(
+    `${upgrade("default", "nginx-daemonset-bwzss")}?whenConnected=true`,
+  );
+  assertEquals(queued.status, 400);
+  assertStringIncludes(await queued.text(), "whenConnected is served by the edge agent");
 });
 
 Deno.test("imagepull answers 501: edgeroll has no image pre-puller", async () => {
-  const { api, request } = edgeApp();
-  const res = await request(
-    "/openyurt.io/v1/namespaces/default/pods/nginx-daemonset-bwzss/imagepull",
-  );
-  assertEquals(res.status, 501);
-  const { error } = await res.json();
-  assertEquals(error.reason, "NotImplemented");
-  assertStringIncludes(error.message, "pre-pull");
-  assertEquals(api.writes, []);
+  for (const where of wheres) {
+    await using h = await otaApp(where);
+    const res = await h.request(
+      "/openyurt.io/v1/namespaces/default/pods/nginx-daemonset-bwzss/imagepull",
+    );
+    assertEquals(res.status, 501);
+    assertStringIncludes(await res.text(), "Image pre-pull is not supported by edgeroll");
+    assertEquals(h.api.writes, []);
+  }
 });
 
-Deno.test("the edge agent's OTA routes call exactly edgeOtaCalls, never a set", async () => {
-  const called = new Set<string>();
-  const { request } = edgeApp({ onRequest: ({ method }) => called.add(method) });
+Deno.test("the edge agent's OTA routes list, read and delete pods, never a set", async () => {
+  await using h = await otaApp("edge");
   for (
     const [path, method] of [
       ["/pods", "GET"],
@@ -327,12 +456,12 @@ Deno.test("the edge agent's OTA routes call exactly edgeOtaCalls, never a set", 
       [upgrade("default", "nginx-daemonset-bwzss"), "POST"],
       ["/openyurt.io/v1/namespaces/default/pods/standalone/imagepull", "POST"],
     ]
-  ) await request(path, method);
-  assertEquals([...called].sort(), [...edgeOtaCalls].sort());
+  ) await h.request(path, method);
+  assertEquals([...h.called].sort(), ["deletePod", "getPod", "listPods"]);
 });
 
 Deno.test("OTA upgrade on the edge: a pod the node's credentials may not read is refused as not on this node", async () => {
-  const { api, request } = edgeApp({
+  await using h = await otaApp("edge", {
     overrides: {
       getPod: () =>
         Promise.reject(
@@ -340,15 +469,13 @@ Deno.test("OTA upgrade on the edge: a pod the node's credentials may not read is
             403,
             "Forbidden",
             "no relationship found between node 'worker2' and this object",
-            "get getPod",
+            "get pod",
           ),
         ),
     },
   });
-  const res = await request(upgrade("default", "nginx-daemonset-rgp9h"));
+  const res = await h.request(upgrade("default", "nginx-daemonset-rgp9h"));
   assertEquals(res.status, 403);
-  const { error } = await res.json();
-  assertEquals(error.reason, "PreCheckFailed");
-  assertStringIncludes(error.message, "is not bound to node worker2");
-  assertEquals(api.writes, []);
+  assertStringIncludes(await res.text(), "pod is not bound to node worker2");
+  assertEquals(h.api.writes, []);
 });

@@ -1,26 +1,30 @@
 /**
- * `deno task test:edge`: builds the edge agent's single executable (edge/build.sh, npm
- * registry only), runs it with an empty environment against the simulator, and puts it
- * through what the agent under Deno is put through (tests/edge-ota.ts). Prints the file's
- * size and the process's resident memory; asserts no number.
+ * `deno task test:edge`: the edge agent's single executable (edge/build.sh, npm registry only,
+ * built if the current sources have not been; tests/edge-build.ts), run with an empty
+ * environment and a token against the simulator, put through what the agent under Deno is put
+ * through (tests/edge-ota.ts). Prints the file's size and the process's resident memory;
+ * asserts no number (bench/edge.ts measures).
  */
 import { assertEquals } from "@std/assert";
 import { startSim } from "../sim/start.ts";
 import { Kube } from "./e2e/kube.ts";
 import { exerciseEdgeAgent, seedOtaUpgrade } from "./edge-ota.ts";
 import { freePort } from "../cluster/processes.ts";
+import { edgeExecutable } from "./edge-build.ts";
 
-const buildScript = new URL("../edge/build.sh", import.meta.url).pathname;
-
-/** The first line `stream` writes. */
-async function firstLine(stream: ReadableStreamDefaultReader<string>): Promise<string> {
+/** The log lines `stream` writes until one has `msg`; all of them if it ends first. */
+async function linesUntil(
+  stream: ReadableStreamDefaultReader<string>,
+  msg: string,
+): Promise<Record<string, unknown>[]> {
   let text = "";
-  while (!text.includes("\n")) {
+  for (;;) {
+    const lines = text.split("\n").slice(0, -1).map((line) => JSON.parse(line));
+    if (lines.some((line) => line.msg === msg)) return lines;
     const { value, done } = await stream.read();
-    if (done) break;
+    if (done) return lines;
     text += value;
   }
-  return text.split("\n")[0];
 }
 
 /**
@@ -36,11 +40,9 @@ async function resident(pid: number): Promise<string> {
   return `${mib("VmRSS")} MiB (anon ${mib("RssAnon")}, file ${mib("RssFile")})`;
 }
 
-Deno.test("edge executable: built from npm packages, runs alone, lists and upgrades on sim", async () => {
+Deno.test("edge executable: built from npm packages, runs alone with a token, lists and upgrades on sim", async () => {
   const dir = await Deno.makeTempDir({ prefix: "edgeroll-edge-exe-" });
-  const executable = `${dir}/edgeroll-edge`;
-  const built = await new Deno.Command("bash", { args: [buildScript, executable] }).output();
-  assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
+  const executable = await edgeExecutable();
   const { size } = await Deno.stat(executable);
 
   const sim = await startSim({ nodes: 2, speed: 20 });
@@ -53,6 +55,7 @@ Deno.test("edge executable: built from npm packages, runs alone, lists and upgra
       "--node=edge-1",
       `--port=${port}`,
       `--token-file=${dir}/token`,
+      `--state-dir=${dir}/state`,
     ],
     clearEnv: true,
     stdout: "null",
@@ -60,9 +63,10 @@ Deno.test("edge executable: built from npm packages, runs alone, lists and upgra
   }).spawn();
   const logs = agent.stderr.pipeThrough(new TextDecoderStream()).getReader();
   try {
-    // The agent's first log line says where it listens.
-    const first = await firstLine(logs);
-    assertEquals(JSON.parse(first || "{}").msg, "edge agent listening", first);
+    // A log line says where it listens, and that it asks for the token.
+    const lines = await linesUntil(logs, "edge agent listening");
+    const listening = lines.find((line) => line.msg === "edge agent listening");
+    assertEquals(listening?.token, "required", JSON.stringify(lines));
     const idle = await resident(agent.pid);
     const kube = new Kube(sim.kubeconfigPath);
     const byNode = await seedOtaUpgrade(kube, ["edge-1", "edge-2"]);

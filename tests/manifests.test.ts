@@ -104,10 +104,17 @@ Deno.test("manifests: edge-agent runs the controller's image on every node, on l
     container.volumeMounts.some((m: { name: string; mountPath: string; readOnly: boolean }) =>
       m.readOnly && file.startsWith(m.mountPath) && hostPaths.get(m.name) === m.mountPath
     );
-  for (const flag of ["--kubeconfig=", "--token-file="]) {
-    const file = container.args.find((a: string) => a.startsWith(flag))?.slice(flag.length);
-    assertEquals(file !== undefined && mounted(file), true, `${flag} names a mounted file`);
-  }
+  const argument = (flag: string) =>
+    container.args.find((a: string) => a.startsWith(flag))?.slice(flag.length);
+  const kubeconfig = argument("--kubeconfig=");
+  assertEquals(kubeconfig !== undefined && mounted(kubeconfig), true, "the kubeconfig is mounted");
+  // The state directory (pod cache, queued upgrades) outlives the pod: the node's, writable.
+  const stateDir = argument("--state-dir=");
+  const stateMount = container.volumeMounts.find((m: { mountPath: string }) =>
+    m.mountPath === stateDir
+  );
+  assertEquals([stateMount?.readOnly, hostPaths.get(stateMount?.name)], [undefined, stateDir]);
+  assertEquals(container.args.includes(`--allow-write=${stateDir}`), true);
   assertEquals(mounted("/var/lib/kubelet/pki/kubelet-client-current.pem"), true);
   for (const probe of [container.livenessProbe, container.readinessProbe]) {
     assertEquals(probe.httpGet, { host: "127.0.0.1", path: "/healthz", port: "ota" });
@@ -216,8 +223,10 @@ Deno.test("manifests: each workload of the image may read its mounts and reach i
   for (const c of ours) {
     assertEquals(c.image.split(":")[0], "ghcr.io/edgeroll/edgeroll", c.name);
     // The grants come first, then the program: `deno run <entrypoint flags> <these>`.
-    const [read, net, program] = c.args;
-    assertEquals(program, "main.ts", c.name);
+    const grants = c.args.slice(0, c.args.indexOf("main.ts"));
+    assertEquals(grants.every((g: string) => g.startsWith("--allow-")), true, c.name);
+    const [read, net] = ["--allow-read=", "--allow-net"]
+      .map((flag) => grants.find((g: string) => g.startsWith(flag)) ?? "");
     const readable = read.slice("--allow-read=".length).split(",");
     assertEquals(read.startsWith("--allow-read="), true, c.name);
     for (const mount of c.volumeMounts ?? []) {

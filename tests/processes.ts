@@ -5,6 +5,8 @@
  */
 
 import { freePort } from "../cluster/processes.ts";
+import { eventually } from "../lib/eventually.ts";
+import { edgeExecutable } from "./edge-build.ts";
 
 const main = new URL("../main.ts", import.meta.url).pathname;
 
@@ -125,22 +127,6 @@ export interface EdgerollProcesses {
   pids?: number[];
 }
 
-/** A fresh token in a file, the URL of a free loopback port; the file removed after `body`. */
-async function withTokenAndPort(
-  body: (tokenFile: string, caller: EdgerollProcesses, port: number) => Promise<void>,
-): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "edgeroll-" });
-  try {
-    const tokenFile = `${dir}/token`;
-    const token = crypto.randomUUID();
-    await Deno.writeTextFile(tokenFile, token);
-    const port = freePort();
-    await body(tokenFile, { url: `http://127.0.0.1:${port}`, token }, port);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
 /** What `withControllers` started: each replica's base URL, and the token they accept. */
 export interface ControllerProcesses {
   urls: string[];
@@ -256,25 +242,68 @@ export function withEdgeroll(
   );
 }
 
-/** The edge agent (`main.ts edge`) for `node`, on loopback, for the length of `body`. */
-export function withEdgeAgent(
+/** What `withEdgeAgent` started: the agent's URL, and the token it asks for, if any. */
+export interface EdgeAgentProcess {
+  url: string;
+  token?: string;
+  pid: number;
+  /** Its state directory (pod cache, queued upgrades): kept across `restart()`. */
+  stateDir: string;
+  /** Stops it (SIGTERM) and starts it again on the same port and state directory. */
+  restart(): Promise<void>;
+}
+
+/**
+ * The edge agent for `node` as a node runs it: the built executable (tests/edge-build.ts), on a
+ * loopback port (`port`, or a free one), with no token unless `token`, a state directory of its
+ * own, for the length of `body`; returns once its pod watch is connected.
+ */
+export async function withEdgeAgent(
   kubeconfigPath: string,
   node: string,
-  body: (agent: EdgerollProcesses) => Promise<void>,
+  body: (agent: EdgeAgentProcess) => Promise<void>,
+  options: { token?: boolean; port?: number } = {},
 ): Promise<void> {
-  return withTokenAndPort(async (tokenFile, agent, port) => {
-    const child = spawnMain([
-      "edge",
-      `--kubeconfig=${kubeconfigPath}`,
-      `--node=${node}`,
-      `--port=${port}`,
-      `--token-file=${tokenFile}`,
-    ]);
-    try {
-      await untilAnswers(`${agent.url}/healthz`, child);
-      await body(agent);
-    } finally {
-      await stop([child]);
-    }
-  });
+  const executable = await edgeExecutable();
+  const dir = await Deno.makeTempDir({ prefix: "edgeroll-edge-" });
+  const port = options.port ?? freePort();
+  const token = options.token ? crypto.randomUUID() : undefined;
+  const args = [
+    `--kubeconfig=${kubeconfigPath}`,
+    `--node=${node}`,
+    `--port=${port}`,
+    `--state-dir=${dir}/state`,
+  ];
+  if (token) {
+    await Deno.writeTextFile(`${dir}/token`, token);
+    args.push(`--token-file=${dir}/token`);
+  }
+  const spawn = () =>
+    new Deno.Command(executable, { args, clearEnv: true, stdout: "null", stderr: "inherit" })
+      .spawn();
+  const url = `http://127.0.0.1:${port}`;
+  let child = spawn();
+  try {
+    await untilAnswers(`${url}/healthz`, child);
+    const agent: EdgeAgentProcess = {
+      url,
+      token,
+      pid: child.pid,
+      stateDir: `${dir}/state`,
+      restart: async () => {
+        await stop([child]);
+        child = spawn();
+        agent.pid = child.pid;
+        await untilAnswers(`${url}/healthz`, child);
+      },
+    };
+    await eventually(`the edge agent of ${node} connected`, async () => {
+      const health = await (await fetch(`${url}/healthz`)).json();
+      return health.connected === true;
+    }, { timeoutMs: 60_000 });
+    await body(agent);
+  } finally {
+    await stop([child]);
+    await Deno.remove(dir, { recursive: true });
+  }
 }

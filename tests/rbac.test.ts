@@ -9,7 +9,7 @@ import { parseAllDocuments } from "yaml";
 import { accessOf, kruiseAccessOf } from "../kube/api.ts";
 import { cacheAccess } from "../kube/cache.ts";
 import { kruiseWatchedPaths, watchedPaths } from "../relay/relay.ts";
-import { edgeOtaCalls } from "../controller/ota.ts";
+import { leanClientAccess } from "../kube/lean-client.ts";
 
 interface Rule {
   apiGroups: string[];
@@ -70,7 +70,7 @@ Deno.test("rbac: the edge agent asks only what its node's own credentials may do
   // its own pods by field selector, reads and deletes pods bound to it, and no DaemonSet. The
   // e2e scenario "an edge node's credentials reach its own pods only" shows the API server
   // holding that line on both targets.
-  const needed = edgeOtaCalls.flatMap((method) => accessOf[method])
+  const needed = Object.values(leanClientAccess)
     .map(({ group, resource, verb }) => `${group}/${resource}:${verb}`);
-  assertEquals(unique(needed), ["/pods:delete", "/pods:get", "/pods:list"]);
+  assertEquals(unique(needed), ["/pods:delete", "/pods:get", "/pods:list", "/pods:watch"]);
 });

@@ -1,0 +1,79 @@
+/**
+ * YurtHub's OTA pre-checks and answers (pkg/yurthub/otaupdate), shared by the controller's OTA
+ * routes and the edge agent's: the same order, the same status codes and the same plain-text
+ * sentences, so a script written against YurtHub reads ours unchanged. Where edgeroll answers
+ * with a clearer code (404 for a pod that does not exist), ADR 0017 lists it. Pure: no I/O.
+ */
+import { Keys, type Pod } from "../api/kube-objects.ts";
+
+/** An OTA answer that is not a success: its HTTP status and YurtHub's sentence. */
+export class OtaError extends Error {
+  override name = "OtaError";
+  constructor(readonly status: 400 | 403 | 404 | 500 | 503, message: string) {
+    super(message);
+  }
+}
+
+/** YurtHub's answer while its cloud health check fails, word for word. */
+export const disconnectedText = "OTA upgrade is not allowed when node is disconnected to cloud";
+
+export const disconnected = () => new OtaError(503, disconnectedText);
+
+/** YurtHub answers 500 "Get pod failed, <err>" for any failed read; a missing pod is 404 here. */
+export const podNotFound = (ns: string, name: string) =>
+  new OtaError(404, `Get pod failed, pods "${name}" not found in namespace ${ns}`);
+
+/** OpenYurt's condition set by its image pre-pull controller; honoured when present. */
+export const podImageReady = "PodImageReady";
+
+const condition = (pod: Pod, type: string) => pod.status?.conditions?.find((c) => c.type === type);
+
+/** The revision a pod marked `PodNeedUpgrade` True is to move to (`controllerrevision: <hash>`). */
+export function markedRevision(pod: Pod): string | undefined {
+  const need = condition(pod, Keys.podNeedUpgrade);
+  return need?.status === "True" ? need.message : undefined;
+}
+
+const preCheckFailed = (detail: string) =>
+  new OtaError(403, `Pre check update pod failed, ${detail}`);
+
+/**
+ * YurtHub's `preCheckUpdatePod` and owner checks, in its order: the pod is not being deleted,
+ * runs on `node` (the edge agent's; the controller serves every node), is marked
+ * `PodNeedUpgrade` True; where `PodImageReady` is set, the image of that same revision is ready;
+ * then it has an owner and the owner is a DaemonSet (YurtHub also upgrades static pods, which
+ * edgeroll does not). Throws the answer YurtHub gives; returns the DaemonSet owner.
+ */
+export function checkUpgradable(pod: Pod, node?: string): { name: string; uid: string } {
+  const { namespace = "", name = "" } = pod.metadata;
+  const id = `${namespace}/${name}`;
+  const status = (error: string) =>
+    preCheckFailed(`Failed to check pod ${id} status, error: ${error}`);
+  if (pod.metadata.deletionTimestamp) throw status(`Pod ${id} is deleting, can not be updated`);
+  if (node !== undefined && pod.spec.nodeName !== node) {
+    throw status(`Pod: ${id} is running on ${pod.spec.nodeName ?? ""}, can not be updated`);
+  }
+  const revision = markedRevision(pod);
+  if (revision === undefined) throw status(`Pod: ${id} update status is False, can not be updated`);
+  const image = condition(pod, podImageReady);
+  if (image && (image.status !== "True" || image.message !== revision)) {
+    throw preCheckFailed(
+      `Failed to check pod ${id} image ready, error: Pod: ${id} image is not ready, reason: ${
+        image.reason ?? ""
+      }, message: ${image.message ?? ""}`,
+    );
+  }
+  const owners = pod.metadata.ownerReferences ?? [];
+  if (owners.length === 0) throw new OtaError(400, "Pod has no owner references");
+  const owner = owners.find((o) => o.controller) ?? owners[0];
+  if (owner.kind !== "DaemonSet") {
+    throw new OtaError(400, `Not support ota upgrade pod type ${owner.kind}`);
+  }
+  return owner;
+}
+
+/** A pre-check edgeroll adds on the controller, which may read the DaemonSet: it must be OTA. */
+export function ownerNotInOta(pod: Pod, why: string): OtaError {
+  const { namespace = "", name = "" } = pod.metadata;
+  return preCheckFailed(`Failed to check pod ${namespace}/${name} status, error: ${why}`);
+}

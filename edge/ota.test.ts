@@ -1,0 +1,133 @@
+import { assertEquals, assertThrows } from "@std/assert";
+import { interceptApi } from "../kube/api.ts";
+import { memoryLogger } from "../lib/log.ts";
+import { memoryApi } from "../tests/doubles/memory-api.ts";
+import { leanApiOver } from "../tests/doubles/lean-api.ts";
+import { eventually } from "../lib/eventually.ts";
+import { OtaError } from "../controller/ota-checks.ts";
+import { EdgeOta } from "./ota.ts";
+import { NodePodCache } from "./pod-cache.ts";
+import { maxPendingUpgrades, UpgradeJournal } from "./upgrade-journal.ts";
+
+const marked = (name: string, uid: string, status = "True") => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: {
+    name,
+    namespace: "default",
+    uid,
+    ownerReferences: [{
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      name: "ds",
+      uid: "ds-1",
+      controller: true,
+    }],
+  },
+  spec: { nodeName: "edge-1", containers: [{ name: "c", image: "c:1" }] },
+  status: { conditions: [{ type: "PodNeedUpgrade", status, message: "controllerrevision: v2" }] },
+});
+
+const request = (name: string, uid: string) => ({
+  namespace: "default",
+  name,
+  uid,
+  revision: "controllerrevision: v2",
+  requestedAt: "2026-11-26T10:00:00.000Z",
+});
+
+Deno.test("queued upgrades: carried out once when the link returns; a pod gone, replaced or going counts as done (an earlier run's delete); a failed pre-check is refused", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const api = memoryApi();
+    api.put("pods", marked("ready", "uid-ready"));
+    api.put("pods", marked("replaced", "uid-new"));
+    api.put("pods", {
+      ...marked("going", "uid-going"),
+      metadata: {
+        ...marked("going", "uid-going").metadata,
+        deletionTimestamp: "2026-11-26T10:00:01Z",
+      },
+    });
+    api.put("pods", marked("unmarked", "uid-unmarked", "False"));
+    // As left by an agent that stopped while cut off, or right after a delete it did not record.
+    const journal = new UpgradeJournal(dir, "edge-1");
+    for (
+      const [name, uid] of [["ready", "uid-ready"], ["gone", "uid-gone"], ["replaced", "uid-old"], [
+        "going",
+        "uid-going",
+      ], ["unmarked", "uid-unmarked"]]
+    ) {
+      journal.add(request(name, uid));
+    }
+    const deletes: string[] = [];
+    const lean = leanApiOver(interceptApi(api, {
+      deletePod: (p, next) => {
+        deletes.push(p.uid);
+        return next(p);
+      },
+    }));
+    const restarted = new UpgradeJournal(dir, "edge-1");
+    restarted.load();
+    assertEquals(restarted.pending().length, 5);
+    const cache = new NodePodCache({
+      api: lean,
+      node: "edge-1",
+      stateDir: dir,
+      logger: memoryLogger(),
+    });
+    const ota = new EdgeOta({
+      api: lean,
+      cache,
+      journal: restarted,
+      node: "edge-1",
+      logger: memoryLogger(),
+    });
+    cache.start();
+    try {
+      await eventually("every request settled", () => restarted.pending().length === 0);
+      await ota.carryOutPending(); // A second reconnection: nothing left to do.
+      const outcome = Object.fromEntries(restarted.list().map((r) => [r.name, r.state]));
+      assertEquals(outcome, {
+        ready: "started",
+        gone: "replaced",
+        replaced: "replaced",
+        going: "replaced",
+        unmarked: "refused",
+      });
+      assertEquals(deletes, ["uid-ready"]);
+      const refused = restarted.list().find((r) => r.name === "unmarked");
+      assertEquals(refused?.detail?.includes("update status is False"), true);
+      // Written down: a third agent reads the same outcome.
+      const reread = new UpgradeJournal(dir, "edge-1");
+      reread.load();
+      assertEquals(reread.list().map((r) => r.state).sort(), [
+        "refused",
+        "replaced",
+        "replaced",
+        "replaced",
+        "started",
+      ]);
+    } finally {
+      await cache.stop();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("queued upgrades are bounded: one per pod, at most maxPendingUpgrades", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const journal = new UpgradeJournal(dir, "edge-1");
+    journal.add(request("a", "uid-a"));
+    journal.add(request("a", "uid-a"));
+    assertEquals(journal.pending().length, 1);
+    for (let i = 1; i < maxPendingUpgrades; i++) journal.add(request(`p${i}`, `uid-${i}`));
+    const err = assertThrows(() => journal.add(request("one-more", "uid-x")), OtaError);
+    assertEquals(err.status, 503);
+    assertEquals(journal.pending().length, maxPendingUpgrades);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,230 @@
+/**
+ * OTA for the agent's own node, as YurtHub serves it: `GET /pods` from the node's pod cache
+ * (it answers while the node is cut off, with the data's age), and the upgrade, which reads the
+ * pod live, runs YurtHub's pre-checks and deletes it with a UID precondition for its DaemonSet
+ * (OnDelete) to recreate. While cut off, an upgrade answers YurtHub's 503, or with
+ * `?whenConnected=true` is checked against the cache, journalled and answered 202, then carried
+ * out once when the link returns (edge/upgrade-journal.ts).
+ */
+import type { Pod } from "../api/kube-objects.ts";
+import {
+  checkUpgradable,
+  disconnected,
+  markedRevision,
+  OtaError,
+  podNotFound,
+} from "../controller/ota-checks.ts";
+import { isConflict, isNotFound, KubeError, toKubeError } from "../kube/errors.ts";
+import type { LeanKubeApi } from "../kube/lean-client.ts";
+import { withinDeadline } from "../lib/deadline.ts";
+import type { Logger } from "../lib/log.ts";
+import type { OtaService } from "../routes/ota.ts";
+import type { NodePodCache } from "./pod-cache.ts";
+import type { UpgradeJournal, UpgradeRequest } from "./upgrade-journal.ts";
+
+export interface EdgeOtaDeps {
+  api: LeanKubeApi;
+  cache: NodePodCache;
+  journal: UpgradeJournal;
+  node: string;
+  logger: Logger;
+  /** How long a live call may take before the link counts as down (default 10 s). */
+  deadlineMs?: number;
+  now?: () => number;
+}
+
+/** No answer, or the API server (or what stands before it) unable to serve: the link is down. */
+function unreachable(err: unknown): boolean {
+  return err instanceof KubeError && (err.status === 0 || err.status === 502 ||
+    err.status === 503 || err.status === 504);
+}
+
+export class EdgeOta implements OtaService {
+  readonly #d: EdgeOtaDeps & { deadlineMs: number; now: () => number };
+  /** The run carrying out pending requests, if one is going; at most one at a time. */
+  #carrying: Promise<void> | undefined;
+  #carryAgain = false;
+
+  constructor(deps: EdgeOtaDeps) {
+    this.#d = { deadlineMs: 10_000, now: Date.now, ...deps };
+    deps.cache.onConnected(() => void this.carryOutPending());
+  }
+
+  pods(asked?: string): Promise<{ list: unknown; ageSeconds?: number }> {
+    const { cache, journal, node } = this.#d;
+    if (asked !== undefined && asked !== node) {
+      throw new OtaError(403, `this agent serves node ${node} only, not ${asked}`);
+    }
+    const known = cache.pods();
+    if (!known) {
+      throw new OtaError(
+        503,
+        `Get pod list failed, the pods of node ${node} are not known yet: the API server has not answered since the agent started, and no cache was saved`,
+      );
+    }
+    return Promise.resolve({
+      list: {
+        kind: "PodList",
+        apiVersion: "v1",
+        metadata: { resourceVersion: known.resourceVersion },
+        items: known.pods,
+        // edgeroll's: the upgrades asked for while cut off, and how the latest ended.
+        upgradeRequests: journal.list(),
+      },
+      ageSeconds: known.ageSeconds,
+    });
+  }
+
+  async upgrade(
+    namespace: string,
+    name: string,
+    { whenConnected }: { whenConnected: boolean },
+  ): Promise<{ status: 200 | 202; text: string }> {
+    const { cache } = this.#d;
+    if (!cache.connected) {
+      if (whenConnected) return this.#record(namespace, name);
+      throw disconnected();
+    }
+    try {
+      await this.#upgradeNow(namespace, name);
+    } catch (err) {
+      if (!unreachable(err)) throw err;
+      cache.linkFailed(err);
+      // A delete already sent may still land; the journal's UID check makes a second run safe.
+      if (whenConnected) return this.#record(namespace, name);
+      throw disconnected();
+    }
+    return { status: 200, text: `Start updating pod ${namespace}/${name}` };
+  }
+
+  /**
+   * Carries out every pending request, one at a time, each checked again on the live pod.
+   * Called when the link returns; a call while a run is going makes it run once more.
+   */
+  carryOutPending(): Promise<void> {
+    if (this.#carrying) {
+      this.#carryAgain = true;
+      return this.#carrying;
+    }
+    this.#carrying = (async () => {
+      do {
+        this.#carryAgain = false;
+        for (const request of this.#d.journal.pending()) {
+          if (!this.#d.cache.connected) return;
+          await this.#carryOut(request);
+        }
+      } while (this.#carryAgain);
+    })().finally(() => this.#carrying = undefined);
+    return this.#carrying;
+  }
+
+  /** YurtHub's upgrade: the live pod, its pre-checks, the delete with its UID. */
+  async #upgradeNow(namespace: string, name: string): Promise<void> {
+    const pod = await this.#livePod(namespace, name);
+    checkUpgradable(pod, this.#d.node);
+    await this.#delete(pod);
+  }
+
+  async #carryOut(request: UpgradeRequest): Promise<void> {
+    const { journal, logger, cache } = this.#d;
+    const at = () => new Date(this.#d.now()).toISOString();
+    const fields = { pod: `${request.namespace}/${request.name}`, uid: request.uid };
+    try {
+      const pod = await this.#livePod(request.namespace, request.name).catch((err) => {
+        if (err instanceof OtaError && err.status === 404) return undefined;
+        throw err;
+      });
+      if (!pod || pod.metadata.uid !== request.uid || pod.metadata.deletionTimestamp) {
+        // Gone, replaced or going: by someone else, or by this agent before a restart.
+        journal.settle(request, "replaced", at());
+        logger.info("queued OTA upgrade: the pod was already replaced", fields);
+        return;
+      }
+      checkUpgradable(pod, this.#d.node);
+      await this.#delete(pod);
+      journal.settle(request, "started", at());
+      logger.info("queued OTA upgrade started", { ...fields, revision: markedRevision(pod) });
+    } catch (err) {
+      if (unreachable(err)) {
+        cache.linkFailed(err);
+        return; // Still pending: the next reconnection tries again.
+      }
+      const detail = err instanceof Error ? err.message : String(err);
+      if (err instanceof OtaError && err.status === 404) journal.settle(request, "replaced", at());
+      else journal.settle(request, "refused", at(), detail);
+      logger.warn("queued OTA upgrade refused", { ...fields, error: detail });
+    }
+  }
+
+  /** Checked against the cached pod, journalled, then answered: the 202 is a promise kept. */
+  #record(namespace: string, name: string): { status: 202; text: string } {
+    if (!this.#d.cache.pods()) throw disconnected();
+    const pod = this.#d.cache.pod(namespace, name);
+    if (!pod) throw podNotFound(namespace, name);
+    checkUpgradable(pod, this.#d.node);
+    this.#d.journal.add({
+      namespace,
+      name,
+      uid: pod.metadata.uid ?? "",
+      revision: markedRevision(pod) ?? "",
+      requestedAt: new Date(this.#d.now()).toISOString(),
+    });
+    this.#d.logger.info("OTA upgrade queued until the node reconnects", {
+      pod: `${namespace}/${name}`,
+    });
+    return {
+      status: 202,
+      text:
+        `Upgrade of pod ${namespace}/${name} recorded: it starts when the node is connected to cloud again`,
+    };
+  }
+
+  async #livePod(namespace: string, name: string): Promise<Pod> {
+    try {
+      return await this.#deadline(this.#d.api.getPod({ namespace, name }), "get pod");
+    } catch (err) {
+      if (isNotFound(err)) throw podNotFound(namespace, name);
+      if (err instanceof KubeError && err.status === 403) {
+        // The Node authorizer's answer for a pod not bound to this node.
+        throw new OtaError(
+          403,
+          `Pre check update pod failed, Failed to check pod ${namespace}/${name} status, error: pod is not bound to node ${this.#d.node} (the API server: ${err.message})`,
+        );
+      }
+      if (unreachable(err)) throw err;
+      throw new OtaError(500, `Get pod failed, ${(err as Error).message}`);
+    }
+  }
+
+  async #delete(pod: Pod): Promise<void> {
+    const { namespace = "", name = "", uid = "" } = pod.metadata;
+    try {
+      await this.#deadline(this.#d.api.deletePod({ namespace, name, uid }), "delete pod");
+    } catch (err) {
+      if (isNotFound(err)) throw podNotFound(namespace, name);
+      if (unreachable(err)) throw err;
+      this.#d.logger.error("OTA upgrade failed", {
+        pod: `${namespace}/${name}`,
+        error: (err as Error).message,
+      });
+      throw new OtaError(
+        500,
+        isConflict(err)
+          ? "Apply update failed, the pod was replaced since it was checked"
+          : "Apply update failed",
+      );
+    }
+    this.#d.logger.info("OTA upgrade started", {
+      pod: `${namespace}/${name}`,
+      revision: markedRevision(pod),
+    });
+  }
+
+  #deadline<T>(work: Promise<T>, operation: string): Promise<T> {
+    return withinDeadline(
+      work,
+      this.#d.deadlineMs,
+      () => toKubeError(new Error(`no answer within ${this.#d.deadlineMs / 1000} s`), operation),
+    );
+  }
+}
