@@ -6,6 +6,21 @@
  */
 import { Keys, type Pod } from "../api/kube-objects.ts";
 
+/** What serves the OTA routes (routes/ota.ts): the controller, for every node, or an edge agent. */
+export interface OtaService {
+  /** The pods a caller may upgrade (`node`: one node's), and how old that answer may be. */
+  pods(node?: string): Promise<{ list: unknown; ageSeconds?: number }>;
+  /**
+   * Upgrades the pod now (200), or, with `whenConnected` on a node cut off from the cloud,
+   * records the request and carries it out once the link returns (202).
+   */
+  upgrade(
+    namespace: string,
+    name: string,
+    options: { whenConnected: boolean },
+  ): Promise<{ status: 200 | 202; text: string }>;
+}
+
 /** An OTA answer that is not a success: its HTTP status and YurtHub's sentence. */
 export class OtaError extends Error {
   override name = "OtaError";

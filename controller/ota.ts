@@ -13,11 +13,11 @@ import type { KubeClient } from "../kube/client.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { labelSelectorString } from "../kube/selector.ts";
 import { withinDeadline } from "../lib/deadline.ts";
-import type { OtaService } from "../routes/ota.ts";
 import {
   checkUpgradable,
   markedRevision,
   OtaError,
+  type OtaService,
   ownerNotInOta,
   podNotFound,
 } from "./ota-checks.ts";

@@ -12,13 +12,13 @@ import {
   disconnected,
   markedRevision,
   OtaError,
+  type OtaService,
   podNotFound,
 } from "../controller/ota-checks.ts";
 import { isConflict, isNotFound, KubeError, toKubeError } from "../kube/errors.ts";
 import type { LeanKubeApi } from "../kube/lean-client.ts";
 import { withinDeadline } from "../lib/deadline.ts";
 import type { Logger } from "../lib/log.ts";
-import type { OtaService } from "../routes/ota.ts";
 import type { NodePodCache } from "./pod-cache.ts";
 import type { UpgradeJournal, UpgradeRequest } from "./upgrade-journal.ts";
 

@@ -5,6 +5,7 @@
  * 409 or 500 while the others reach the real server.
  */
 import * as k8s from "@kubernetes/client-node";
+import type { Access } from "./access.ts";
 import { toKubeError } from "./errors.ts";
 import { type KubeList, type KubeObject, toWire } from "./objects.ts";
 import {
@@ -75,12 +76,7 @@ export type KubeMethod = keyof KubeApi;
 type Param<M extends KubeMethod> = Parameters<KubeApi[M]>[0];
 type Result<M extends KubeMethod> = ReturnType<KubeApi[M]>;
 
-/** One permission a method needs: RBAC's (API group, resource, verb). */
-export interface Access {
-  group: string;
-  resource: string;
-  verb: string;
-}
+export type { Access } from "./access.ts";
 
 const custom = (kind: SetKind) => (verb: string, subresource = ""): Access => {
   const { group, plural } = customSetResources[kind]!;

@@ -9,7 +9,7 @@ import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { IncomingMessage } from "node:http";
 import type { Pod } from "../api/kube-objects.ts";
-import type { Access } from "./api.ts";
+import type { Access } from "./access.ts";
 import { toKubeError } from "./errors.ts";
 import { type LeanConnection, readSecret } from "./lean-config.ts";
 

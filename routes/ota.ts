@@ -7,25 +7,12 @@ import { Hono, type MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { zValidator } from "@hono/zod-validator";
 import { z } from "zod";
-import { OtaError } from "../controller/ota-checks.ts";
+import { OtaError, type OtaService } from "../controller/ota-checks.ts";
 import type { Logger } from "../lib/log.ts";
+
+export type { OtaService };
 import { errorBody } from "./errors.ts";
 import { dnsName, rejectInvalid } from "./params.ts";
-
-/** What the OTA routes ask of whoever serves them. */
-export interface OtaService {
-  /** The pods a caller may upgrade (`node`: one node's), and how old that answer may be. */
-  pods(node?: string): Promise<{ list: unknown; ageSeconds?: number }>;
-  /**
-   * Upgrades the pod now (200), or, with `whenConnected` on a node cut off from the cloud,
-   * records the request and carries it out once the link returns (202).
-   */
-  upgrade(
-    namespace: string,
-    name: string,
-    options: { whenConnected: boolean },
-  ): Promise<{ status: 200 | 202; text: string }>;
-}
 
 export interface OtaRouteDeps {
   ota: OtaService;

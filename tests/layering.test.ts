@@ -84,3 +84,19 @@ Deno.test("engine/ and sim/ never import the controller's logic", async () => {
     }
   }
 });
+
+Deno.test("the edge agent never loads @kubernetes/client-node: its module graph, types included", async () => {
+  // client-node's generated models were most of the agent's memory (ADR 0019); kube/lean-client.ts
+  // makes its calls. Read from `deno info`, which follows type imports too.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", new URL("edge/node-main.ts", root).pathname],
+    stdout: "piped",
+  }).output();
+  assertEquals(out.code, 0);
+  const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as {
+    modules: { specifier: string }[];
+  };
+  const specifiers = graph.modules.map((m) => m.specifier);
+  assertEquals(specifiers.some((s) => s.endsWith("/edge/agent.ts")), true, "the graph was read");
+  assertEquals(specifiers.filter((s) => s.includes("@kubernetes/client-node")), []);
+});
