@@ -60,6 +60,8 @@ export interface EdgeFigures {
   statuses: Record<number, number>;
   /** How many pods the first GET /pods listed (the node has one). */
   podsListed: number;
+  /** Node's warnings on the agents' stderr, each once. */
+  warnings: string[];
   gets: number;
   idleMs: number;
 }
@@ -97,6 +99,9 @@ class Agent {
   readonly client = Deno.createHttpClient({});
   readonly spawnedAt: number;
   #log = "";
+  #line = "";
+  /** Node's warnings on stderr (`Code cache data rejected` when V8's flags differ from the build's). */
+  readonly warnings = new Set<string>();
   #drained: Promise<void>;
   #exited = false;
 
@@ -118,8 +123,18 @@ class Agent {
     }).spawn();
     this.child.status.then(() => this.#exited = true);
     this.#drained = this.child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-      new WritableStream({ write: (text) => void (this.#log = (this.#log + text).slice(-4000)) }),
+      new WritableStream({ write: (text) => this.#logged(text) }),
     ).catch(() => {/* the process is gone */});
+  }
+
+  #logged(text: string): void {
+    this.#log = (this.#log + text).slice(-4000);
+    const lines = (this.#line + text).split("\n");
+    this.#line = lines.pop()!;
+    for (const line of lines) {
+      const warning = /^\(node:\d+\) (\w*Warning: .*)$/.exec(line)?.[1];
+      if (warning) this.warnings.add(warning);
+    }
   }
 
   /** The time (performance.now()) of the first 200 on /healthz, polled every 2 ms. */
@@ -189,6 +204,7 @@ export async function measureEdgeExecutable(
     getSeconds: [],
     statuses: {},
     podsListed: 0,
+    warnings: [],
     gets,
     idleMs,
   };
@@ -222,6 +238,7 @@ export async function measureEdgeExecutable(
       figures.afterGets.push(readResident(agent.child.pid));
       await agent.stop();
     }
+    figures.warnings = [...new Set(agents.flatMap((agent) => [...agent.warnings]))];
     return figures;
   } finally {
     for (const agent of agents) await agent.stop();
@@ -275,6 +292,7 @@ export function edgeRows(f: EdgeFigures): string[][] {
       `median ${median(f.getSeconds).toFixed(1)} s; ${statuses}; ${f.podsListed} pod listed`,
       "-",
     ],
+    ["Node's warnings on stderr", f.warnings.join("; ") || "none", "none"],
   ];
 }
 
@@ -314,7 +332,8 @@ if (import.meta.main) {
         env,
       });
       const envNote = Object.keys(env).length ? ` with ${flags.env!.join(" ")}` : "";
-      console.log(`\nedge agent single executable (edge/build.sh)${envNote}, on sim\n`);
+      const what = flags.executable ?? "built by edge/build.sh";
+      console.log(`\nedge agent single executable (${what})${envNote}, on sim\n`);
       console.log(markdownTable(["measure", "value", "target"], edgeRows(figures)));
     });
   } finally {
