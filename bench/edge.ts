@@ -55,6 +55,11 @@ export interface EdgeFigures {
   bytes: number;
   /** Exec to first 200 on /healthz, one per fresh process, in ms. */
   startMs: number[];
+  /**
+   * CPU time the process had used by its first 200 (all its threads), in ms, one per timed
+   * start: what the start costs, less sensitive than the wall time to a busy machine.
+   */
+  startCpuMs: number[];
   /** The first start after the file was dropped from the page cache (undefined: dd failed). */
   coldStartMs?: number;
   /** Exit codes of the timed processes after SIGTERM. */
@@ -93,6 +98,17 @@ export async function evictFromPageCache(path: string): Promise<boolean> {
     stderr: "null",
   });
   return (await dd.output()).success;
+}
+
+/** CPU time `pid`'s threads have run, in ms (/proc/PID/task/TID/schedstat: ns on a CPU). */
+export function cpuMs(pid: number): number {
+  let ns = 0;
+  for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(Deno.readTextFileSync(`/proc/${pid}/task/${task.name}/schedstat`).split(" ")[0]);
+    } catch { /* the thread ended */ }
+  }
+  return ns / 1e6;
 }
 
 /** The resident memory of `pid` now, from /proc/PID/status. */
@@ -231,6 +247,7 @@ export async function measureEdgeExecutable(
   const figures: EdgeFigures = {
     bytes: (await Deno.stat(executable)).size,
     startMs: [],
+    startCpuMs: [],
     exitCodes: [],
     idle: [],
     afterGets: [],
@@ -253,6 +270,7 @@ export async function measureEdgeExecutable(
       const agent = new Agent(executable, sim, tokenFile, env);
       agents.push(agent);
       figures.startMs.push((await agent.healthy()) - agent.spawnedAt);
+      figures.startCpuMs.push(cpuMs(agent.child.pid));
       figures.exitCodes.push(await agent.stop());
     }
     for (let i = 0; i < memoryRuns; i++) {
@@ -321,6 +339,13 @@ export function edgeRows(f: EdgeFigures): string[][] {
         : `first after the file left the page cache ${f.coldStartMs.toFixed(0)} ms`) +
       `; exit ${exits} on SIGTERM`,
       "< 300 ms",
+    ],
+    [
+      "CPU time by the first 200 (all threads)",
+      `median ${median(f.startCpuMs).toFixed(0)} ms, max ${
+        Math.max(...f.startCpuMs).toFixed(0)
+      } ms`,
+      "-",
     ],
     [`resident idle, ${f.idleMs / 1000} s after start`, residentCell(f.idle), "≤ 60 MB"],
     [
