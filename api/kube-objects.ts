@@ -247,24 +247,4 @@ export const DaemonSet = z.looseObject({
 });
 export type DaemonSet = z.infer<typeof DaemonSet>;
 
-/** Well-known label and annotation keys shared by engine, kube and sim. */
-export const Keys = {
-  /** Revision hash label on pods and ControllerRevisions (upstream `DefaultDaemonSetUniqueLabelKey`). */
-  revisionHash: "controller-revision-hash",
-  /** The set's generation a pod was created from (upstream `DaemonSetTemplateGenerationKey`). */
-  templateGeneration: "pod-template-generation",
-  /** Kruise's lifecycle state label (`PreparingDelete` while a preDelete hook holds the pod). */
-  lifecycleState: "lifecycle.apps.kruise.io/state",
-  /**
-   * On a pod whose images edgeroll changed in place (InPlaceIfPossible): the revision it moves
-   * to. The pod counts as unavailable until its containers run the images of its spec.
-   */
-  inPlaceUpdate: "apps.edgeroll.dev/inplace-update-revision",
-  /** OpenYurt's OTA pod condition type. */
-  podNeedUpgrade: "PodNeedUpgrade",
-  /**
-   * Kruise's in-place readiness gate and condition: on every pod of an InPlaceIfPossible set,
-   * False while its images change in place, so the kubelet keeps the pod unready.
-   */
-  inPlaceUpdateReady: "InPlaceUpdateReady",
-} as const;
+export { Keys } from "./keys.ts";

@@ -3,7 +3,7 @@
  * routes map the kind to a status, the queue decides from it whether to retry, the tick
  * reports its reason. The controller knows nothing of HTTP.
  */
-import { z } from "zod";
+import type { z } from "zod";
 import { KubeError } from "../kube/errors.ts";
 
 export type FailureKind =
@@ -44,6 +44,15 @@ export interface Failure {
   issues?: z.core.$ZodIssue[];
 }
 
+/**
+ * zod's error, known by its name and issues rather than by its class, so that code which never
+ * parses with zod (the edge agent) does not load zod to recognise it.
+ */
+function isZodError(err: unknown): err is z.core.$ZodError {
+  return err instanceof Error && err.name === "ZodError" &&
+    Array.isArray((err as { issues?: unknown }).issues);
+}
+
 /** What an error thrown by the controller, its client or its input means. */
 export function failureOf(err: unknown): Failure {
   if (err instanceof ControllerError) {
@@ -54,7 +63,7 @@ export function failureOf(err: unknown): Failure {
       retryable: err.kind === "Conflict" || err.kind === "Unavailable",
     };
   }
-  if (err instanceof z.ZodError) {
+  if (isZodError(err)) {
     return {
       kind: "Invalid",
       reason: "BadRequest",

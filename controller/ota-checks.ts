@@ -4,7 +4,8 @@
  * sentences, so a script written against YurtHub reads ours unchanged. Where edgeroll answers
  * with a clearer code (404 for a pod that does not exist), ADR 0017 lists it. Pure: no I/O.
  */
-import { Keys, type Pod } from "../api/kube-objects.ts";
+import type { Pod } from "../api/kube-objects.ts";
+import { Keys } from "../api/keys.ts";
 
 /** What serves the OTA routes (routes/ota.ts): the controller, for every node, or an edge agent. */
 export interface OtaService {

@@ -20,7 +20,7 @@ const dependencies = {
   "esbuild": "0.28.2",
   "postject": "1.0.0-alpha.6",
 };
-for (const name of ["hono", "zod", "@hono/zod-validator", "yaml"]) {
+for (const name of ["hono", "yaml"]) {
   const [, pkg, version] = /^npm:(@?[^@]+)@([^/]+)$/.exec(imports[name]);
   dependencies[pkg] = version;
 }

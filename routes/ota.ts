@@ -3,16 +3,14 @@
  * status codes (controller/ota-checks.ts). What each call does is the service's: the controller
  * serves every node (controller/ota.ts), the edge agent its own, from its cache (edge/ota.ts).
  */
-import { Hono, type MiddlewareHandler } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { zValidator } from "@hono/zod-validator";
-import { z } from "zod";
 import { OtaError, type OtaService } from "../controller/ota-checks.ts";
 import type { Logger } from "../lib/log.ts";
 
 export type { OtaService };
 import { errorBody } from "./errors.ts";
-import { dnsName, rejectInvalid } from "./params.ts";
+import { dns1123Label, dns1123Subdomain, nameIssue, type NameRule } from "./names.ts";
 
 export interface OtaRouteDeps {
   ota: OtaService;
@@ -24,26 +22,45 @@ export interface OtaRouteDeps {
   logger: Logger;
 }
 
-const PodParams = z.object({ ns: dnsName.max(63), pod: dnsName });
-const PodsQuery = z.object({ node: dnsName.optional() });
-const UpgradeQuery = z.object({ whenConnected: z.enum(["true", "false"]).optional() });
+/**
+ * The checks of what a caller sends, each a name and its rule; zod-free (routes/names.ts). A
+ * failure is a 400 listing each bad field on a line of its own.
+ */
+function checked(
+  where: "param" | "query",
+  fields: [name: string, value: string | undefined, rule: NameRule | readonly string[]][],
+): void {
+  const issues = fields.flatMap(([name, value, rule]) => {
+    if (value === undefined) return [];
+    const issue = Array.isArray(rule)
+      ? rule.includes(value) ? undefined : `must be one of ${rule.join(", ")}`
+      : nameIssue(value, rule as NameRule);
+    return issue ? [`${name}: ${issue}`] : [];
+  });
+  if (issues.length > 0) throw new OtaError(400, [`invalid ${where}`, ...issues].join("\n"));
+}
+
+/** The pod a route names: `ns` a DNS-1123 label, `pod` a DNS-1123 subdomain. */
+function podOf(c: Context): { ns: string; pod: string } {
+  const ns = c.req.param("ns") ?? "";
+  const pod = c.req.param("pod") ?? "";
+  checked("param", [["ns", ns, dns1123Label], ["pod", pod, dns1123Subdomain]]);
+  return { ns, pod };
+}
 
 /**
- * Every failure as YurtHub writes one: the status and a sentence, `text/plain`. zod's issues
- * are listed one a line, each with its path.
+ * Every failure as YurtHub writes one: the status and a sentence, `text/plain`. Besides the
+ * services' OtaErrors, the guard's 401 and 429 arrive here; anything else is ours to log.
  */
 function otaErrorHandler(logger: Logger) {
   return (err: Error, c: { text: (t: string, s: ContentfulStatusCode) => Response }) => {
     if (err instanceof OtaError) return c.text(err.message, err.status);
     const body = errorBody(err);
-    const issues = (body.issues ?? []).map((i) =>
-      `\n${i.path.join(".") || "(root)"}: ${i.message}`
-    );
     (body.status >= 500 ? logger.error : logger.info)("OTA request failed", {
       status: body.status,
       error: err.message,
     });
-    const text = body.status >= 500 ? "internal error" : `${body.message}${issues.join("")}`;
+    const text = body.status >= 500 ? "internal error" : body.message;
     return c.text(text, body.status as ContentfulStatusCode);
   };
 }
@@ -53,35 +70,30 @@ export function registerOtaRoutes(app: Hono, { ota, guard, logger }: OtaRouteDep
   const routes = new Hono();
   routes.onError(otaErrorHandler(logger));
 
-  const listPods = zValidator("query", PodsQuery, rejectInvalid);
   for (const path of ["/pods", "/openyurt.io/v1/pods"]) {
-    routes.get(path, guard, listPods, async (c) => {
-      const { list, ageSeconds } = await ota.pods(c.req.valid("query").node);
+    routes.get(path, guard, async (c) => {
+      const node = c.req.query("node");
+      checked("query", [["node", node, dns1123Subdomain]]);
+      const { list, ageSeconds } = await ota.pods(node);
       // HTTP's Age: how long ago the answer was last known to match the API server.
       if (ageSeconds !== undefined) c.header("Age", String(Math.floor(ageSeconds)));
       return c.json(list);
     });
   }
 
-  const podParams = zValidator("param", PodParams, rejectInvalid);
-  routes.post(
-    "/openyurt.io/v1/namespaces/:ns/pods/:pod/upgrade",
-    guard,
-    podParams,
-    zValidator("query", UpgradeQuery, rejectInvalid),
-    async (c) => {
-      const { ns, pod } = c.req.valid("param");
-      const whenConnected = c.req.valid("query").whenConnected === "true";
-      const { status, text } = await ota.upgrade(ns, pod, { whenConnected });
-      return c.text(text, status);
-    },
-  );
+  routes.post("/openyurt.io/v1/namespaces/:ns/pods/:pod/upgrade", guard, async (c) => {
+    const { ns, pod } = podOf(c);
+    const asked = c.req.query("whenConnected");
+    checked("query", [["whenConnected", asked, ["true", "false"]]]);
+    const { status, text } = await ota.upgrade(ns, pod, { whenConnected: asked === "true" });
+    return c.text(text, status);
+  });
 
   // YurtHub marks PodImageReady False and leaves the pull to yurt-manager's image pre-pull
   // controller, which runs a Job on the node. edgeroll has no such puller: saying so is
   // better than a mark nothing would ever clear, which would then block the upgrade.
-  routes.post("/openyurt.io/v1/namespaces/:ns/pods/:pod/imagepull", guard, podParams, (c) => {
-    const { ns, pod } = c.req.valid("param");
+  routes.post("/openyurt.io/v1/namespaces/:ns/pods/:pod/imagepull", guard, (c) => {
+    const { ns, pod } = podOf(c);
     return c.text(
       `Image pre-pull is not supported by edgeroll (pod ${ns}/${pod}): the new pod pulls its image when the upgrade starts`,
       501,

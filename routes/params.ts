@@ -1,18 +1,15 @@
 /** What the routes' zod validators share: Kubernetes names, and one way to reject bad input. */
 import { z } from "zod";
 import { badRequest } from "./errors.ts";
+import { dns1123Label, dns1123Subdomain, type NameRule } from "./names.ts";
+
+const named = (rule: NameRule) => z.string().max(rule.max).regex(rule.pattern, rule.message);
 
 /** Namespace and object names as Kubernetes allows them (DNS-1123). */
-export const dnsName = z.string().max(253).regex(
-  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
-  "must be a DNS-1123 subdomain: lower case letters, digits, '-' and '.' between labels",
-);
+export const dnsName = named(dns1123Subdomain);
 
 /** Namespace names: DNS-1123 labels (no dots, at most 63 characters). */
-export const namespaceName = z.string().max(63).regex(
-  /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
-  "must be a DNS-1123 label: lower case letters, digits and '-'",
-);
+export const namespaceName = named(dns1123Label);
 
 /** Rejects with our 400 (zod issues included) instead of the validator's own answer. */
 export const rejectInvalid = (
