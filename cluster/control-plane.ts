@@ -5,7 +5,8 @@
  *
  * `upCluster` first stops whatever a stray state file names, then writes the state file after
  * every process it starts, so a crash half-way through still leaves a record for
- * `downCluster` to clean.
+ * `downCluster` to clean. `stopApiServer` and `startApiServer` take kube-apiserver alone down
+ * and up again (etcd keeps the data), the state file following its PID.
  */
 import { stringify } from "yaml";
 import {
@@ -80,6 +81,8 @@ export interface ClusterState {
   nodes: string[];
   /** In start order; stopped in reverse. */
   processes: StartedProcess[];
+  /** kube-apiserver's arguments, for `startApiServer` to start it again as it was. */
+  apiserverArgs: string[];
 }
 
 export function nodeNames(count: number): string[] {
@@ -108,12 +111,48 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
   const etcdClientPort = freePort();
   const apiserverPort = freePort();
   const server = `https://127.0.0.1:${apiserverPort}`;
+  const auditArgs: string[] = [];
+  if (options.audit) {
+    const policyPath = `${workDir}/audit-policy.json`;
+    await Deno.writeTextFile(policyPath, JSON.stringify(options.audit.policy));
+    auditArgs.push(
+      `--audit-policy-file=${policyPath}`,
+      `--audit-log-path=${options.audit.logPath}`,
+      // Batched: the log's writes stay off the requests' path.
+      "--audit-log-mode=batch",
+      "--audit-log-batch-max-wait=1s",
+      "--audit-log-maxsize=0",
+    );
+  }
+  const apiserverArgs = [
+    `--etcd-servers=http://127.0.0.1:${etcdClientPort}`,
+    "--bind-address=127.0.0.1",
+    "--advertise-address=127.0.0.1",
+    `--secure-port=${apiserverPort}`,
+    `--cert-dir=${workDir}/apiserver`,
+    `--tls-cert-file=${pki.servingCertPath}`,
+    `--tls-private-key-file=${pki.servingKeyPath}`,
+    `--client-ca-file=${pki.caCertPath}`,
+    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+    `--service-account-key-file=${pki.serviceAccountPublicKeyPath}`,
+    `--service-account-signing-key-file=${pki.serviceAccountKeyPath}`,
+    "--service-cluster-ip-range=10.96.0.0/16",
+    "--authorization-mode=Node,RBAC",
+    // As kubeadm: a node (the edge agent with its node's credentials) writes only its own pods.
+    "--enable-admission-plugins=NodeRestriction",
+    // No real endpoints behind the kubernetes Service: nothing here would route to them.
+    "--endpoint-reconciler-type=none",
+    "--allow-privileged=true",
+    "--profiling=false",
+    ...auditArgs,
+  ];
   const state: ClusterState = {
     workDir,
     kubeconfigPath: options.kubeconfigPath ?? `${workDir}/admin.kubeconfig`,
     server,
     nodes: nodeNames(options.nodes),
     processes: [],
+    apiserverArgs,
   };
   const save = () => writeState(statePath, state);
   await save();
@@ -143,54 +182,14 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       "--unsafe-no-fsync",
       "--log-level=warn",
     ]);
-    const auditArgs: string[] = [];
-    if (options.audit) {
-      const policyPath = `${workDir}/audit-policy.json`;
-      await Deno.writeTextFile(policyPath, JSON.stringify(options.audit.policy));
-      auditArgs.push(
-        `--audit-policy-file=${policyPath}`,
-        `--audit-log-path=${options.audit.logPath}`,
-        // Batched: the log's writes stay off the requests' path.
-        "--audit-log-mode=batch",
-        "--audit-log-batch-max-wait=1s",
-        "--audit-log-maxsize=0",
-      );
-    }
     await waitFor("etcd to serve", etcd, async () => {
       const response = await fetch(`http://127.0.0.1:${etcdClientPort}/health`);
       return response.ok && (await response.json()).health === "true";
     });
 
     state.kubeconfigPath = await kubeconfigOf("admin", state.kubeconfigPath);
-    const apiserver = await start("kube-apiserver", [
-      `--etcd-servers=http://127.0.0.1:${etcdClientPort}`,
-      "--bind-address=127.0.0.1",
-      "--advertise-address=127.0.0.1",
-      `--secure-port=${apiserverPort}`,
-      `--cert-dir=${workDir}/apiserver`,
-      `--tls-cert-file=${pki.servingCertPath}`,
-      `--tls-private-key-file=${pki.servingKeyPath}`,
-      `--client-ca-file=${pki.caCertPath}`,
-      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-      `--service-account-key-file=${pki.serviceAccountPublicKeyPath}`,
-      `--service-account-signing-key-file=${pki.serviceAccountKeyPath}`,
-      "--service-cluster-ip-range=10.96.0.0/16",
-      "--authorization-mode=Node,RBAC",
-      // As kubeadm: a node (the edge agent with its node's credentials) writes only its own pods.
-      "--enable-admission-plugins=NodeRestriction",
-      // No real endpoints behind the kubernetes Service: nothing here would route to them.
-      "--endpoint-reconciler-type=none",
-      "--allow-privileged=true",
-      "--profiling=false",
-      ...auditArgs,
-    ]);
-    await waitFor("kube-apiserver to be ready", apiserver, async () => {
-      try {
-        return (await kubectl(state.kubeconfigPath, ["get", "--raw=/readyz"])).trim() === "ok";
-      } catch {
-        return false;
-      }
-    });
+    const apiserver = await start("kube-apiserver", state.apiserverArgs);
+    await untilApiServerReady(state, apiserver);
 
     const controllerManager = await start("kube-controller-manager", [
       `--kubeconfig=${await kubeconfigOf("kube-controller-manager")}`,
@@ -286,6 +285,54 @@ export async function downCluster(statePath = defaultStatePath): Promise<boolean
   await stopCluster(state);
   await Deno.remove(statePath).catch(() => {});
   return true;
+}
+
+/**
+ * Stops kube-apiserver alone, as `stopCluster` stops each process: its clients are refused, the
+ * other components run on and retry, etcd keeps what it stored. Its PID stays in the state file,
+ * where `downCluster` skips it once gone, until `startApiServer` replaces it.
+ */
+export async function stopApiServer(state: ClusterState): Promise<void> {
+  await stopProcesses([state.processes[apiserverIndex(state)]]);
+}
+
+/**
+ * Starts kube-apiserver again with the arguments `upCluster` gave it (the same port, the same
+ * etcd), its log appended to, and records its PID in the state file in place of the old one, so
+ * `downCluster` stops it; returns once it answers `/readyz`. Refuses while the old one still runs:
+ * the new one could not listen, and its PID would replace one that still has to be stopped.
+ */
+export async function startApiServer(
+  state: ClusterState,
+  statePath = defaultStatePath,
+): Promise<void> {
+  const index = apiserverIndex(state);
+  const stopped = state.processes[index];
+  if (await isAlive(stopped)) throw new Error(`kube-apiserver runs already (PID ${stopped.pid})`);
+  const apiserver = await startDetached(
+    stopped.name,
+    stopped.binary,
+    state.apiserverArgs,
+    stopped.logPath,
+  );
+  state.processes[index] = apiserver;
+  await writeState(statePath, state);
+  await untilApiServerReady(state, apiserver);
+}
+
+function apiserverIndex(state: ClusterState): number {
+  const index = state.processes.findIndex((p) => p.name === "kube-apiserver");
+  if (index < 0) throw new Error("the cluster state names no kube-apiserver");
+  return index;
+}
+
+/** Returns once kube-apiserver answers `/readyz` with ok; fails if `apiserver` exits first. */
+function untilApiServerReady(state: ClusterState, apiserver: StartedProcess): Promise<void> {
+  return waitFor(
+    "kube-apiserver to be ready",
+    apiserver,
+    async () => (await kubectl(state.kubeconfigPath, ["get", "--raw=/readyz"])).trim() === "ok",
+  );
 }
 
 export async function readState(statePath = defaultStatePath): Promise<ClusterState | undefined> {

@@ -194,6 +194,7 @@ Deno.test("without the binary, it says what to build and starts nothing", async 
       server: "https://127.0.0.1:1",
       nodes: ["edge-1"],
       processes: [],
+      apiserverArgs: [],
     };
     await assertRejects(
       () => startKruiseManager(state, { binDir: `${dir}/bin`, logPath: `${dir}/km.log` }),

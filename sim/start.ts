@@ -51,6 +51,15 @@ export interface Sim {
    * so its agents are cut off with it. Written to a temporary file that `stop()` removes.
    */
   nodeKubeconfig(name: string): Promise<string>;
+  /**
+   * Stops serving, as a stopped kube-apiserver: the API's listener and every node's close with
+   * their connections and watches, so clients are refused (the admin API's too: it shares the
+   * API's listener). The store and the cluster's behaviour run on.
+   */
+  stopServing(): Promise<void>;
+  /** Listens again on the same ports; a node cut by `disconnect` stays cut until reconnected. */
+  resumeServing(): Promise<void>;
+  /** Stops everything, serving or not. */
   stop(): Promise<void>;
 }
 
@@ -81,12 +90,41 @@ export function kubeconfigYaml(url: string, token: string, caPem?: string): stri
   });
 }
 
-/** One node's own TLS listener (its identity's way in), closed while the node is cut. */
-interface NodeListener {
+/** A listener on 127.0.0.1, closed by its `abort`, opened again on its port. */
+interface Listener {
   port: number;
-  caPem: string;
   abort: AbortController;
   served: Deno.HttpServer;
+}
+
+/** One node's own TLS listener (its identity's way in), closed while the node is cut. */
+interface NodeListener extends Listener {
+  caPem: string;
+}
+
+/** Serves `handler` on 127.0.0.1:`port` (0: a free port), over TLS with `tls`. */
+async function listen(
+  handler: Deno.ServeHandler,
+  port: number,
+  tls?: { cert: string; key: string },
+): Promise<Listener> {
+  const abort = new AbortController();
+  const { promise, resolve } = Promise.withResolvers<Deno.NetAddr>();
+  const served = Deno.serve({
+    hostname: "127.0.0.1",
+    port,
+    ...tls,
+    signal: abort.signal,
+    onListen: (addr) => resolve(addr as Deno.NetAddr),
+  }, handler);
+  return { port: (await promise).port, abort, served };
+}
+
+/** Closes the listener and every connection on it, streams included; closed already is fine. */
+async function close(listener: Listener): Promise<void> {
+  if (listener.abort.signal.aborted) return;
+  listener.abort.abort();
+  await listener.served.finished;
 }
 
 const NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -147,15 +185,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     conversions,
     onNodeLink: (name, link) => onNodeLink(name, link),
   });
-  const abort = new AbortController();
-  const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
-  const http = Deno.serve({
-    hostname: "127.0.0.1",
-    port: options.port ?? 0,
-    signal: abort.signal,
-    onListen: (addr) => resolve(addr as Deno.NetAddr),
-  }, server.handle);
-  const { port } = await listening;
+  let apiListener = await listen(server.handle, options.port ?? 0);
+  let serving = true;
+  const { port } = apiListener;
   const url = `http://127.0.0.1:${port}`;
   const temporary = options.kubeconfigPath === undefined;
   const kubeconfigPath = options.kubeconfigPath ??
@@ -170,34 +202,33 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const cutNodes = new Set<string>();
   const openNodeListener = async (name: string, port = 0): Promise<NodeListener> => {
     const { cert, key } = await (certificate ??= selfSignedCertificate());
-    const listenerAbort = new AbortController();
-    const { promise, resolve: listened } = Promise.withResolvers<Deno.NetAddr>();
-    const served = Deno.serve({
-      hostname: "127.0.0.1",
-      port,
-      cert,
-      key,
-      signal: listenerAbort.signal,
-      onListen: (addr) => listened(addr as Deno.NetAddr),
-    }, server.handle);
-    const listener = { port: (await promise).port, caPem: cert, abort: listenerAbort, served };
+    const listener = { ...await listen(server.handle, port, { cert, key }), caPem: cert };
     nodeListeners.set(name, listener);
     return listener;
   };
   const closeNodeListener = async (name: string) => {
     const listener = nodeListeners.get(name);
-    if (!listener || listener.abort.signal.aborted) return;
-    listener.abort.abort();
-    await listener.served.finished;
+    if (listener) await close(listener);
+  };
+  /** Opens a node's listener again on its port, unless the node is cut or the server stopped. */
+  const reopenNodeListener = async (name: string) => {
+    const listener = nodeListeners.get(name);
+    if (listener && serving && !cutNodes.has(name)) await openNodeListener(name, listener.port);
   };
   onNodeLink = async (name, link) => {
     if (link === "disconnect") {
       cutNodes.add(name);
       await closeNodeListener(name);
     } else if (cutNodes.delete(name)) {
-      const listener = nodeListeners.get(name);
-      if (listener) await openNodeListener(name, listener.port);
+      await reopenNodeListener(name);
     }
+  };
+  const stopServing = async () => {
+    serving = false;
+    await close(apiListener);
+    for (const name of nodeListeners.keys()) await closeNodeListener(name);
+    // After the listeners: a watch a client opened while they closed ends too.
+    server.closeWatches();
   };
   let stopped: Promise<void> | undefined;
   return {
@@ -221,13 +252,21 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
       });
       nodeKubeconfigs.push(path);
       const listener = nodeListeners.get(name) ?? await openNodeListener(name);
-      // A node cut before its first kubeconfig gets a port that answers nothing until healed.
-      if (cutNodes.has(name)) await closeNodeListener(name);
+      // A node cut before its first kubeconfig, or while the server is stopped, gets a port that
+      // answers nothing until healed or resumed.
+      if (cutNodes.has(name) || !serving) await closeNodeListener(name);
       await Deno.writeTextFile(
         path,
         kubeconfigYaml(`https://127.0.0.1:${listener.port}`, nodeToken, listener.caPem),
       );
       return path;
+    },
+    stopServing,
+    async resumeServing() {
+      if (serving) return;
+      serving = true;
+      apiListener = await listen(server.handle, port);
+      for (const name of nodeListeners.keys()) await reopenNodeListener(name);
     },
     stop() {
       stopped ??= (async () => {
@@ -235,11 +274,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         gc.stop();
         stopServiceAccounts();
         stopCrds();
-        server.closeWatches();
-        abort.abort();
-        await http.finished;
+        await stopServing();
         conversions.close();
-        for (const name of nodeListeners.keys()) await closeNodeListener(name);
         // Already gone is fine: the files are ours and temporary.
         for (const path of [...nodeKubeconfigs, ...(temporary ? [kubeconfigPath] : [])]) {
           await Deno.remove(path).catch(() => {});

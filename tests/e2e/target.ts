@@ -1,9 +1,17 @@
 /**
  * The cluster an end-to-end scenario runs against, chosen by `EDGEROLL_E2E_TARGET=sim|cluster`.
- * Both give a kubeconfig for the real `kubectl` and the same four node-link verbs, so a
- * scenario says `target.disconnect("edge-2")` and does not care which cluster it runs on.
+ * Both give a kubeconfig for the real `kubectl`, the same four node-link verbs and the API
+ * server's stop and start, so a scenario says `target.disconnect("edge-2")` and does not care
+ * which cluster it runs on.
  */
-import { downCluster, nodeKubeconfig, nodeNames, upCluster } from "../../cluster/control-plane.ts";
+import {
+  downCluster,
+  nodeKubeconfig,
+  nodeNames,
+  startApiServer,
+  stopApiServer,
+  upCluster,
+} from "../../cluster/control-plane.ts";
 import { type NodeLinkVerb, setNodeLink } from "../../cluster/node-link.ts";
 import { type NodeProxy, startNodeProxy } from "../../cluster/node-proxy.ts";
 import { startClusterBehaviour } from "../../sim/cluster/mod.ts";
@@ -28,6 +36,14 @@ export interface E2eTarget {
    * the API server lets it reach that node's pods only.
    */
   nodeKubeconfig(node: string): Promise<string>;
+  /**
+   * The API server stops, as kube-apiserver on SIGTERM: its connections and watches end, new ones
+   * are refused (a cluster node's link accepts them, then closes them), the node verbs fail (they
+   * go through it). What it stored stays, and the rest of the cluster runs on.
+   */
+  stopApiServer(): Promise<void>;
+  /** The API server starts again on its port, with all it stored; resolves once it is ready. */
+  startApiServer(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -81,6 +97,8 @@ async function startClusterTarget(options: { nodes: number }): Promise<E2eTarget
       kubeconfigPath: state.kubeconfigPath,
       nodes: nodeNames(options.nodes),
       nodeKubeconfig: (node) => nodeKubeconfig(state, node, proxyOf(node).url),
+      stopApiServer: () => stopApiServer(state),
+      startApiServer: () => startApiServer(state),
       stop: async () => {
         await Promise.all([...proxies.values()].map((p) => p.close()));
         await downCluster();
@@ -117,6 +135,8 @@ async function startSimTarget(options: { nodes: number }): Promise<E2eTarget> {
       kubeconfigPath: sim.kubeconfigPath,
       nodes: nodeNames(options.nodes),
       nodeKubeconfig: (node) => sim.nodeKubeconfig(node),
+      stopApiServer: () => sim.stopServing(),
+      startApiServer: () => sim.resumeServing(),
       stop: () => sim.stop(),
     },
     // Through the admin API, as a person with curl would.
