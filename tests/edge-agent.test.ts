@@ -15,6 +15,28 @@ async function stateDir(): Promise<{ path: string } & AsyncDisposable> {
   return { path, [Symbol.asyncDispose]: () => Deno.remove(path, { recursive: true }) };
 }
 
+/**
+ * An agent whose API server is a port nothing listens on: every request is refused, as on a
+ * node cut off from the cloud since the agent started.
+ */
+function unreachableAgent(
+  stateDir: string,
+  options: { token?: string; logger?: ReturnType<typeof memoryLogger> } = {},
+) {
+  return startEdgeAgent({
+    connection: {
+      server: `http://127.0.0.1:${freePort()}`,
+      source: "test",
+      insecureSkipTlsVerify: false,
+    },
+    node: "edge-1",
+    token: options.token,
+    stateDir,
+    port: 0,
+    logger: options.logger ?? memoryLogger(),
+  });
+}
+
 Deno.test({
   name:
     "edge agent on sim: lists its node's pods from its cache, refuses another node's, upgrades its own; no token on loopback",
@@ -51,18 +73,7 @@ Deno.test("edge agent: a token is needed beyond loopback, or on loopback when as
   );
   await using state = await stateDir();
   const token = crypto.randomUUID();
-  const agent = await startEdgeAgent({
-    connection: {
-      server: `http://127.0.0.1:${freePort()}`,
-      source: "test",
-      insecureSkipTlsVerify: false,
-    },
-    node: "edge-1",
-    token,
-    stateDir: state.path,
-    port: 0,
-    logger: memoryLogger(),
-  });
+  const agent = await unreachableAgent(state.path, { token });
   try {
     const without = await fetch(`${agent.url}/pods`);
     assertEquals([without.status, await without.text()], [401, "a bearer token is required"]);
@@ -82,18 +93,7 @@ Deno.test("edge agent: a token is needed beyond loopback, or on loopback when as
 
 Deno.test("edge agent: an API server never reached answers 503 in YurtHub's words, never an empty list", async () => {
   await using state = await stateDir();
-  const agent = await startEdgeAgent({
-    // A port nothing listens on: every request is refused, as on a node cut off from the cloud.
-    connection: {
-      server: `http://127.0.0.1:${freePort()}`,
-      source: "test",
-      insecureSkipTlsVerify: false,
-    },
-    node: "edge-1",
-    stateDir: state.path,
-    port: 0,
-    logger: memoryLogger(),
-  });
+  const agent = await unreachableAgent(state.path);
   try {
     const pods = await fetch(`${agent.url}/pods`);
     assertEquals(pods.status, 503);
@@ -256,17 +256,7 @@ Deno.test("edge agent: a state directory of another node's is refused at start, 
 Deno.test("edge agent: a request target that is no URL is a logged 400", async () => {
   const logger = memoryLogger();
   await using state = await stateDir();
-  const agent = await startEdgeAgent({
-    connection: {
-      server: `http://127.0.0.1:${freePort()}`,
-      source: "test",
-      insecureSkipTlsVerify: false,
-    },
-    node: "edge-1",
-    stateDir: state.path,
-    port: 0,
-    logger,
-  });
+  const agent = await unreachableAgent(state.path, { logger });
   try {
     const { hostname, port } = new URL(agent.url);
     const conn = await Deno.connect({ hostname, port: Number(port) });

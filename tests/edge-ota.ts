@@ -130,3 +130,27 @@ export async function exerciseEdgeAgent(
     "True",
   ]);
 }
+
+/**
+ * As edgeroll marks an OTA set's pods (the controller must be running): `PodNeedUpgrade` False
+ * on one pod per node, then the set's image moved to `next`, then True on every one of those
+ * pods. Answers the marked pods.
+ */
+export async function otaPodsMarked(
+  kube: Kube,
+  ns: string,
+  nodeCount: number,
+  next: string,
+  wait: <T>(what: string, probe: () => Promise<T | undefined>) => Promise<T>,
+): Promise<Pod[]> {
+  const marked = (status: string) => async () => {
+    const pods = live(await kube.pods(ns, "app=ota-agent"));
+    return pods.length === nodeCount &&
+        pods.every((p) => conditionStatus(p, "PodNeedUpgrade") === status)
+      ? pods
+      : undefined;
+  };
+  await wait("PodNeedUpgrade False on every OTA pod", marked("False"));
+  await kube.run(["--namespace", ns, "set", "image", "daemonset/ota-agent", `agent=${next}`]);
+  return await wait("PodNeedUpgrade True on every OTA pod", marked("True"));
+}

@@ -9,7 +9,7 @@ import { conditionStatus, eventually, Kube, patchArgs, type Pod } from "./kube.t
 import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
-import { otaDaemonSet } from "../edge-ota.ts";
+import { otaDaemonSet, otaPodsMarked } from "../edge-ota.ts";
 import { disconnectedText } from "../../controller/ota-checks.ts";
 import { withKruiseMode } from "../kruise/mode.ts";
 
@@ -639,28 +639,7 @@ export const edgerollScenarios: Scenario[] = [
         return target.nodes.every((n) => runsReady(byNode.get(n), "v1")) ? byNode : undefined;
       });
       await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async (edgeroll) => {
-        await eventually("PodNeedUpgrade False on every pod", async () => {
-          const pods = await kube.pods(ns, "app=ota-agent");
-          return pods.length === target.nodes.length &&
-              pods.every((p) => conditionStatus(p, "PodNeedUpgrade") === "False")
-            ? true
-            : undefined;
-        });
-        await kube.run([
-          "--namespace",
-          ns,
-          "set",
-          "image",
-          "daemonset/ota-agent",
-          `agent=${image("v2")}`,
-        ]);
-        const marked = await eventually("PodNeedUpgrade True on every pod", async () => {
-          const pods = await kube.pods(ns, "app=ota-agent");
-          return pods.length === target.nodes.length &&
-              pods.every((p) => conditionStatus(p, "PodNeedUpgrade") === "True")
-            ? pods
-            : undefined;
-        });
+        const marked = await otaPodsMarked(kube, ns, target.nodes.length, image("v2"), eventually);
         // The same pods, still on v1: the node decides when to upgrade.
         assertEquals(
           marked.map((p) => p.metadata.uid).sort(),

@@ -8,7 +8,7 @@
 import { assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import { disconnectedText } from "../../controller/ota-checks.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
-import { otaDaemonSet } from "../edge-ota.ts";
+import { otaDaemonSet, otaPodsMarked } from "../edge-ota.ts";
 import { conditionStatus, eventually, type Kube, type Pod } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
 import type { E2eTarget } from "./target.ts";
@@ -140,27 +140,8 @@ const apiServerStoppedScenario: Scenario = {
     await kube.apply(otaDaemonSet(ns, image("v1")));
     const node = target.nodes[0];
     await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
-      const first = await eventually("PodNeedUpgrade False on the OTA pods", async () => {
-        const pods = await kube.pods(ns, "app=ota-agent");
-        return pods.length === target.nodes.length &&
-            pods.every((p) => conditionStatus(p, "PodNeedUpgrade") === "False")
-          ? pods
-          : undefined;
-      });
-      await kube.run([
-        "--namespace",
-        ns,
-        "set",
-        "image",
-        "daemonset/ota-agent",
-        `agent=${image("v2")}`,
-      ]);
-      const ours = first.find((p) => p.spec.nodeName === node)!;
-      await eventually(`PodNeedUpgrade True on ${ours.metadata.name}`, async () => {
-        const pods = await kube.pods(ns, "app=ota-agent");
-        const now = pods.find((p) => p.metadata.uid === ours.metadata.uid);
-        return now && conditionStatus(now, "PodNeedUpgrade") === "True";
-      });
+      const marked = await otaPodsMarked(kube, ns, target.nodes.length, image("v2"), eventually);
+      const ours = marked.find((p) => p.spec.nodeName === node)!;
 
       await withEdgeAgent(await target.nodeKubeconfig(node), node, async (agent) => {
         await eventually("the mark in the agent's cache", async () => {
