@@ -98,8 +98,9 @@ export class EdgeOta implements OtaService {
   }
 
   /**
-   * Carries out every pending request, one at a time, each checked again on the live pod.
-   * Called when the link returns; a call while a run is going makes it run once more.
+   * Carries out every pending request, one at a time, each checked again on the pod as the
+   * watch has it. Called when the link returns; a call while a run is going makes it run once
+   * more.
    */
   carryOutPending(): Promise<void> {
     if (this.#carrying) {
@@ -130,10 +131,10 @@ export class EdgeOta implements OtaService {
     const at = () => new Date(this.#d.now()).toISOString();
     const fields = { pod: `${request.namespace}/${request.name}`, uid: request.uid };
     try {
-      const pod = await this.#livePod(request.namespace, request.name).catch((err) => {
-        if (err instanceof OtaError && err.status === 404) return undefined;
-        throw err;
-      });
+      // The pod as the list that just brought the link back has it: as fresh as a GET, and
+      // unlike a GET not refused while a restarted API server's Node authorizer still builds
+      // its graph of which pod is bound where (seen on cluster/: 403 "no relationship found").
+      const pod = cache.pod(request.namespace, request.name);
       if (!pod || pod.metadata.uid !== request.uid || pod.metadata.deletionTimestamp) {
         // Gone, replaced or going: by someone else, or by this agent before a restart.
         journal.settle(request, "replaced", at());
