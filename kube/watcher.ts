@@ -1,10 +1,11 @@
 /**
- * A watch that keeps going. client-node's `Watch` can stall silently under Deno, and any
- * watch ends sooner or later, so this one asks the server to end it (`timeoutSeconds`),
- * takes bookmarks, restarts itself when nothing came for `idleMs`, resumes from the last
- * resourceVersion, and starts over when the server answers 410 Gone: with `relist`, from a
- * LIST's resourceVersion (an informer, whose store the list replaces); without, from a fresh
- * watch, whose synthetic ADDED events are the relist (the relay, which only forwards).
+ * A watch that keeps going. A watch can stall silently (client-node's `Watch` under Deno did,
+ * see `clientNodeWatch`), and any watch ends sooner or later, so this one asks the server to
+ * end it (`timeoutSeconds`), takes bookmarks, restarts itself when nothing came for `idleMs`,
+ * resumes from the last resourceVersion, and starts over when the server answers 410 Gone:
+ * with `relist`, from a LIST's resourceVersion (an informer, whose store the list replaces);
+ * without, from a fresh watch, whose synthetic ADDED events are the relist (the relay, which
+ * only forwards).
  */
 import * as k8s from "@kubernetes/client-node";
 import type { Logger } from "../lib/log.ts";
@@ -49,9 +50,44 @@ export type WatchFn = (
   done: (err: unknown) => void,
 ) => Promise<AbortController>;
 
-export function clientNodeWatch(kc: k8s.KubeConfig): WatchFn {
-  const watch = new k8s.Watch(kc);
-  return (path, query, onLine, done) => watch.watch(path, query, onLine, done);
+export interface ClientNodeWatchOptions {
+  /**
+   * client-node's own limit on silence (its `Watch.requestTimeoutMs`, 30 s by default): a
+   * watch that received nothing for this long is aborted. By default it outlasts the server's
+   * own end of each watch (`timeoutSeconds` + 60 s), so silence is judged by `startWatch`'s
+   * `idleMs` alone.
+   */
+  silenceMs?: number;
+}
+
+/**
+ * client-node's `Watch`, with its silence limit pushed past the watch's own end, and its abort
+ * of a watch it timed out reported to `done`. client-node aborts a watch that read nothing for
+ * 30 s; under Deno that abort never reaches `done` (the body stream ends neither in an error
+ * nor a close), so the watch was dead while `startWatch` counted it open: a collection quiet for
+ * 30 s lost its next change until the idle timer (60 s in the caches, 90 s in the relay)
+ * restarted it. kube-apiserver sends bookmarks about once a minute, so every quiet collection
+ * went through it (a node labelled 53 s into such a watch reached the controller's cache 7 s
+ * later, and Kruise's "should run and stop complex daemon" failed on cluster/).
+ */
+export function clientNodeWatch(kc: k8s.KubeConfig, options: ClientNodeWatchOptions = {}): WatchFn {
+  return async (path, query, onLine, done) => {
+    const watch = new k8s.Watch(kc);
+    // A private field of client-node 2.0.1's Watch (pinned); tests/watch-on-sim.test.ts fails
+    // if it stops taking effect.
+    (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = options.silenceMs ??
+      ((Number(query.timeoutSeconds) || 300) + 60) * 1000;
+    const controller = await watch.watch(path, query, onLine, done);
+    const { signal } = controller;
+    // Only client-node's own timeout: an abort of ours (a restart, a stop) or the one that
+    // follows its `done` has nothing to report.
+    const timedOut = () => {
+      if ((signal.reason as Error | undefined)?.name === "TimeoutError") done(signal.reason);
+    };
+    if (signal.aborted) timedOut();
+    else signal.addEventListener("abort", timedOut, { once: true });
+    return controller;
+  };
 }
 
 export function startWatch(watchFn: WatchFn, options: WatchOptions): RunningWatch {
