@@ -168,26 +168,33 @@ Deno.test("container: podman build on the Deno image layout, entrypoint runs off
           await Deno.readTextFile(`${root}manifests/edge-agent/daemonset.yaml`),
         );
         const edge = manifest.spec.template.spec.containers[0];
-        // Where the DaemonSet mounts them: the node's kubelet kubeconfig and its token file.
+        // Where the DaemonSet mounts it: the node's kubelet kubeconfig.
         await Deno.mkdir(`${rootfs}/etc/kubernetes`, { recursive: true });
         await Deno.copyFile(
           await sim.nodeKubeconfig("edge-1"),
           `${rootfs}/etc/kubernetes/kubelet.conf`,
         );
         await Deno.chmod(`${rootfs}/etc/kubernetes/kubelet.conf`, 0o644);
-        await Deno.mkdir(`${rootfs}/etc/edgeroll`, { recursive: true });
-        await Deno.writeTextFile(`${rootfs}/etc/edgeroll/edge-token`, "edge-test-token");
+        // The node's state directory (a hostPath, writable): the process's own here.
+        const stateDir = (edge.args as string[]).find((a) => a.startsWith("--state-dir="))!
+          .slice("--state-dir=".length);
+        await Deno.mkdir(`${rootfs}${stateDir}`, { recursive: true });
+        await Deno.chown(`${rootfs}${stateDir}`, 1993, 1993);
         const port = 20_000 + Math.floor(Math.random() * 20_000);
         const args = (edge.args as string[]).map((a) =>
           a.replace("$(NODE_NAME)", "edge-1").replace(/^--port=\d+$/, `--port=${port}`)
         );
         try {
+          // No token on loopback, as YurtHub: the node's owner calls it as seed 004 does.
           await untilAnswered(
             inImage(...args),
             `http://127.0.0.1:${port}/pods`,
-            { authorization: "Bearer edge-test-token" },
+            {},
             async (listed) => assertEquals(Array.isArray((await listed.json()).items), true),
           );
+          // Stopped by SIGTERM, it saved its cache where the manifest keeps it.
+          const saved = JSON.parse(await Deno.readTextFile(`${rootfs}${stateDir}/pods.json`));
+          assertEquals(saved.node, "edge-1");
         } finally {
           await sim.stop();
         }
