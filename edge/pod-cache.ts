@@ -5,16 +5,15 @@
  * loop is also the agent's view of its link: connected while the list and watch succeed, cut
  * off from the first failure until the next list succeeds (retried with a capped backoff).
  */
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import type { Pod } from "../api/kube-objects.ts";
 import { toKubeError } from "../kube/errors.ts";
 import type { LeanKubeApi } from "../kube/lean-client.ts";
 import type { Logger } from "../lib/log.ts";
 import { realTimers, type TimerHandle, type Timers } from "../lib/timers.ts";
+import { type NodeState, readNodeState, writeNodeState } from "./state-file.ts";
 
 /** The file `pods.json` in the state directory, as written and read back. */
-interface SavedPods {
-  node: string;
+interface SavedPods extends NodeState {
   /** When the pods were last known to match the API server (ms since the epoch). */
   syncedAt: number;
   resourceVersion: string;
@@ -173,7 +172,7 @@ export class NodePodCache {
     this.#saveTimer ??= this.#timers.setTimeout(() => this.#flush(), saveDelayMs);
   }
 
-  /** Writes `pods.json` whole, through a temporary file: a crash leaves the old or the new. */
+  /** Writes `pods.json` whole (edge/state-file.ts). */
   #flush(): void {
     this.#timers.clearTimeout(this.#saveTimer);
     this.#saveTimer = undefined;
@@ -185,8 +184,7 @@ export class NodePodCache {
       pods: [...this.#pods.values()],
     };
     try {
-      writeFileSync(`${this.#file}.tmp`, JSON.stringify(saved));
-      renameSync(`${this.#file}.tmp`, this.#file);
+      writeNodeState(this.#file, saved);
     } catch (err) {
       // The cache in memory still answers; the next change tries again.
       this.#logger.error("could not save the pod cache", {
@@ -197,19 +195,8 @@ export class NodePodCache {
   }
 
   #load(): void {
-    let text: string;
-    try {
-      text = readFileSync(this.#file, "utf8");
-    } catch (err) {
-      if ((err as { code?: string }).code === "ENOENT") return;
-      throw new Error(`cannot read the saved pod cache ${this.#file}: ${(err as Error).message}`);
-    }
-    const saved = JSON.parse(text) as SavedPods;
-    if (saved.node !== this.#node) {
-      throw new Error(
-        `${this.#file} holds the pods of node ${saved.node}, not ${this.#node}: give this node a --state-dir of its own`,
-      );
-    }
+    const saved = readNodeState<SavedPods>(this.#file, this.#node, "pods");
+    if (!saved) return;
     for (const pod of saved.pods) this.#pods.set(pod.metadata.uid ?? "", pod);
     this.#resourceVersion = saved.resourceVersion;
     this.#syncedAt = saved.syncedAt;

@@ -5,8 +5,8 @@
  * acted on, so a request survives an agent restart, and one already carried out is not carried
  * out again: the delete names the pod's UID, and a pod found gone or replaced counts as done.
  */
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { OtaError } from "../controller/ota-checks.ts";
+import { type NodeState, readNodeState, writeNodeState } from "./state-file.ts";
 
 export type UpgradeState =
   /** Waiting for the link. */
@@ -47,20 +47,12 @@ export class UpgradeJournal {
 
   /** Reads the saved journal, if any; one that cannot be read stops the start with its path. */
   load(): void {
-    let text: string;
-    try {
-      text = readFileSync(this.#file, "utf8");
-    } catch (err) {
-      if ((err as { code?: string }).code === "ENOENT") return;
-      throw new Error(`cannot read the upgrade journal ${this.#file}: ${(err as Error).message}`);
-    }
-    const saved = JSON.parse(text) as { node: string; requests: UpgradeRequest[] };
-    if (saved.node !== this.#node) {
-      throw new Error(
-        `${this.#file} holds node ${saved.node}'s upgrades, not ${this.#node}'s: give this node a --state-dir of its own`,
-      );
-    }
-    this.#requests = saved.requests;
+    const saved = readNodeState<NodeState & { requests: UpgradeRequest[] }>(
+      this.#file,
+      this.#node,
+      "upgrade journal",
+    );
+    if (saved) this.#requests = saved.requests;
   }
 
   /** Pending requests first, then the latest settled, as `GET /pods` shows them. */
@@ -112,8 +104,7 @@ export class UpgradeJournal {
   }
 
   #save(requests: UpgradeRequest[]): void {
-    writeFileSync(`${this.#file}.tmp`, JSON.stringify({ node: this.#node, requests }));
-    renameSync(`${this.#file}.tmp`, this.#file);
+    writeNodeState(this.#file, { node: this.#node, requests });
     this.#requests = requests;
   }
 }
