@@ -8,11 +8,11 @@
 import type { Logger } from "../lib/log.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
 import type { DaemonSet, Pod } from "../api/kube-objects.ts";
-import { isConflict, isNotFound, KubeError, toKubeError } from "../kube/errors.ts";
+import { isConflict, isNotFound, isUnreachable, type KubeError } from "../kube/errors.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { labelSelectorString } from "../kube/selector.ts";
-import { withinDeadline } from "../lib/deadline.ts";
+import { answeredWithin } from "../kube/deadline.ts";
 import {
   checkUpgradable,
   markedRevision,
@@ -40,8 +40,8 @@ export interface PodList {
 
 /** The API server could not be reached, or could not serve: 503, as YurtHub's cut-off answer. */
 function unavailable(err: unknown): OtaError | undefined {
-  if (!(err instanceof KubeError) || !(err.status === 0 || err.status >= 502)) return undefined;
-  return new OtaError(503, `Kubernetes API unavailable, ${err.message}`);
+  if (!isUnreachable(err)) return undefined;
+  return new OtaError(503, `Kubernetes API unavailable, ${(err as KubeError).message}`);
 }
 
 /** OTA for every node: the controller's. */
@@ -58,9 +58,11 @@ export class Ota implements OtaService {
 
   /** Pods of OTA DaemonSets, on `node` if given. */
   async pods(node?: string): Promise<{ list: PodList }> {
-    const items = await this.#deadline(this.#otaPods(node), "list pods").catch((err) => {
-      throw unavailable(err) ?? err;
-    });
+    const items = await answeredWithin(this.#otaPods(node), this.#deadlineMs, "list pods").catch(
+      (err) => {
+        throw unavailable(err) ?? err;
+      },
+    );
     return {
       list: { kind: "PodList", apiVersion: "v1", metadata: { resourceVersion: "" }, items },
     };
@@ -78,15 +80,20 @@ export class Ota implements OtaService {
         "whenConnected is served by the edge agent, which keeps the request on its node; the controller upgrades at once or answers 503",
       );
     }
-    const pod = await this.#deadline(this.#kube.readPod(ns, name), "get pod").catch((err) => {
-      throw unavailable(err) ?? new OtaError(500, `Get pod failed, ${(err as Error).message}`);
-    });
+    const pod = await answeredWithin(this.#kube.readPod(ns, name), this.#deadlineMs, "get pod")
+      .catch((err) => {
+        throw unavailable(err) ?? new OtaError(500, `Get pod failed, ${(err as Error).message}`);
+      });
     if (!pod) throw podNotFound(ns, name);
     const owner = checkUpgradable(pod);
     await this.#checkOwnerInOtaMode(pod, owner);
     // The UID precondition: a pod recreated under this name since the check is not deleted.
     const uid = pod.metadata.uid ?? "";
-    await this.#deadline(this.#kube.api.deletePod({ namespace: ns, name, uid }), "delete pod")
+    await answeredWithin(
+      this.#kube.api.deletePod({ namespace: ns, name, uid }),
+      this.#deadlineMs,
+      "delete pod",
+    )
       .catch((err) => {
         if (isNotFound(err)) throw podNotFound(ns, name);
         this.#logger.error("OTA upgrade failed", { pod: `${ns}/${name}`, error: err.message });
@@ -105,19 +112,12 @@ export class Ota implements OtaService {
     return { status: 200, text: `Start updating pod ${ns}/${name}` };
   }
 
-  #deadline<T>(work: Promise<T>, operation: string): Promise<T> {
-    return withinDeadline(
-      work,
-      this.#deadlineMs,
-      () => toKubeError(new Error(`no answer within ${this.#deadlineMs / 1000} s`), operation),
-    );
-  }
-
   /** edgeroll's pre-check beyond YurtHub's: the DaemonSet still exists and is in OTA mode. */
   async #checkOwnerInOtaMode(pod: Pod, owner: { name: string; uid: string }): Promise<void> {
     const namespace = pod.metadata.namespace ?? "";
-    const set = await this.#deadline(
+    const set = await answeredWithin(
       this.#kube.readSet({ kind: "daemonsets", namespace, name: owner.name }),
+      this.#deadlineMs,
       "get daemonset",
     ).catch((err) => {
       throw unavailable(err) ?? err;

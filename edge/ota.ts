@@ -15,9 +15,9 @@ import {
   type OtaService,
   podNotFound,
 } from "../controller/ota-checks.ts";
-import { isConflict, isNotFound, KubeError, toKubeError } from "../kube/errors.ts";
+import { isConflict, isNotFound, isUnreachable, KubeError } from "../kube/errors.ts";
 import type { LeanKubeApi } from "../kube/lean-client.ts";
-import { withinDeadline } from "../lib/deadline.ts";
+import { answeredWithin } from "../kube/deadline.ts";
 import type { Logger } from "../lib/log.ts";
 import type { NodePodCache } from "./pod-cache.ts";
 import type { UpgradeJournal, UpgradeRequest } from "./upgrade-journal.ts";
@@ -31,12 +31,6 @@ export interface EdgeOtaDeps {
   /** How long a live call may take before the link counts as down (default 10 s). */
   deadlineMs?: number;
   now?: () => number;
-}
-
-/** No answer, or the API server (or what stands before it) unable to serve: the link is down. */
-function unreachable(err: unknown): boolean {
-  return err instanceof KubeError && (err.status === 0 || err.status === 502 ||
-    err.status === 503 || err.status === 504);
 }
 
 export class EdgeOta implements OtaService {
@@ -88,7 +82,7 @@ export class EdgeOta implements OtaService {
     try {
       await this.#upgradeNow(namespace, name);
     } catch (err) {
-      if (!unreachable(err)) throw err;
+      if (!isUnreachable(err)) throw err;
       cache.linkFailed(err);
       // A delete already sent may still land; the journal's UID check makes a second run safe.
       if (whenConnected) return this.#record(namespace, name);
@@ -146,7 +140,7 @@ export class EdgeOta implements OtaService {
       journal.settle(request, "started", at());
       logger.info("queued OTA upgrade started", { ...fields, revision: markedRevision(pod) });
     } catch (err) {
-      if (unreachable(err)) {
+      if (isUnreachable(err)) {
         cache.linkFailed(err);
         return; // Still pending: the next reconnection tries again.
       }
@@ -182,7 +176,11 @@ export class EdgeOta implements OtaService {
 
   async #livePod(namespace: string, name: string): Promise<Pod> {
     try {
-      return await this.#deadline(this.#d.api.getPod({ namespace, name }), "get pod");
+      return await answeredWithin(
+        this.#d.api.getPod({ namespace, name }),
+        this.#d.deadlineMs,
+        "get pod",
+      );
     } catch (err) {
       if (isNotFound(err)) throw podNotFound(namespace, name);
       if (err instanceof KubeError && err.status === 403) {
@@ -192,7 +190,7 @@ export class EdgeOta implements OtaService {
           `Pre check update pod failed, Failed to check pod ${namespace}/${name} status, error: pod is not bound to node ${this.#d.node} (the API server: ${err.message})`,
         );
       }
-      if (unreachable(err)) throw err;
+      if (isUnreachable(err)) throw err;
       throw new OtaError(500, `Get pod failed, ${(err as Error).message}`);
     }
   }
@@ -200,10 +198,14 @@ export class EdgeOta implements OtaService {
   async #delete(pod: Pod): Promise<void> {
     const { namespace = "", name = "", uid = "" } = pod.metadata;
     try {
-      await this.#deadline(this.#d.api.deletePod({ namespace, name, uid }), "delete pod");
+      await answeredWithin(
+        this.#d.api.deletePod({ namespace, name, uid }),
+        this.#d.deadlineMs,
+        "delete pod",
+      );
     } catch (err) {
       if (isNotFound(err)) throw podNotFound(namespace, name);
-      if (unreachable(err)) throw err;
+      if (isUnreachable(err)) throw err;
       this.#d.logger.error("OTA upgrade failed", {
         pod: `${namespace}/${name}`,
         error: (err as Error).message,
@@ -219,13 +221,5 @@ export class EdgeOta implements OtaService {
       pod: `${namespace}/${name}`,
       revision: markedRevision(pod),
     });
-  }
-
-  #deadline<T>(work: Promise<T>, operation: string): Promise<T> {
-    return withinDeadline(
-      work,
-      this.#d.deadlineMs,
-      () => toKubeError(new Error(`no answer within ${this.#d.deadlineMs / 1000} s`), operation),
-    );
   }
 }

@@ -126,3 +126,12 @@ export function isNotFound(err: unknown): boolean {
 export function isConflict(err: unknown): boolean {
   return err instanceof KubeError && err.status === 409 && err.reason !== "AlreadyExists";
 }
+
+/**
+ * No answer, or the API server (or a proxy before it) unable to serve: the link is down, not the
+ * request wrong.
+ */
+export function isUnreachable(err: unknown): boolean {
+  return err instanceof KubeError &&
+    (err.status === 0 || err.status === 502 || err.status === 503 || err.status === 504);
+}
