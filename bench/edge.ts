@@ -21,7 +21,7 @@
  */
 import { parseArgs } from "node:util";
 import { freePort } from "../cluster/processes.ts";
-import { type SimProcess, withSimProcess } from "../tests/processes.ts";
+import { type SimProcess, statusKiB, withSimProcess } from "../tests/processes.ts";
 import { Kube } from "../tests/e2e/kube.ts";
 import { seedOtaUpgrade } from "../tests/edge-ota.ts";
 import { markdownTable } from "./markdown-table.ts";
@@ -113,13 +113,9 @@ export function cpuMs(pid: number): number {
 
 /** The resident memory of `pid` now, from /proc/PID/status. */
 export function readResident(pid: number): Resident {
-  const status = Deno.readTextFileSync(`/proc/${pid}/status`);
-  const kib = (field: string) => {
-    const value = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1];
-    if (value === undefined) throw new Error(`no ${field} in /proc/${pid}/status`);
-    return Number(value);
-  };
-  return { rss: kib("VmRSS"), anon: kib("RssAnon"), file: kib("RssFile"), hwm: kib("VmHWM") };
+  const kib = statusKiB(pid, ["VmRSS", "RssAnon", "RssFile", "VmHWM"]);
+  if (kib === undefined) throw new Error(`process ${pid} has exited`);
+  return { rss: kib.VmRSS, anon: kib.RssAnon, file: kib.RssFile, hwm: kib.VmHWM };
 }
 
 function median(values: number[]): number {

@@ -41,10 +41,13 @@ export function spawnMain(
 }
 
 /**
- * A process's resident size now (Linux's VmRSS) or its highest so far (VmHWM), in MiB;
- * undefined once it has exited. Deno reads another process's /proc only with every permission.
+ * Fields of a process's /proc/PID/status that are counted in kB; undefined once it has exited.
+ * Deno reads another process's /proc only with every permission.
  */
-export function residentMiB(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number | undefined {
+export function statusKiB<F extends string>(
+  pid: number,
+  fields: readonly F[],
+): Record<F, number> | undefined {
   let status: string;
   try {
     status = Deno.readTextFileSync(`/proc/${pid}/status`);
@@ -52,9 +55,19 @@ export function residentMiB(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): nu
     if (err instanceof Deno.errors.NotFound) return undefined;
     throw err;
   }
-  const kb = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1];
-  if (kb === undefined) throw new Error(`no ${field} in /proc/${pid}/status`);
-  return Number(kb) / 1024;
+  const kib = {} as Record<F, number>;
+  for (const field of fields) {
+    const value = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1];
+    if (value === undefined) throw new Error(`no ${field} in /proc/${pid}/status`);
+    kib[field] = Number(value);
+  }
+  return kib;
+}
+
+/** A process's resident size now (Linux's VmRSS) or its highest so far (VmHWM), in MiB. */
+export function residentMiB(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number | undefined {
+  const kib = statusKiB(pid, [field]);
+  return kib && kib[field] / 1024;
 }
 
 export async function stop(children: Deno.ChildProcess[]): Promise<void> {
