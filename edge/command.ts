@@ -39,11 +39,16 @@ export const edgeCommand: Command = {
     const node = stringOption(args, "node");
     if (!node) throw new UsageError("--node is required: the node this agent serves");
     const tokenFile = stringOption(args, "token-file");
+    // Set but blank is a mistake to report, not "no token": it would leave loopback open.
     const token = tokenFile !== undefined
       ? readFileSync(tokenFile, "utf8")
-      : process.env.EDGEROLL_TOKEN || undefined;
+      : process.env.EDGEROLL_TOKEN;
     if (token !== undefined && token.trim() === "") {
-      throw new UsageError(`the token file ${tokenFile} is empty`);
+      throw new UsageError(
+        tokenFile !== undefined
+          ? `the token file ${tokenFile} is empty`
+          : "EDGEROLL_TOKEN is set but empty",
+      );
     }
     let agent;
     try {

@@ -282,12 +282,14 @@ Deno.test("edge agent: a request target that is no URL is a logged 400", async (
   }
 });
 
-Deno.test("main.ts edge: --node is required; beyond loopback a token is, exit 2 with the reason", async () => {
+Deno.test("main.ts edge: --node is required; beyond loopback a token is; a blank token is refused; exit 2 with the reason", async () => {
   const main = new URL("../main.ts", import.meta.url).pathname;
-  const run = async (args: string[]) => {
+  const { EDGEROLL_TOKEN: _, ...withoutToken } = Deno.env.toObject();
+  const run = async (args: string[], env: Record<string, string> = {}) => {
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", main, "edge", ...args],
-      env: { EDGEROLL_TOKEN: "" },
+      env: { ...withoutToken, ...env },
+      clearEnv: true,
       stdout: "piped",
       stderr: "piped",
     }).output();
@@ -305,6 +307,11 @@ Deno.test("main.ts edge: --node is required; beyond loopback a token is, exit 2 
     const notAKubeconfig = await run(["--node=edge-1", "--kubeconfig=/dev/null"]);
     assertEquals(notAKubeconfig.code, 2);
     assertStringIncludes(notAKubeconfig.stderr, "/dev/null: not a kubeconfig");
+    const blank = await run([`--node=edge-1`, `--kubeconfig=${kubeconfig}`], {
+      EDGEROLL_TOKEN: " ",
+    });
+    assertEquals(blank.code, 2);
+    assertStringIncludes(blank.stderr, "EDGEROLL_TOKEN is set but empty");
   } finally {
     await Deno.remove(kubeconfig);
   }
