@@ -192,6 +192,18 @@ export class PlanBuilder {
     return formatTime(this.now + expectationTimeoutSeconds * 1000);
   }
 
+  /**
+   * A pod that must be gone before the next action: awaited, and polled from when its deletion
+   * began (its deletionTimestamp less its grace), since a tick-only controller has no event of
+   * its going to bring the set back.
+   */
+  awaitGone(pod: Pod, why: string) {
+    this.wait(`pod/${pod.metadata.name} gone`, why);
+    const deleting = parseTime(pod.metadata.deletionTimestamp);
+    const grace = pod.metadata.deletionGracePeriodSeconds ?? 30;
+    if (deleting !== undefined) this.#polls.push(deleting - grace * 1000);
+  }
+
   wait(what: string, why: string, until?: EpochMillis) {
     this.#awaited.push({ what, why, ...(until !== undefined ? { until: formatTime(until) } : {}) });
     if (until !== undefined && until > this.now) this.#wakeUps.push(until);
@@ -219,10 +231,7 @@ export class PlanBuilder {
     }
     const sameName = [...view.live, ...view.leaving].find((p) => p.metadata.name === name);
     if (sameName) {
-      const deleting = parseTime(sameName.metadata.deletionTimestamp);
-      const grace = sameName.metadata.deletionGracePeriodSeconds ?? 30;
-      this.wait(`pod/${name} gone`, "a pod of the same name is still terminating");
-      if (deleting !== undefined) this.#polls.push(deleting - grace * 1000);
+      this.awaitGone(sameName, "a pod of the same name is still terminating");
       return false;
     }
     this.#creationsLeft--;

@@ -170,6 +170,10 @@ function countNodes(outcome: Outcome): NodeCounts {
     }
     n.desired++;
     if (view.live.length + view.leaving.length > 0) n.current++;
+    if (observed.length === 0 && view.leaving.length > 0) {
+      // Its pod is going and none has replaced it: what comes next waits for it to be gone.
+      builder.awaitGone(view.leaving[0], "the node's pod is terminating; its next waits for it");
+    }
     if (observed.some(isPodReady)) n.ready++;
     else if (view.ready && observed.some(mayStart)) {
       const started = observed.filter(mayStart).map((p) =>

@@ -326,6 +326,28 @@ Deno.test("a pod still starting brings the set back within a poll, for a tick-on
   assertEquals(p.requeueAfterSeconds, null);
 });
 
+Deno.test("a node's last pod still terminating brings the set back within a poll, for a tick-only controller", () => {
+  let c = rolledTo(adsSnapshot({}, f.nodes(2)));
+  const p = plan(c.snapshot, f.t0);
+  assertEquals(podActions(p), ["delete node-1"]);
+  // The API server marks the pod deleted (30 s of grace) rather than removing it at once.
+  c = f.apply(c, { ...p, actions: p.actions.filter((a) => a.type !== "deletePod") }, f.t0);
+  const deleted = p.actions.flatMap((a) => a.type === "deletePod" ? [a.name] : [])[0];
+  const pod = c.snapshot.pods.find((x) => x.metadata.name === deleted)!;
+  pod.metadata.deletionTimestamp = "2026-01-01T00:00:30Z";
+  pod.metadata.deletionGracePeriodSeconds = 30;
+  // The next look sees the deletion (its expectation met) and the pod not gone: no create yet,
+  // and a poll from when the deletion began, or nothing would bring the set back but a resync.
+  const next = plan(c.snapshot, f.t0 + 100);
+  assertEquals(podActions(next), []);
+  assertEquals(next.requeueAfterSeconds, 1);
+  assertEquals(next.status.nextCheckAt, "2026-01-01T00:00:01Z");
+  assertEquals(next.awaited.some((a) => a.what === `pod/${deleted} gone`), true);
+  // Gone: the replacement is created.
+  c.snapshot.pods = c.snapshot.pods.filter((x) => x.metadata.name !== deleted);
+  assertEquals(podActions(plan(c.snapshot, f.t0 + 2000)), ["create node-1"]);
+});
+
 Deno.test("Standard: minReadySeconds holds the next wave and sets requeueAfter", () => {
   let c = rolledTo(adsSnapshot({ minReadySeconds: 30 }, f.nodes(2)));
   let p: Plan;
