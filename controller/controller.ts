@@ -19,7 +19,7 @@ import {
 import { Metrics } from "./metrics.ts";
 import { kruiseSetKind } from "../api/set-ref.ts";
 import { Ota } from "./ota.ts";
-import { createReconciler, type Planner } from "./reconciler.ts";
+import { type ActionReport, createReconciler, type Planner, type Reconcile } from "./reconciler.ts";
 import { createTicker, listManagedSets } from "./tick.ts";
 
 export interface ControllerDeps {
@@ -43,7 +43,20 @@ export function createController(deps: ControllerDeps) {
   const clock = deps.clock ?? Date.now;
   const metrics = deps.metrics ?? new Metrics();
   const logger = deps.logger;
-  const reconcile = createReconciler({ kube: deps.kube, plan: deps.plan, clock, logger, metrics });
+  const step = createReconciler({ kube: deps.kube, plan: deps.plan, clock, logger, metrics });
+  /**
+   * The step, whoever calls it (the queue, the tick, a route). One whose pod writes landed asks
+   * the queue for another at once: its claim wrote the status before acting (ADR 0015), so
+   * what the act changed (a pod created, deleted, patched, its gate opened) is counted only by
+   * the next step, which must not wait for an event or the engine's next look (ADR 0033).
+   * Asked while the queue runs that set, it is the one run after (folded with the events the
+   * writes raise).
+   */
+  const reconcile: Reconcile = async (ref, options) => {
+    const answer = await step(ref, options);
+    if (!answer.dryRun && answer.actions.some(landedOnPod)) enqueue(setQueueKey(ref));
+    return answer;
+  };
   const tick = createTicker({
     kube: deps.kube,
     reconcile,
@@ -104,5 +117,17 @@ export function createController(deps: ControllerDeps) {
     close: () => queue.close(),
   };
 }
+
+/** A pod write that changed something: a create that made the pod, a delete, a patch. */
+function landedOnPod(action: ActionReport): boolean {
+  return action.result === "done" && podActions.has(action.type);
+}
+
+const podActions = new Set<ActionReport["type"]>([
+  "createPod",
+  "deletePod",
+  "patchPod",
+  "setPodCondition",
+]);
 
 export type Controller = ReturnType<typeof createController>;

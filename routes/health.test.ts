@@ -27,7 +27,18 @@ Deno.test("healthz is always ok; readyz says whether Kubernetes answers", async 
 });
 
 Deno.test("metrics count reconciles by result, pods written, budget and conditions", async () => {
-  await using h = harness({ nodes: 2 });
+  // The step that follows the pod writes reads only once the metrics have been read.
+  const read = Promise.withResolvers<void>();
+  let reads = 0;
+  await using h = harness({
+    nodes: 2,
+    overrides: {
+      getSet: (param, next) =>
+        param.name !== "agent" || ++reads === 1
+          ? next(param)
+          : read.promise.then(() => next(param)),
+    },
+  });
   await h.request("/reconcile/advanceddaemonsets/edge/agent");
   await h.request("/reconcile/advanceddaemonsets/edge/missing");
   const res = await h.controller.app.request("/metrics");
@@ -43,6 +54,7 @@ Deno.test("metrics count reconciles by result, pods written, budget and conditio
   assertStringIncludes(text, 'edgeroll_kube_requests_total{verb="list",code="200"} 3');
   assertStringIncludes(text, 'edgeroll_kube_requests_total{verb="get",code="404"} 1');
   assertStringIncludes(text, 'edgeroll_kube_requests_total{verb="create",code="200"} 3');
+  read.resolve();
 });
 
 Deno.test("an unknown route answers 404 in JSON", async () => {

@@ -36,5 +36,7 @@ Deno.test("a request not answered in time answers 504 Timeout; the reconcile it 
   assertEquals([error.reason, error.message], ["Timeout", "no answer within 50 ms"]);
   release();
   await eventually("the reconcile to plan after its caller was answered", () => h.plans.length > 0);
-  assertEquals(h.plans.length, 1);
+  await h.controller.queue.idle();
+  assertEquals(h.api.writes.filter((w) => w === "create pods").length, 3, "it acted");
+  assertEquals(h.plans.length, 2, "and the step its pod writes ask for followed");
 });

@@ -21,10 +21,37 @@ Deno.test("reconcile reads, plans, claims, acts and answers", async () => {
     ],
   );
   assertEquals(body.status.desiredNumberScheduled, 3);
+  assertEquals(body.status.numberUnavailable, 3, "claimed before acting");
+  // The step that follows its pod writes counts the pods, and creates none.
+  await h.controller.queue.idle();
   const stored = h.api.objects.advanceddaemonsets.get("edge/agent")!;
-  assertEquals((stored.status as { numberUnavailable: number }).numberUnavailable, 3);
+  assertEquals((stored.status as { numberUnavailable: number }).numberUnavailable, 0);
   assertEquals(h.api.writes.filter((w) => w === "create pods").length, 3);
   assertEquals(h.api.writes.filter((w) => w === "create events").length, 1);
+});
+
+Deno.test("a reconcile whose pod writes landed is followed at once by one that counts them", async () => {
+  await using h = harness({ nodes: 3 });
+  const body = await (await h.request(path)).json();
+  assertEquals(body.status.currentNumberScheduled, 0, "the claim was written before the act");
+  // No event, no tick and no cache here: only the step that acted can ask for the next.
+  await h.controller.queue.idle();
+  const stored = h.api.objects.advanceddaemonsets.get("edge/agent")!;
+  assertEquals((stored.status as { currentNumberScheduled: number }).currentNumberScheduled, 3);
+  assertEquals(h.plans.length, 2, "the next step acted on nothing, so none followed it");
+});
+
+Deno.test("a step that wrote no pod asks for no other: a dry run, a converged set", async () => {
+  await using h = harness({ nodes: 2 });
+  await h.request(`${path}?dryRun=true`);
+  await h.controller.queue.idle();
+  assertEquals(h.plans.length, 1);
+  await h.request(path);
+  await h.controller.queue.idle();
+  const plans = h.plans.length;
+  await h.request(path);
+  await h.controller.queue.idle();
+  assertEquals(h.plans.length, plans + 1);
 });
 
 Deno.test("a second reconcile of a converged set writes nothing", async () => {
@@ -87,7 +114,8 @@ Deno.test("a lost claim re-reads and re-plans, and acts once", async () => {
   });
   const body = await (await h.request(path)).json();
   assertEquals([body.conflicts, body.claimed, body.actions.length], [1, true, 2]);
-  assertEquals(h.plans.length, 2);
+  await h.controller.queue.idle();
+  assertEquals(h.plans.length, 3, "two plans for the step, one for the step its writes ask for");
   assertEquals(h.api.writes.filter((w) => w === "create pods").length, 2);
 });
 
@@ -211,16 +239,21 @@ const withExpectations = (snapshot: Snapshot): Plan => {
  * status keeps, and the Events written.
  */
 async function withFailedCreate(error: KubeError) {
+  // The step its writes ask for reads only once this one's status has been read.
+  const read = Promise.withResolvers<void>();
+  let reads = 0;
   await using h = harness({
     nodes: 3,
     plan: withExpectations,
     overrides: {
       createPod: (param, next) =>
         param.body.metadata.name === "agent-node-1" ? Promise.reject(error) : next(param),
+      getSet: (param, next) => ++reads === 1 ? next(param) : read.promise.then(() => next(param)),
     },
   });
   const body = await (await h.request(path)).json();
   const stored = h.api.objects.advanceddaemonsets.get("edge/agent")!.status as Plan["status"];
+  read.resolve();
   return {
     results: body.actions.map((a: { result: string }) => a.result),
     expected: stored.expectations?.map((e) => e.pod),

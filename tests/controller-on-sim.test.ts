@@ -125,8 +125,15 @@ Deno.test("POST /tick over the real client finds and rolls an AdvancedDaemonSet;
 });
 
 Deno.test("without caches (serve --no-cache) a reconcile lists pods, nodes and revisions", async () => {
-  await withControllerOnSim({ nodes: 2, cache: false }, async ({ sim, kc, post }) => {
+  await withControllerOnSim({ nodes: 2, cache: false }, async ({ sim, kc, post, controller }) => {
     await createAgentSet(kc, "agent:1");
+    // Its pods first: a step that writes pods is followed by another, which lists too.
+    const path = "/reconcile/advanceddaemonsets/default/agent";
+    await eventually(
+      "nothing left to do",
+      async () => (await post(path)).body.actions.length === 0,
+    );
+    await controller.controller.queue.idle();
     const before = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
     for (let i = 0; i < 10; i++) {
       assertEquals((await post("/reconcile/advanceddaemonsets/default/agent")).status, 200);
