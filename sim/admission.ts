@@ -17,9 +17,9 @@ type Any = Record<string, any>;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Fields of a pod spec the API server fills in (the ones clients compare against). */
-function defaultPodSpec(spec: Any | undefined): void {
+function defaultPodSpec(spec: Any | undefined, restartPolicy: string | undefined = "Always"): void {
   if (!spec) return;
-  spec.restartPolicy ??= "Always";
+  if (restartPolicy) spec.restartPolicy ??= restartPolicy;
   spec.terminationGracePeriodSeconds ??= 30;
   spec.dnsPolicy ??= "ClusterFirst";
   spec.schedulerName ??= "default-scheduler";
@@ -181,6 +181,9 @@ export function admit(
     case "daemonsets.apps":
       admitDaemonSet(o, old as Any | undefined, causes);
       break;
+    case "jobs.batch":
+      if (!old) admitNewJob(o, causes);
+      break;
     case "customresourcedefinitions.apiextensions.k8s.io":
       validateCrd(o, causes);
       break;
@@ -225,6 +228,46 @@ function admitDaemonSet(ds: Any, old: Any | undefined, causes: StatusCause[]): v
     });
   }
   validatePodSpec(spec.template?.spec, "spec.template.spec", causes);
+}
+
+/**
+ * A new Job as the batch strategy prepares it: counts and policies defaulted, and, without
+ * `manualSelector`, a selector on its own uid (set by the writer before admission, as
+ * kube-apiserver fills it before the strategy runs) with the labels on its pod template.
+ */
+function admitNewJob(job: Any, causes: StatusCause[]): void {
+  const spec = job.spec ??= {};
+  if (spec.completions === undefined && spec.parallelism === undefined) spec.completions = 1;
+  spec.parallelism ??= 1;
+  spec.backoffLimit ??= 6;
+  spec.completionMode ??= "NonIndexed";
+  spec.suspend ??= false;
+  spec.podReplacementPolicy ??= "TerminatingOrFailed";
+  const template = spec.template ??= {};
+  if (!spec.manualSelector) {
+    const uid = job.metadata.uid;
+    const labels = { "batch.kubernetes.io/controller-uid": uid, "controller-uid": uid };
+    const name = job.metadata.name;
+    spec.selector = { matchLabels: { "batch.kubernetes.io/controller-uid": uid } };
+    template.metadata ??= {};
+    template.metadata.labels = {
+      ...template.metadata.labels,
+      ...labels,
+      ...(name ? { "batch.kubernetes.io/job-name": name, "job-name": name } : {}),
+    };
+  }
+  // A Job's pods have no default restart policy: the one it is given is checked.
+  defaultPodSpec(template.spec, undefined);
+  const restartPolicy = template.spec?.restartPolicy;
+  if (restartPolicy !== "Never" && restartPolicy !== "OnFailure") {
+    causes.push({
+      reason: "FieldValueNotSupported",
+      message:
+        `spec.template.spec.restartPolicy: Unsupported value: "${restartPolicy}": supported values: "OnFailure", "Never"`,
+      field: "spec.template.spec.restartPolicy",
+    });
+  }
+  validatePodSpec(template.spec, "spec.template.spec", causes);
 }
 
 function validateCrd(crd: Any, causes: StatusCause[]): void {

@@ -224,7 +224,8 @@ export class Store {
     return [...this.#objects.keys()];
   }
 
-  create(resource: string, input: KubeObject): KubeObject {
+  /** `uid`: one the writer chose before admission (the API's writes), else a new one. */
+  create(resource: string, input: KubeObject, uid: string = crypto.randomUUID()): KubeObject {
     const object = clone(input);
     const meta = object.metadata ?? ({} as ObjectMeta);
     object.metadata = meta;
@@ -240,7 +241,7 @@ export class Store {
         meta.name,
       );
     }
-    meta.uid = crypto.randomUUID();
+    meta.uid = uid;
     meta.creationTimestamp = isoSeconds(this.#clock());
     meta.generation = 1;
     delete meta.deletionTimestamp;

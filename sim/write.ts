@@ -284,6 +284,8 @@ async function admitAndStore(
   params: URLSearchParams,
 ): Promise<Response> {
   const { store } = ctx;
+  // A new object's uid comes before admission, as kube-apiserver's: a Job's selector names it.
+  if (!existing) next.metadata.uid = crypto.randomUUID();
   const warnings = fieldValidation(type, admit(type, next, existing?.old, store.now()), params);
   const status = existing ? 200 : 201;
   const storable = await toStorage(ctx, type, next, existing?.stored);
@@ -298,7 +300,7 @@ async function admitAndStore(
     ? storable
     : existing
     ? store.update(type.storage, storable)
-    : store.create(type.storage, storable);
+    : store.create(type.storage, storable, next.metadata.uid);
   return json(await view(ctx, type, saved), status, warnings);
 }
 

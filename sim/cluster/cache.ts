@@ -6,7 +6,7 @@
  * Objects held here are the store's event copies: read them, never mutate them.
  */
 import type { KubeObject, Store, StoreEvent } from "../store.ts";
-import { controllerUid, type DaemonSet, keyOf, type Node, type Pod } from "./types.ts";
+import { controllerUid, type DaemonSet, type Job, keyOf, type Node, type Pod } from "./types.ts";
 import { pinnedNodeNames } from "./placement.ts";
 
 export const NODES = "nodes";
@@ -14,10 +14,11 @@ export const PODS = "pods";
 export const DAEMONSETS = "daemonsets.apps";
 export const REVISIONS = "controllerrevisions.apps";
 export const LEASES = "leases.coordination.k8s.io";
+export const JOBS = "jobs.batch";
 export const EVENTS = "events";
 export const LEASE_NAMESPACE = "kube-node-lease";
 
-const WATCHED = new Set([NODES, PODS, DAEMONSETS, REVISIONS, LEASES]);
+const WATCHED = new Set([NODES, PODS, DAEMONSETS, REVISIONS, LEASES, JOBS]);
 
 type Listener = (event: StoreEvent, previous: KubeObject | undefined) => void;
 
@@ -47,6 +48,7 @@ export class ClusterCache {
   readonly pods = new Map<string, Pod>();
   readonly daemonSets = new Map<string, DaemonSet>();
   readonly revisions = new Map<string, KubeObject>();
+  readonly jobs = new Map<string, Job>();
   /** Pod keys by `spec.nodeName` (bound pods only). */
   readonly podsByNode = new Map<string, Set<string>>();
   /** Pod and ControllerRevision keys by the uid of their controller. */
@@ -138,6 +140,12 @@ export class ClusterCache {
           this.revisions.set(key, object);
           addTo(this.revisionsByController, controllerUid(object), key);
         }
+        return previous;
+      }
+      case JOBS: {
+        const previous = this.jobs.get(key);
+        if (gone) this.jobs.delete(key);
+        else this.jobs.set(key, object as Job);
         return previous;
       }
       case LEASES: {

@@ -2,8 +2,9 @@
  * What every simulated controller shares: the store, the cache over it, the timeline, the
  * seeded randomness, the options, the kubelets' per-node state, and the Event recorder.
  */
-import { isoSeconds, type KubeObject, type Store } from "../store.ts";
+import { isoSeconds, type KubeObject, type Store, StoreError } from "../store.ts";
 import { type ClusterCache, EVENTS } from "./cache.ts";
+import { SAFE_ALPHABET } from "./revisions.ts";
 import type { Timeline } from "./timeline.ts";
 
 /** Tunable durations, in simulated seconds (divided by the speed factor at run time). */
@@ -29,6 +30,12 @@ export interface Durations {
   maxBackOffSeconds: number;
   /** How long a container of a crashing image runs before it exits with an error. */
   crashAfterSeconds: number;
+  /**
+   * How long a container of a pod whose restartPolicy is not Always (a Job's) runs before it
+   * exits: sim runs no command, so every such container exits 0 after this long (1 on a
+   * crashing image).
+   */
+  completionSeconds: number;
   /** Core Events are deleted after this long, as kube-apiserver's event TTL does. */
   eventTtlSeconds: number;
 }
@@ -47,6 +54,7 @@ export const DEFAULT_DURATIONS: Durations = {
   backOffSeconds: 10,
   maxBackOffSeconds: 300,
   crashAfterSeconds: 2,
+  completionSeconds: 1,
   eventTtlSeconds: 3600,
 };
 
@@ -165,4 +173,27 @@ export function createEventRecorder(
       if (store.tryGet(EVENTS, namespace, name)) store.delete(EVENTS, namespace, name);
     });
   };
+}
+
+/**
+ * Creates `object` named `<prefix><5 characters>` from the seeded generator, as a controller's
+ * generateName gets from kube-apiserver (reproducible per seed); a name taken is drawn again.
+ */
+export function createWithSuffix(
+  ctx: Pick<ClusterContext, "store" | "random">,
+  resource: string,
+  prefix: string,
+  object: KubeObject,
+): KubeObject {
+  for (let attempt = 0;; attempt++) {
+    let name = prefix;
+    for (let i = 0; i < 5; i++) {
+      name += SAFE_ALPHABET[Math.floor(ctx.random() * SAFE_ALPHABET.length)];
+    }
+    try {
+      return ctx.store.create(resource, { ...object, metadata: { ...object.metadata, name } });
+    } catch (error) {
+      if (!(error instanceof StoreError && error.code === 409) || attempt >= 5) throw error;
+    }
+  }
 }

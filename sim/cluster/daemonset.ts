@@ -19,14 +19,8 @@
 import { StoreError } from "../store.ts";
 import { DAEMONSETS, NODES, PODS, REVISIONS, targetNodeName } from "./cache.ts";
 import { canonical } from "../canonical.ts";
-import {
-  cleanupHistory,
-  controllerRef,
-  currentRevision,
-  HASH_LABEL,
-  SAFE_ALPHABET,
-} from "./revisions.ts";
-import type { ClusterContext } from "./context.ts";
+import { cleanupHistory, controllerRef, currentRevision, HASH_LABEL } from "./revisions.ts";
+import { type ClusterContext, createWithSuffix } from "./context.ts";
 import { matchesNodeAffinity, untoleratedTaint } from "./placement.ts";
 import { labelSelectorMatcher } from "../selectors.ts";
 import {
@@ -425,42 +419,24 @@ export function startDaemonSetController(ctx: ClusterContext): DaemonSetControll
     };
     spec.tolerations = daemonTolerations(spec);
     spec.affinity = pinToNode(spec.affinity, nodeName);
-    for (let attempt = 0;; attempt++) {
-      const name = `${ds.metadata.name}-${suffix()}`;
-      try {
-        store.create(PODS, {
-          apiVersion: "v1",
-          kind: "Pod",
-          metadata: {
-            name,
-            namespace: ds.metadata.namespace,
-            labels: {
-              ...template.metadata?.labels,
-              [HASH_LABEL]: hash,
-              [GENERATION_LABEL]: templateGeneration(ds),
-            },
-            ...(template.metadata?.annotations
-              ? { annotations: template.metadata.annotations }
-              : {}),
-            ownerReferences: [controllerRef(ds)],
-          },
-          spec,
-          status: { phase: "Pending" },
-        });
-        event(ds, "SuccessfulCreate", `Created pod: ${name}`);
-        return;
-      } catch (error) {
-        if (!(error instanceof StoreError && error.code === 409) || attempt >= 5) throw error;
-      }
-    }
-  }
-
-  function suffix(): string {
-    let out = "";
-    for (let i = 0; i < 5; i++) {
-      out += SAFE_ALPHABET[Math.floor(ctx.random() * SAFE_ALPHABET.length)];
-    }
-    return out;
+    const pod = createWithSuffix(ctx, PODS, `${ds.metadata.name}-`, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name: "",
+        namespace: ds.metadata.namespace,
+        labels: {
+          ...template.metadata?.labels,
+          [HASH_LABEL]: hash,
+          [GENERATION_LABEL]: templateGeneration(ds),
+        },
+        ...(template.metadata?.annotations ? { annotations: template.metadata.annotations } : {}),
+        ownerReferences: [controllerRef(ds)],
+      },
+      spec,
+      status: { phase: "Pending" },
+    });
+    event(ds, "SuccessfulCreate", `Created pod: ${pod.metadata.name}`);
   }
 
   function event(ds: DaemonSet, reason: string, message: string): void {

@@ -197,7 +197,11 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
       runtime.started = true;
       state.containerID = `containerd://${randomHex(ctx.random, 64)}`;
       state.startedAt = timeline.now();
-      if (fault === "CrashLoopBackOff") {
+      if ((pod.spec.restartPolicy ?? "Always") !== "Always") {
+        // A Job's container: sim runs no command, so it exits after a while, 1 if it crashes.
+        const code = fault === "CrashLoopBackOff" ? 1 : 0;
+        state.cancel = timeline.after(durations.completionSeconds, () => exited(job, code));
+      } else if (fault === "CrashLoopBackOff") {
         state.cancel = timeline.after(durations.crashAfterSeconds, () => crashed(job));
       } else if (!state.probeReady && fault !== "NeverReady") {
         state.cancel = timeline.after(container.readinessProbe?.initialDelaySeconds ?? 0, () => {
@@ -222,6 +226,22 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
       },
     };
     state.restartCount += 1;
+  }
+
+  /**
+   * A container of a pod whose restartPolicy is not Always ended: it stays ended, unless it
+   * failed under OnFailure, which restarts it as a crash.
+   */
+  function exited(job: ContainerJob, code: number): void {
+    const { pod, runtime, state } = job;
+    state.cancel = undefined;
+    if (code !== 0 && pod.spec.restartPolicy === "OnFailure") {
+      crashed(job);
+      return;
+    }
+    state.phase = "exited";
+    state.exit = { code, at: timeline.now() };
+    writeStatus(runtime.key);
   }
 
   /** The container exited with an error: count the restart, back off, start it again. */

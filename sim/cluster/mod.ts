@@ -1,7 +1,7 @@
 /**
  * Cluster behaviour for the simulator: what the kubelets (node status, Lease, pods), the
- * scheduler, the node lifecycle controller (with taint eviction and pod GC) and the DaemonSet
- * controller of a real cluster do, acting on the simulator's object store. The HTTP API
+ * scheduler, the node lifecycle controller (with taint eviction and pod GC), the DaemonSet and
+ * Job controllers of a real cluster do, acting on the simulator's object store. The HTTP API
  * server serves the store; this module makes it move. Decisions: ADR 0010.
  *
  * @example
@@ -30,6 +30,7 @@ import {
 } from "./context.ts";
 import { normalizeImage } from "./images.ts";
 import { startDaemonSetController } from "./daemonset.ts";
+import { startJobController } from "./job.ts";
 import { startKubelets } from "./kubelet.ts";
 import { startNodeLifecycle } from "./node-lifecycle.ts";
 import { startNodeFleet } from "./node-agent.ts";
@@ -160,6 +161,7 @@ export function startClusterBehaviour(
   const lifecycle = startNodeLifecycle(ctx);
   const eviction = startTaintEviction(ctx);
   const daemonSets = startDaemonSetController(ctx);
+  const jobs = startJobController(ctx);
 
   function agentOf(node: string): NodeAgentState {
     const agent = agents.get(node);
@@ -228,6 +230,7 @@ export function startClusterBehaviour(
       };
     },
     stop() {
+      jobs.stop();
       daemonSets.stop();
       eviction.stop();
       lifecycle.stop();

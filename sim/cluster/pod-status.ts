@@ -15,7 +15,14 @@ import type {
 } from "./types.ts";
 import { findCondition } from "./types.ts";
 
-export type ContainerPhase = "creating" | "pull-failed" | "back-off" | "running" | "crash-back-off";
+export type ContainerPhase =
+  | "creating"
+  | "pull-failed"
+  | "back-off"
+  | "running"
+  | "crash-back-off"
+  /** Ended and not restarted (a pod whose restartPolicy is not Always). */
+  | "exited";
 
 export interface ContainerRuntime {
   image: string;
@@ -25,6 +32,8 @@ export interface ContainerRuntime {
   backOffSeconds?: number;
   containerID?: string;
   startedAt?: number;
+  /** Set with phase "exited". */
+  exit?: { code: number; at: number };
   /** Readiness probe verdict; true at start when there is no probe. */
   probeReady: boolean;
   restartCount: number;
@@ -39,7 +48,7 @@ export interface PodRuntime {
   startTime: number;
   podIP: string;
   containers: Map<string, ContainerRuntime>;
-  /** A container has run: the pod is Running from then on (restartPolicy Always). */
+  /** A container has run: the pod is Running from then on, until every container exited. */
   started: boolean;
   /** Set once a delete was seen: "stopping" while containers stop, "stopped" after. */
   termination?: "stopping" | "stopped";
@@ -96,6 +105,25 @@ function containerStatus(
       state: { running: { startedAt: isoSeconds(state.startedAt!) } },
     };
   }
+  if (state.phase === "exited") {
+    return {
+      ...common,
+      image: normalizeImage(state.image),
+      imageID: imageID(state.image),
+      containerID: state.containerID,
+      ready: false,
+      started: false,
+      state: {
+        terminated: {
+          exitCode: state.exit!.code,
+          reason: state.exit!.code === 0 ? "Completed" : "Error",
+          startedAt: isoSeconds(state.startedAt!),
+          finishedAt: isoSeconds(state.exit!.at),
+          containerID: state.containerID,
+        },
+      },
+    };
+  }
   if (state.phase === "crash-back-off") {
     const { name, namespace, uid } = pod.metadata;
     return {
@@ -143,6 +171,18 @@ function unreadyGate(type: string, condition: Condition | undefined): string | u
   return `the status of pod readiness gate ${quoted} is not "True", but ${condition.status}`;
 }
 
+/**
+ * Running once a container has run; once every container has exited for good (a pod whose
+ * restartPolicy is not Always), Succeeded when each exited 0, else Failed.
+ */
+function podPhase(runtime: PodRuntime): NonNullable<PodStatus["phase"]> {
+  const containers = [...runtime.containers.values()];
+  if (containers.length > 0 && containers.every((c) => c.phase === "exited")) {
+    return containers.every((c) => c.exit!.code === 0) ? "Succeeded" : "Failed";
+  }
+  return runtime.started ? "Running" : "Pending";
+}
+
 /** The pod status the kubelet reports for its local runtime record. */
 export function podStatus(
   pod: Pod,
@@ -160,6 +200,7 @@ export function podStatus(
     )
   );
   const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
+  const phase = podPhase(runtime);
   const before = pod.status?.conditions;
   const condition = (type: string, ok: boolean, reason?: string, message?: string): Condition => {
     const status = ok ? "True" : "False";
@@ -178,14 +219,21 @@ export function podStatus(
   const gates = ((pod.spec.readinessGates ?? []) as { conditionType: string }[])
     .map((gate) => unreadyGate(gate.conditionType, findCondition(before, gate.conditionType)))
     .filter((message) => message !== undefined);
-  const [readyReason, readyMessage] = unready.length > 0
+  const [readyReason, readyMessage] = phase === "Succeeded" || phase === "Failed"
+    ? ["PodCompleted", ""]
+    : unready.length > 0
     ? ["ContainersNotReady", notReadyMessage]
     : ["ReadinessGatesNotReady", gates.join(", ")];
   const conditions = [
     condition("PodReadyToStartContainers", true),
     condition("Initialized", true),
     condition("Ready", unready.length === 0 && gates.length === 0, readyReason, readyMessage),
-    condition("ContainersReady", unready.length === 0, "ContainersNotReady", notReadyMessage),
+    condition(
+      "ContainersReady",
+      unready.length === 0,
+      readyReason === "PodCompleted" ? readyReason : "ContainersNotReady",
+      readyReason === "PodCompleted" ? "" : notReadyMessage,
+    ),
     findCondition(before, "PodScheduled") ?? condition("PodScheduled", true),
     // Conditions the kubelet does not own (e.g. edgeroll's PodNeedUpgrade) are kept as written.
     ...(before ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type)),
@@ -211,7 +259,7 @@ export function podStatus(
   }));
   const status: PodStatus = {
     ...pod.status,
-    phase: runtime.started ? "Running" : "Pending",
+    phase,
     conditions,
     hostIP: agent.internalIP,
     hostIPs: [{ ip: agent.internalIP }],

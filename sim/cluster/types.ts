@@ -174,6 +174,32 @@ export interface DaemonSet extends KubeObject {
   status?: DaemonSetStatus;
 }
 
+export interface Job extends KubeObject {
+  spec: {
+    template: {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec: PodSpec;
+    };
+    completions?: number;
+    parallelism?: number;
+    backoffLimit?: number;
+    activeDeadlineSeconds?: number;
+    ttlSecondsAfterFinished?: number;
+    [field: string]: unknown;
+  };
+  status?: {
+    startTime?: string;
+    completionTime?: string;
+    active?: number;
+    ready?: number;
+    succeeded?: number;
+    failed?: number;
+    terminating?: number;
+    conditions?: Condition[];
+    [field: string]: unknown;
+  };
+}
+
 export interface ControllerRevision extends KubeObject {
   data: unknown;
   revision: number;
