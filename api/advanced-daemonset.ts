@@ -99,8 +99,9 @@ export const Expectation = z.object({
   uid: z.string().optional(),
   revision: z.string().optional(),
   /**
-   * What a `setCondition` expects to read back, as `Type=Status` (`InPlaceUpdateReady=True`);
-   * absent: OpenYurt's `PodNeedUpgrade` for `revision`.
+   * What a `setCondition` expects to read back, as `Type=Status` (`InPlaceUpdateReady=True`) or
+   * `Type=Status/Reason` (`PodImageReady=False/PullImageFail`); absent: OpenYurt's
+   * `PodNeedUpgrade` for `revision`.
    */
   condition: z.string().max(128).optional(),
   /** RFC 3339; after it the expectation is forgotten. */

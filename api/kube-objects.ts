@@ -105,6 +105,7 @@ export const Container = z.looseObject({
   name: z.string(),
   image: z.string().optional(),
 });
+export type Container = z.infer<typeof Container>;
 
 export const PodSpec = z.looseObject({
   nodeName: z.string().optional(),

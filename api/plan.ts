@@ -15,6 +15,7 @@ import type {
   AdvancedDaemonSetStatus,
   Expectation,
 } from "./advanced-daemonset.ts";
+import type { Job, PullObjects } from "./image-pull.ts";
 import type {
   ControllerRevision,
   DaemonSet,
@@ -39,6 +40,11 @@ interface SnapshotObjects {
   nodes: Node[];
   /** ControllerRevisions matching the set's selector in its namespace. */
   revisions: ControllerRevision[];
+  /**
+   * The set's image pull Jobs and their pods (label `pullSetLabel`), read when a pod awaits a
+   * pull (`pullsToRead`); absent: not read.
+   */
+  pulls?: PullObjects;
   /**
    * The API server refused an object of this revision (a server-side dry-run create of the
    * plan's `probe`): its template cannot make a pod, so nothing may be deleted for it.
@@ -150,8 +156,27 @@ export interface DeleteRevision extends ActionBase {
   uid: string;
 }
 
+/**
+ * Create a Job that pulls images on one node (ADR 0034), owned by the pod it pulls for. 409: an
+ * earlier attempt landed, success.
+ */
+export interface CreateJob extends ActionBase {
+  type: "createJob";
+  node: string;
+  job: Job;
+}
+
+/** Delete a Job with a UID precondition, its pods with it (background propagation). */
+export interface DeleteJob extends ActionBase {
+  type: "deleteJob";
+  name: string;
+  uid: string;
+}
+
 export type Action =
   | CreatePod
+  | CreateJob
+  | DeleteJob
   | DeletePod
   | PatchPod
   | SetPodCondition

@@ -8,6 +8,7 @@ import { fnv1a64 } from "../api/hash.ts";
 import { nodeSchedulingView } from "../kube/objects.ts";
 import { parseSetKey, setKey, setKindOf, type SetRef } from "../api/set-ref.ts";
 import { RecentMap } from "../lib/recent-map.ts";
+import { pullForAnnotation } from "../api/image-pull.ts";
 
 /**
  * A queue key. The queue folds equal keys, so a key is a string; only the constructors below
@@ -93,6 +94,16 @@ function keysForObject({ apiVersion, kind, metadata }: ChangedObject): QueueKey[
   if (setKind === "daemonsets" && !isManagedDaemonSet({ metadata })) return [];
   if (setKind) return [setQueueKey({ kind: setKind, namespace, name: metadata.name })];
   if (kind === "Pod") {
+    // A pod of an image pull Job: its set's reconcile reads how the pull goes (ADR 0034).
+    const pullFor = metadata.annotations?.[pullForAnnotation];
+    if (pullFor !== undefined) {
+      // Written by edgeroll, but on a pod anyone may label: one that names no set calls none.
+      try {
+        return [setQueueKey(parseSetKey(pullFor))];
+      } catch {
+        return [];
+      }
+    }
     for (const owner of metadata.ownerReferences ?? []) {
       const ownerKind = owner.controller ? setKindOf(owner.apiVersion, owner.kind) : undefined;
       if (ownerKind) return [setQueueKey({ kind: ownerKind, namespace, name: owner.name })];

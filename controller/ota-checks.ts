@@ -6,6 +6,7 @@
  */
 import type { Pod } from "../api/kube-objects.ts";
 import { Keys } from "../api/keys.ts";
+import { podImageReady } from "../api/image-pull.ts";
 
 /** What serves the OTA routes (routes/ota.ts): the controller, for every node, or an edge agent. */
 export interface OtaService {
@@ -20,6 +21,11 @@ export interface OtaService {
     name: string,
     options: { whenConnected: boolean },
   ): Promise<{ status: 200 | 202; text: string }>;
+  /**
+   * YurtHub's `imagepull`: marks the pod `PodImageReady` False with the revision it is to move
+   * to; the controller's puller then pulls that revision's images on its node.
+   */
+  imagePull(namespace: string, name: string): Promise<{ status: 200; text: string }>;
 }
 
 /** An OTA answer that is not a success: its HTTP status and YurtHub's sentence. */
@@ -39,9 +45,6 @@ export const disconnected = () => new OtaError(503, disconnectedText);
 export const podNotFound = (ns: string, name: string) =>
   new OtaError(404, `Get pod failed, pods "${name}" not found in namespace ${ns}`);
 
-/** OpenYurt's condition set by its image pre-pull controller; honoured when present. */
-export const podImageReady = "PodImageReady";
-
 const condition = (pod: Pod, type: string) => pod.status?.conditions?.find((c) => c.type === type);
 
 /** The revision a pod marked `PodNeedUpgrade` True is to move to (`controllerrevision: <hash>`). */
@@ -53,6 +56,49 @@ export function markedRevision(pod: Pod): string | undefined {
 const preCheckFailed = (detail: string) =>
   new OtaError(403, `Pre check update pod failed, ${detail}`);
 
+/** YurtHub's `checkPodStatus`: not being deleted, on `node` (an agent's), marked to upgrade. */
+function podStatusProblem(pod: Pod, node: string | undefined): string | undefined {
+  const { namespace = "", name = "" } = pod.metadata;
+  const id = `${namespace}/${name}`;
+  if (pod.metadata.deletionTimestamp) return `Pod ${id} is deleting, can not be updated`;
+  if (node !== undefined && pod.spec.nodeName !== node) {
+    return `Pod: ${id} is running on ${pod.spec.nodeName ?? ""}, can not be updated`;
+  }
+  if (markedRevision(pod) === undefined) {
+    return `Pod: ${id} update status is False, can not be updated`;
+  }
+  return undefined;
+}
+
+/**
+ * YurtHub's `imagepull` checks (`checkPodStatus` alone, no owner check) and its 403 sentence;
+ * returns the condition that asks for the pull: `PodImageReady` False with the revision of the
+ * pod's `PodNeedUpgrade` mark, no reason (a reason left from an earlier result is cleared), and
+ * now as its transition time, which tells a new request from an older Job (engine/image-pulls).
+ */
+export function pullRequest(
+  pod: Pod,
+  now: Date,
+  node?: string,
+): { type: string; status: "False"; reason: string; message: string; lastTransitionTime: string } {
+  const { namespace = "", name = "" } = pod.metadata;
+  const problem = podStatusProblem(pod, node);
+  if (problem) {
+    throw new OtaError(403, `Failed to check pod status ${namespace}/${name}, error: ${problem}`);
+  }
+  return {
+    type: podImageReady,
+    status: "False",
+    reason: "",
+    message: markedRevision(pod)!,
+    lastTransitionTime: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
+  };
+}
+
+/** YurtHub's answer to an accepted `imagepull`. */
+export const pullRequestedText = (namespace: string, name: string) =>
+  `Image pre-pull requested for pod ${namespace}/${name}`;
+
 /**
  * YurtHub's `preCheckUpdatePod` and owner checks, in its order: the pod is not being deleted,
  * runs on `node` (the edge agent's; the controller serves every node), is marked
@@ -63,14 +109,9 @@ const preCheckFailed = (detail: string) =>
 export function checkUpgradable(pod: Pod, node?: string): { name: string; uid: string } {
   const { namespace = "", name = "" } = pod.metadata;
   const id = `${namespace}/${name}`;
-  const status = (error: string) =>
-    preCheckFailed(`Failed to check pod ${id} status, error: ${error}`);
-  if (pod.metadata.deletionTimestamp) throw status(`Pod ${id} is deleting, can not be updated`);
-  if (node !== undefined && pod.spec.nodeName !== node) {
-    throw status(`Pod: ${id} is running on ${pod.spec.nodeName ?? ""}, can not be updated`);
-  }
+  const problem = podStatusProblem(pod, node);
+  if (problem) throw preCheckFailed(`Failed to check pod ${id} status, error: ${problem}`);
   const revision = markedRevision(pod);
-  if (revision === undefined) throw status(`Pod: ${id} update status is False, can not be updated`);
   const image = condition(pod, podImageReady);
   if (image && (image.status !== "True" || image.message !== revision)) {
     throw preCheckFailed(

@@ -20,6 +20,8 @@ import {
   type OtaService,
   ownerNotInOta,
   podNotFound,
+  pullRequest,
+  pullRequestedText,
 } from "./ota-checks.ts";
 import { listManagedSets } from "./tick.ts";
 
@@ -80,11 +82,7 @@ export class Ota implements OtaService {
         "whenConnected is served by the edge agent, which keeps the request on its node; the controller upgrades at once or answers 503",
       );
     }
-    const pod = await answeredWithin(this.#kube.readPod(ns, name), this.#deadlineMs, "get pod")
-      .catch((err) => {
-        throw unavailable(err) ?? new OtaError(500, `Get pod failed, ${(err as Error).message}`);
-      });
-    if (!pod) throw podNotFound(ns, name);
+    const pod = await this.#readPod(ns, name);
     const owner = checkUpgradable(pod);
     await this.#checkOwnerInOtaMode(pod, owner);
     // The UID precondition: a pod recreated under this name since the check is not deleted.
@@ -110,6 +108,53 @@ export class Ota implements OtaService {
       revision: markedRevision(pod),
     });
     return { status: 200, text: `Start updating pod ${ns}/${name}` };
+  }
+
+  /**
+   * YurtHub's `imagepull`: the pod's checks, then `PodImageReady` False with its revision. The
+   * set's reconcile, called by the pod's change, runs the pull Job (engine/image-pulls.ts).
+   * Beyond YurtHub, its DaemonSet must be one edgeroll rolls in OTA mode: nobody else would pull.
+   */
+  async imagePull(ns: string, name: string): Promise<{ status: 200; text: string }> {
+    const pod = await this.#readPod(ns, name);
+    const request = pullRequest(pod, new Date());
+    const owner = pod.metadata.ownerReferences?.find((o) => o.controller);
+    if (owner?.kind !== "DaemonSet") {
+      throw ownerNotInOta(pod, `the pod is not a DaemonSet's (owner ${owner?.kind ?? "none"})`);
+    }
+    await this.#checkOwnerInOtaMode(pod, owner);
+    await answeredWithin(
+      this.#kube.api.patchPodStatus({
+        namespace: ns,
+        name,
+        patch: { metadata: { uid: pod.metadata.uid }, status: { conditions: [request] } },
+      }),
+      this.#deadlineMs,
+      "patch pod status",
+    ).catch((err) => {
+      if (isNotFound(err)) throw podNotFound(ns, name);
+      this.#logger.error("OTA image pull not requested", {
+        pod: `${ns}/${name}`,
+        error: err.message,
+      });
+      throw unavailable(err) ??
+        new OtaError(500, `Patch pod status for imagepull failed, ${(err as Error).message}`);
+    });
+    this.#logger.info("OTA image pull requested", {
+      pod: `${ns}/${name}`,
+      node: pod.spec.nodeName,
+      revision: request.message,
+    });
+    return { status: 200, text: pullRequestedText(ns, name) };
+  }
+
+  async #readPod(ns: string, name: string): Promise<Pod> {
+    const pod = await answeredWithin(this.#kube.readPod(ns, name), this.#deadlineMs, "get pod")
+      .catch((err) => {
+        throw unavailable(err) ?? new OtaError(500, `Get pod failed, ${(err as Error).message}`);
+      });
+    if (!pod) throw podNotFound(ns, name);
+    return pod;
   }
 
   /** edgeroll's pre-check beyond YurtHub's: the DaemonSet still exists and is in OTA mode. */

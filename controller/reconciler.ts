@@ -417,6 +417,10 @@ function targetOf(action: Action): string {
     case "patchRevision":
     case "deleteRevision":
       return `controllerrevision/${action.name}`;
+    case "createJob":
+      return `job/${action.job.metadata.name} on node/${action.node}`;
+    case "deleteJob":
+      return `job/${action.name}`;
   }
 }
 

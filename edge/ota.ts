@@ -14,6 +14,8 @@ import {
   OtaError,
   type OtaService,
   podNotFound,
+  pullRequest,
+  pullRequestedText,
 } from "../controller/ota-checks.ts";
 import { isConflict, isNotFound, isUnreachable, KubeError } from "../kube/errors.ts";
 import type { LeanKubeApi } from "../kube/lean-client.ts";
@@ -89,6 +91,39 @@ export class EdgeOta implements OtaService {
       throw disconnected();
     }
     return { status: 200, text: `Start updating pod ${namespace}/${name}` };
+  }
+
+  /**
+   * YurtHub's `imagepull` for this node's pod: its checks on the live pod, then `PodImageReady`
+   * False with its revision, written with the node's credentials; the controller's puller runs
+   * the Job. Cut off, YurtHub's 503 (a pull needs the registry, which the link reaches).
+   */
+  async imagePull(namespace: string, name: string): Promise<{ status: 200; text: string }> {
+    const { cache, api, deadlineMs, node } = this.#d;
+    if (!cache.connected) throw disconnected();
+    try {
+      const pod = await this.#livePod(namespace, name);
+      const condition = pullRequest(pod, new Date(this.#d.now()), node);
+      const uid = pod.metadata.uid ?? "";
+      await answeredWithin(
+        api.setPodCondition({ namespace, name, uid, condition }),
+        deadlineMs,
+        "patch pod status",
+      ).catch((err) => {
+        if (isNotFound(err)) throw podNotFound(namespace, name);
+        if (isUnreachable(err)) throw err;
+        throw new OtaError(500, `Patch pod status for imagepull failed, ${(err as Error).message}`);
+      });
+      this.#d.logger.info("OTA image pull requested", {
+        pod: `${namespace}/${name}`,
+        revision: condition.message,
+      });
+    } catch (err) {
+      if (!isUnreachable(err)) throw err;
+      cache.linkFailed(err);
+      throw disconnected();
+    }
+    return { status: 200, text: pullRequestedText(namespace, name) };
   }
 
   /**

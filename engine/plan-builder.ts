@@ -11,7 +11,8 @@ import { inPlacePatch, updatedInPlace } from "./in-place.ts";
 import { formatTime, isTerminating, parseTime, podNodeName } from "./objects.ts";
 import { daemonPodTolerations, type Placement } from "./placement.ts";
 import { controllerRef } from "./revisions.ts";
-import type { Action, Awaited, EpochMillis, PlanEvent } from "../api/plan.ts";
+import type { Action, Awaited, CreateJob, DeleteJob, EpochMillis, PlanEvent } from "../api/plan.ts";
+import { podImageReady } from "../api/image-pull.ts";
 
 /** An action not observed within this time is forgotten and planned again. */
 export const expectationTimeoutSeconds = 60;
@@ -283,6 +284,33 @@ export class PlanBuilder {
     }, inPlaceGateExpected(status));
   }
 
+  /**
+   * Records a pull's result on the pod (OpenYurt's `PodImageReady`); false when this call's
+   * share of the burst is spent.
+   */
+  markImageReady(
+    pod: Pod,
+    node: string,
+    condition: { status: "True" | "False"; reason: string; message: string },
+    why: string,
+  ): boolean {
+    const { status, reason } = condition;
+    return this.#setPodCondition(
+      pod,
+      node,
+      why,
+      { type: podImageReady, ...condition },
+      `${podImageReady}=${status}/${reason}`,
+    );
+  }
+
+  /** A Job written (created or deleted) for a pull: one of this call's pod writes. */
+  writeJob(action: CreateJob | DeleteJob): boolean {
+    if (!this.#takePodWrite()) return false;
+    this.#actions.push(action);
+    return true;
+  }
+
   #setPodCondition(
     pod: Pod,
     node: string,
@@ -524,7 +552,8 @@ export function isObserved(
       return pod === undefined ||
         (pod.status?.conditions ?? []).some((c) =>
           exp.condition !== undefined
-            ? `${c.type}=${c.status}` === exp.condition
+            ? `${c.type}=${c.status}` === exp.condition ||
+              `${c.type}=${c.status}/${c.reason ?? ""}` === exp.condition
             : c.type === Keys.podNeedUpgrade && c.message === `controllerrevision: ${exp.revision}`
         );
     }

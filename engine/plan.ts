@@ -27,6 +27,7 @@ import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-obje
 import { maxUnavailableAnnotation, updateStrategyAnnotation } from "../api/openyurt.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { readSet, resolve, type SetConfig } from "./config.ts";
+import { planImagePulls } from "./image-pulls.ts";
 import { planInPlaceReadiness, revisionTemplate } from "./in-place.ts";
 import { planPlacement } from "./manage.ts";
 import {
@@ -100,6 +101,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
   const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
   planOta(builder, views, pending, config.mode === "OTA");
+  if (config.mode === "OTA") planImagePulls(builder, views, pending, snapshot.pulls);
   if (config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused) {
     const budget = config.mode === "Surge"
       ? surgeBudget(builder, desiredCount, available)

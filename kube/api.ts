@@ -58,6 +58,11 @@ export interface KubeApi {
   ): Promise<KubeObject>;
   patchRevision(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
   deleteRevision(p: { namespace: string; name: string; uid: string }): Promise<void>;
+  /** Image pull Jobs (ADR 0034): listed by label, created, deleted with their pods. */
+  listJobs(p: { namespace: string; labelSelector: string }): Promise<KubeList>;
+  createJob(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
+  /** Background propagation: the Job goes at once, the garbage collector takes its pods. */
+  deleteJob(p: { namespace: string; name: string; uid: string }): Promise<void>;
   createEvent(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
   createTokenReview(p: { token: string; audiences?: string[] }): Promise<TokenReviewResult>;
   getVersion(p: Record<string, never>): Promise<{ gitVersion: string }>;
@@ -86,6 +91,7 @@ const ads = custom("advanceddaemonsets");
 const kruise = custom(kruiseSetKind);
 const apps = (resource: string, verb: string): Access => ({ group: "apps", resource, verb });
 const core = (resource: string, verb: string): Access => ({ group: "", resource, verb });
+const batch = (resource: string, verb: string): Access => ({ group: "batch", resource, verb });
 
 /**
  * What each method may ask of the API server, for both kinds of set where the kind is a
@@ -109,6 +115,9 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   createRevision: [apps("controllerrevisions", "create")],
   patchRevision: [apps("controllerrevisions", "patch")],
   deleteRevision: [apps("controllerrevisions", "delete")],
+  listJobs: [batch("jobs", "list")],
+  createJob: [batch("jobs", "create")],
+  deleteJob: [batch("jobs", "delete")],
   createEvent: [core("events", "create")],
   createTokenReview: [{ group: "authentication.k8s.io", resource: "tokenreviews", verb: "create" }],
   getVersion: [],
@@ -216,6 +225,7 @@ function jsonGetter(kc: k8s.KubeConfig) {
 export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const apps = kc.makeApiClient(k8s.AppsV1Api);
+  const batchApi = kc.makeApiClient(k8s.BatchV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const authn = kc.makeApiClient(k8s.AuthenticationV1Api);
   const versionApi = kc.makeApiClient(k8s.VersionApi);
@@ -322,6 +332,19 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
     },
     async deleteRevision({ namespace, name, uid }) {
       await apps.deleteNamespacedControllerRevision({ namespace, name, ...preconditions(uid) });
+    },
+    listJobs({ namespace, labelSelector }) {
+      return listJson(inNamespace(namespace, "/apis/batch/v1", "jobs"), { labelSelector });
+    },
+    async createJob({ namespace, body }) {
+      return toWire(await batchApi.createNamespacedJob({ namespace, body: body as k8s.V1Job }));
+    },
+    async deleteJob({ namespace, name, uid }) {
+      await batchApi.deleteNamespacedJob({
+        namespace,
+        name,
+        body: { preconditions: { uid }, propagationPolicy: "Background" },
+      });
     },
     async createEvent({ namespace, body }) {
       return toWire(

@@ -27,6 +27,7 @@ import {
 } from "../api/kube-objects.ts";
 import { labelSelectorIssues } from "../api/label-selector.ts";
 import type { Snapshot } from "../api/plan.ts";
+import { type Job, type PullObjects, pullSetLabel, pullsToRead } from "../api/image-pull.ts";
 
 /** One request as `/metrics` counts it. */
 export interface RequestRecord {
@@ -134,8 +135,21 @@ export class KubeClient {
       nodes: nodes as Node[],
       revisions: revisions.items as ControllerRevision[],
       podsVersion: pods.resourceVersion,
+      ...(pullsToRead(pods.items as Pod[])
+        ? { pulls: await this.#readPulls(ref.namespace, set.metadata.uid ?? "") }
+        : {}),
     };
     return snapshotOf(ref.kind, set, objects);
+  }
+
+  /** The set's image pull Jobs and their pods, read from the API server (never cached). */
+  async #readPulls(namespace: string, setUid: string): Promise<PullObjects> {
+    const labelSelector = `${pullSetLabel}=${setUid}`;
+    const [jobs, pods] = await Promise.all([
+      this.api.listJobs({ namespace, labelSelector }),
+      this.api.listPods({ namespace, labelSelector }),
+    ]);
+    return { jobs: jobs.items as Job[], pods: pods.items as Pod[] };
   }
 
   /**
@@ -235,6 +249,15 @@ export class KubeClient {
 
   deleteRevision(namespace: string, name: string, uid: string): Promise<DeleteOutcome> {
     return tolerateGone(() => this.api.deleteRevision({ namespace, name, uid }));
+  }
+
+  /** A Job of the same name already there is the earlier attempt's: its name is deterministic. */
+  createJob(namespace: string, job: KubeObject): Promise<CreateOutcome> {
+    return tolerateAlreadyExists(() => this.api.createJob({ namespace, body: job }));
+  }
+
+  deleteJob(namespace: string, name: string, uid: string): Promise<DeleteOutcome> {
+    return tolerateGone(() => this.api.deleteJob({ namespace, name, uid }));
   }
 
   /** A core/v1 Event about `involved` (the set, or one of its pods). */

@@ -1,6 +1,6 @@
 /**
  * The one executor of a plan's actions, as upstream's `syncNodes`: at most `burst` pod
- * creations and at most `burst` deletions (pod conditions count with them) per call. Revisions go first (the pods name theirs; a failure there
+ * creations and at most `burst` deletions (pod conditions and pull Jobs count with them) per call. Revisions go first (the pods name theirs; a failure there
  * ends the run). Creations go in slow-start batches (1, 2, 4, …), so a failing API server or an
  * exhausted quota costs one request, not a whole burst: a batch with a failure skips the
  * creations after it. Deletions, patches and pod conditions then go all at once (a few dozen
@@ -9,6 +9,7 @@
  */
 import type { Action } from "../api/plan.ts";
 import type { KubeClient } from "./client.ts";
+import type { KubeObject } from "./objects.ts";
 import { type KubeError, toKubeError } from "./errors.ts";
 
 /** `alreadyDone`: a create found the object, a delete found it gone (or replaced). */
@@ -51,7 +52,8 @@ export async function executeActions(
   const sendable = outcomes.filter(({ action }) => {
     const share = action.type === "createPod"
       ? "create"
-      : action.type === "deletePod" || action.type === "setPodCondition"
+      : action.type === "deletePod" || action.type === "setPodCondition" ||
+          action.type === "createJob" || action.type === "deleteJob"
       ? "delete"
       : undefined;
     return share === undefined || ++sent[share] <= Math.max(0, burst);
@@ -116,6 +118,10 @@ async function applyAction(
       return "done";
     case "deleteRevision":
       return done(await client.deleteRevision(namespace, action.name, action.uid));
+    case "createJob":
+      return done(await client.createJob(namespace, action.job as KubeObject));
+    case "deleteJob":
+      return done(await client.deleteJob(namespace, action.name, action.uid));
   }
 }
 

@@ -8,7 +8,7 @@ import { KubeError } from "./errors.ts";
 import { LeanKubeClient, type PodWatchEvent } from "./lean-client.ts";
 import { connectionFromKubeconfig } from "./lean-config.ts";
 
-Deno.test("lean client: lists and watches a node's pods, reads one, deletes it by UID only, with the node's credentials over TLS", async () => {
+Deno.test("lean client: lists and watches a node's pods, reads one, sets a condition and deletes it by UID only, with the node's credentials over TLS", async () => {
   const sim = await startSim({ nodes: 2, speed: 20 });
   const client = new LeanKubeClient(connectionFromKubeconfig(await sim.nodeKubeconfig("edge-1")));
   const watch = new AbortController();
@@ -30,6 +30,18 @@ Deno.test("lean client: lists and watches a node's pods, reads one, deletes it b
     }, (event) => events.push(event));
     const { namespace = "", name = "", uid = "" } = pod.metadata;
     assertEquals((await client.getPod({ namespace, name })).metadata.uid, uid);
+    // A condition of its pod's status, merged by type, and only on the pod of that UID.
+    const condition = { type: "PodImageReady", status: "False", message: "controllerrevision: x" };
+    await client.setPodCondition({ namespace, name, uid, condition });
+    const marked = await client.getPod({ namespace, name });
+    const conditions = marked.status?.conditions ?? [];
+    assertEquals(conditions.find((c) => c.type === "PodImageReady")?.message, condition.message);
+    assertEquals(conditions.some((c) => c.type === "Ready"), true, "the kubelet's stay");
+    const replaced = await assertRejects(
+      () => client.setPodCondition({ namespace, name, uid: "not-its-uid", condition }),
+      KubeError,
+    );
+    assertEquals(replaced.status, 409);
     const stale = await assertRejects(
       () => client.deletePod({ namespace, name, uid: "not-its-uid" }),
       KubeError,

@@ -19,6 +19,7 @@ export const leanClientAccess: Record<keyof LeanKubeApi, Access> = {
   watchNodePods: { group: "", resource: "pods", verb: "watch" },
   getPod: { group: "", resource: "pods", verb: "get" },
   deletePod: { group: "", resource: "pods", verb: "delete" },
+  setPodCondition: { group: "", resource: "pods/status", verb: "patch" },
 };
 
 export interface PodWatchEvent {
@@ -40,6 +41,13 @@ export interface LeanKubeApi {
   getPod(p: { namespace: string; name: string }): Promise<Pod>;
   /** Deletes only the pod with this UID: a pod recreated under the same name is left alone. */
   deletePod(p: { namespace: string; name: string; uid: string }): Promise<void>;
+  /**
+   * Adds or replaces one condition of the pod's status (a strategic merge patch: conditions
+   * merge by `type`, as the kubelet's), if the pod still has this UID.
+   */
+  setPodCondition(
+    p: { namespace: string; name: string; uid: string; condition: Record<string, unknown> },
+  ): Promise<void>;
 }
 
 /** Largest answer read whole (a node's pod list): a misbehaving server cannot exhaust memory. */
@@ -50,6 +58,8 @@ const requestTimeoutMs = 30_000;
 const materialRecheckMs = 60_000;
 
 type Agent = HttpAgent | HttpsAgent;
+
+const strategicMerge = "application/strategic-merge-patch+json";
 
 export class LeanKubeClient implements LeanKubeApi {
   readonly #connection: LeanConnection;
@@ -129,6 +139,20 @@ export class LeanKubeClient implements LeanKubeApi {
     });
   }
 
+  async setPodCondition(
+    p: { namespace: string; name: string; uid: string; condition: Record<string, unknown> },
+  ): Promise<void> {
+    const patch = { metadata: { uid: p.uid }, status: { conditions: [p.condition] } };
+    await this.#json(
+      "PATCH",
+      `${podPath(p)}/status`,
+      {},
+      "patch pod status",
+      patch,
+      strategicMerge,
+    );
+  }
+
   /** Closes idle connections (on stop: a keep-alive socket would hold the process open). */
   close(): void {
     this.#agent?.agent.destroy();
@@ -141,8 +165,9 @@ export class LeanKubeClient implements LeanKubeApi {
     query: Record<string, string>,
     operation: string,
     body?: unknown,
+    contentType = "application/json",
   ): Promise<T> {
-    const response = await this.#send(method, path, query, operation, { body });
+    const response = await this.#send(method, path, query, operation, { body, contentType });
     if ((response.statusCode ?? 0) >= 300) await this.#fail(response, operation);
     return JSON.parse(await readBody(response, operation)) as T;
   }
@@ -161,7 +186,7 @@ export class LeanKubeClient implements LeanKubeApi {
     path: string,
     query: Record<string, string>,
     operation: string,
-    options: { body?: unknown; signal?: AbortSignal; idleMs?: number },
+    options: { body?: unknown; contentType?: string; signal?: AbortSignal; idleMs?: number },
   ): Promise<IncomingMessage> {
     const url = new URL(`${this.#connection.server}${path}`);
     for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
@@ -171,7 +196,7 @@ export class LeanKubeClient implements LeanKubeApi {
       "user-agent": "edgeroll-edge",
     };
     if (payload !== undefined) {
-      headers["content-type"] = "application/json";
+      headers["content-type"] = options.contentType ?? "application/json";
       // Said, not left to the runtime: without it Deno's node:http sent a DELETE's body unread.
       headers["content-length"] = String(new TextEncoder().encode(payload).length);
     }

@@ -19,6 +19,7 @@ import type { Logger } from "../lib/log.ts";
 import { fnv1a64 } from "../api/hash.ts";
 import { type KubeObject, nodeSchedulingView } from "../kube/objects.ts";
 import { RecentMap } from "../lib/recent-map.ts";
+import { pullForAnnotation } from "../api/image-pull.ts";
 import { type BearerToken, EventSender } from "./sender.ts";
 import {
   clientNodeWatch,
@@ -106,9 +107,14 @@ const baseSources = (kruise: boolean): Source[] => [
     apiVersion: "v1",
     kind: "Pod",
     trim: (o) => {
-      const owner = o.metadata.ownerReferences?.find((r) => r.controller && isSetOwner(r, kruise));
+      const { name, namespace, ownerReferences, annotations } = o.metadata;
+      // A pod of an image pull Job calls the set it pulls for (ADR 0034).
+      const pullFor = annotations?.[pullForAnnotation];
+      if (pullFor !== undefined) {
+        return { metadata: { name, namespace, annotations: { [pullForAnnotation]: pullFor } } };
+      }
+      const owner = ownerReferences?.find((r) => r.controller && isSetOwner(r, kruise));
       if (!owner) return undefined;
-      const { name, namespace, ownerReferences } = o.metadata;
       return { metadata: { name, namespace, ownerReferences } };
     },
   },

@@ -106,7 +106,9 @@ async function otaApp(
   const counted = interceptApi(
     intercepted,
     Object.fromEntries(
-      (["listPods", "getPod", "deletePod", "getSet", "listSets"] as const).map((m) => [
+      (["listPods", "getPod", "deletePod", "patchPodStatus", "getSet", "listSets"] as const).map((
+        m,
+      ) => [
         m,
         // deno-lint-ignore no-explicit-any
         (p: any, next: (p: any) => Promise<any>) => {
@@ -434,15 +436,91 @@ Deno.test("GET /pods on the controller: pods of OTA DaemonSets, by node if asked
   assertStringIncludes(await queued.text(), "whenConnected is served by the edge agent");
 });
 
-Deno.test("imagepull answers 501: edgeroll has no image pre-puller", async () => {
+const imagepull = (ns: string, pod: string) =>
+  `/openyurt.io/v1/namespaces/${ns}/pods/${pod}/imagepull`;
+
+Deno.test("imagepull: marks PodImageReady False with the pod's revision, then upgrade waits for the pull", async () => {
   for (const where of wheres) {
     await using h = await otaApp(where);
-    const res = await h.request(
-      "/openyurt.io/v1/namespaces/default/pods/nginx-daemonset-bwzss/imagepull",
+    const res = await h.request(imagepull("default", "nginx-daemonset-bwzss"));
+    assertEquals(
+      [res.status, await res.text()],
+      [200, "Image pre-pull requested for pod default/nginx-daemonset-bwzss"],
+      where,
     );
-    assertEquals(res.status, 501);
-    assertStringIncludes(await res.text(), "Image pre-pull is not supported by edgeroll");
-    assertEquals(h.api.writes, []);
+    assertEquals(h.api.writes, ["patch pods/status"], where);
+    const marked = h.api.objects.pods.get("default/nginx-daemonset-bwzss")!;
+    const image = (marked.status as { conditions: Record<string, string>[] }).conditions
+      .find((c) => c.type === "PodImageReady");
+    assertEquals(
+      [image?.status, image?.reason ?? "", image?.message],
+      ["False", "", "controllerrevision: v2hash"],
+      where,
+    );
+    // A request again after a failure clears its reason, as YurtHub writes the whole condition.
+    image!.reason = "PullImageFail";
+    await h.request(imagepull("default", "nginx-daemonset-bwzss"));
+    const again = (h.api.objects.pods.get("default/nginx-daemonset-bwzss")!.status as {
+      conditions: Record<string, string>[];
+    }).conditions.find((c) => c.type === "PodImageReady");
+    assertEquals([again?.status, again?.reason ?? ""], ["False", ""], where);
+    const blocked = await h.request(upgrade("default", "nginx-daemonset-bwzss"));
+    assertEquals(blocked.status, 403, where);
+    assertStringIncludes(await blocked.text(), "image is not ready", where);
+  }
+});
+
+Deno.test("imagepull: YurtHub's checks and sentences; nothing is written", async () => {
+  for (const where of wheres) {
+    await using h = await otaApp(where);
+    h.api.put("pods", pod("nginx-daemonset-gone2", "worker2", nginx, [need("True")]));
+    h.api.objects.pods.get("default/nginx-daemonset-gone2")!.metadata.deletionTimestamp =
+      "2026-06-01T12:00:00Z";
+    const failed = (id: string, error: string) =>
+      `Failed to check pod status ${id}, error: ${error}`;
+    const cases: [string, number, string][] = [
+      [
+        "nginx-daemonset-gone2",
+        403,
+        failed(
+          "default/nginx-daemonset-gone2",
+          "Pod default/nginx-daemonset-gone2 is deleting, can not be updated",
+        ),
+      ],
+      [
+        "plain-fghij",
+        403,
+        failed(
+          "default/plain-fghij",
+          "Pod: default/plain-fghij update status is False, can not be updated",
+        ),
+      ],
+      [
+        "nosuch-abcde",
+        404,
+        `Get pod failed, pods "nosuch-abcde" not found in namespace default`,
+      ],
+      ...(where === "edge"
+        ? [[
+          "nginx-daemonset-rgp9h",
+          403,
+          failed(
+            "default/nginx-daemonset-rgp9h",
+            "Pod: default/nginx-daemonset-rgp9h is running on worker3, can not be updated",
+          ),
+        ]] as [string, number, string][]
+        // The controller pulls only for sets it rolls in OTA mode: nobody would pull otherwise.
+        : [[
+          "rolling-abcde",
+          403,
+          "Pre check update pod failed, Failed to check pod default/rolling-abcde status, error: DaemonSet default/rolling is not in OTA mode (annotation apps.openyurt.io/update-strategy: OTA, updateStrategy OnDelete)",
+        ]] as [string, number, string][]),
+    ];
+    for (const [name, code, text] of cases) {
+      const res = await h.request(imagepull("default", name));
+      assertEquals([res.status, await res.text()], [code, text], `${where} ${name}`);
+    }
+    assertEquals(h.api.writes, [], where);
   }
 });
 
@@ -453,11 +531,12 @@ Deno.test("the edge agent's OTA routes list, read and delete pods, never a set",
       ["/pods", "GET"],
       ["/openyurt.io/v1/pods", "GET"],
       [upgrade("default", "plain-fghij"), "POST"], // refused: no mark
-      [upgrade("default", "nginx-daemonset-bwzss"), "POST"],
-      ["/openyurt.io/v1/namespaces/default/pods/standalone/imagepull", "POST"],
+      ["/openyurt.io/v1/namespaces/default/pods/standalone/imagepull", "POST"], // refused
+      [imagepull("default", "nginx-daemonset-bwzss"), "POST"],
+      [upgrade("default", "rolling-abcde"), "POST"],
     ]
   ) await h.request(path, method);
-  assertEquals([...h.called].sort(), ["deletePod", "getPod", "listPods"]);
+  assertEquals([...h.called].sort(), ["deletePod", "getPod", "listPods", "patchPodStatus"]);
 });
 
 Deno.test("OTA upgrade on the edge: a pod the node's credentials may not read is refused as not on this node", async () => {

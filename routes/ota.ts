@@ -89,15 +89,11 @@ export function registerOtaRoutes(app: Hono, { ota, guard, logger }: OtaRouteDep
     return c.text(text, status);
   });
 
-  // YurtHub marks PodImageReady False and leaves the pull to yurt-manager's image pre-pull
-  // controller, which runs a Job on the node. edgeroll has no such puller: saying so is
-  // better than a mark nothing would ever clear, which would then block the upgrade.
-  routes.post("/openyurt.io/v1/namespaces/:ns/pods/:pod/imagepull", guard, (c) => {
+  // YurtHub marks PodImageReady False; the set's reconcile then pulls on the node (ADR 0034).
+  routes.post("/openyurt.io/v1/namespaces/:ns/pods/:pod/imagepull", guard, async (c) => {
     const { ns, pod } = podOf(c);
-    return c.text(
-      `Image pre-pull is not supported by edgeroll (pod ${ns}/${pod}): the new pod pulls its image when the upgrade starts`,
-      501,
-    );
+    const { status, text } = await ota.imagePull(ns, pod);
+    return c.text(text, status);
   });
   app.route("/", routes);
 }

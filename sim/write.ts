@@ -212,6 +212,15 @@ async function patchOnce(
       );
   }
   const object = patched as unknown as KubeObject;
+  // A uid the patch sets is a precondition, as kube-apiserver's update checks it (status too).
+  const uid = object.metadata?.uid;
+  if (uid && uid !== stored.metadata.uid) {
+    throw new StoreError(
+      409,
+      "Conflict",
+      `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${stored.metadata.uid}`,
+    );
+  }
   object.metadata ??= { name: stored.metadata.name };
   object.metadata.name = stored.metadata.name;
   object.metadata.namespace = stored.metadata.namespace;

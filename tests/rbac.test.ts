@@ -67,10 +67,17 @@ Deno.test("rbac: the kruise-compat overlay adds exactly what --kruise asks, for 
 
 Deno.test("rbac: the edge agent asks only what its node's own credentials may do", () => {
   // The Node authorizer and NodeRestriction (kube-apiserver, read off cluster/): a node lists
-  // its own pods by field selector, reads and deletes pods bound to it, and no DaemonSet. The
+  // its own pods by field selector, reads, deletes and writes the status of pods bound to it,
+  // and no DaemonSet. The
   // e2e scenario "an edge node's credentials reach its own pods only" shows the API server
   // holding that line on both targets.
   const needed = Object.values(leanClientAccess)
     .map(({ group, resource, verb }) => `${group}/${resource}:${verb}`);
-  assertEquals(unique(needed), ["/pods:delete", "/pods:get", "/pods:list", "/pods:watch"]);
+  assertEquals(unique(needed), [
+    "/pods/status:patch",
+    "/pods:delete",
+    "/pods:get",
+    "/pods:list",
+    "/pods:watch",
+  ]);
 });

@@ -17,5 +17,8 @@ export function leanApiOver(api: KubeApi): LeanKubeApi {
       new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
     getPod: async (p) => await api.getPod(p) as Pod,
     deletePod: (p) => api.deletePod(p),
+    setPodCondition: async ({ namespace, name, condition }) => {
+      await api.patchPodStatus({ namespace, name, patch: { status: { conditions: [condition] } } });
+    },
   };
 }

@@ -9,7 +9,7 @@ import { KubeError } from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/objects.ts";
 import { customSetResources, kruiseSetKind, type SetKind } from "../../api/set-ref.ts";
 
-type Resource = SetKind | "pods" | "nodes" | "controllerrevisions" | "events";
+type Resource = SetKind | "pods" | "nodes" | "controllerrevisions" | "events" | "jobs";
 
 export interface MemoryApi extends KubeApi {
   /** Objects by resource; edit freely between calls. */
@@ -55,6 +55,7 @@ export function memoryApi(): MemoryApi {
     pods: new Map(),
     nodes: new Map(),
     controllerrevisions: new Map(),
+    jobs: new Map(),
     events: new Map(),
   } as Record<Resource, Map<string, KubeObject>>;
   const writes: string[] = [];
@@ -187,6 +188,12 @@ export function memoryApi(): MemoryApi {
       Promise.resolve().then(() => patch("controllerrevisions", namespace, name, body)),
     deleteRevision: ({ namespace, name, uid }) =>
       Promise.resolve().then(() => remove("controllerrevisions", namespace, name, uid)),
+    listJobs: ({ namespace, labelSelector }) =>
+      Promise.resolve(list("jobs", namespace, labelSelector)),
+    createJob: ({ namespace, body }) =>
+      Promise.resolve().then(() => create("jobs", namespace, body)),
+    deleteJob: ({ namespace, name, uid }) =>
+      Promise.resolve().then(() => remove("jobs", namespace, name, uid)),
     createEvent: ({ namespace, body }) =>
       Promise.resolve().then(() => create("events", namespace, body)),
     // As kube-apiserver: a review that names audiences authenticates only a token meant for
