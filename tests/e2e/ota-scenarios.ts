@@ -7,6 +7,14 @@
  */
 import { assertEquals, assertMatch, assertStringIncludes } from "@std/assert";
 import { disconnectedText } from "../../controller/ota-checks.ts";
+import {
+  type Job,
+  podImageReady,
+  pullImageFail,
+  pullImageSuccess,
+  pullJobName,
+  pullSetLabel,
+} from "../../api/image-pull.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
 import { otaDaemonSet, otaPodsMarked } from "../edge-ota.ts";
 import { conditionStatus, eventually, type Kube, type Pod } from "./kube.ts";
@@ -198,4 +206,129 @@ const apiServerStoppedScenario: Scenario = {
   },
 };
 
-export const otaScenarios: Scenario[] = [walkthroughScenario, apiServerStoppedScenario];
+/** A pod's `PodImageReady` condition as kubectl reads it. */
+async function imageReady(kube: Kube, ns: string, name: string) {
+  const pod = await kube.json<Pod>(["--namespace", ns, "get", "pod", name]);
+  return pod.status?.conditions?.find((c) => c.type === podImageReady);
+}
+
+/** The pull Jobs of the namespace, as `kubectl get jobs` lists them. */
+async function pullJobs(kube: Kube, ns: string) {
+  const list = await kube.json<{ items: Job[] }>([
+    "--namespace",
+    ns,
+    "get",
+    "jobs",
+    "-l",
+    pullSetLabel,
+  ]);
+  return list.items;
+}
+
+/** The revision a pod's `PodNeedUpgrade` True mark names, once it names another than `not`. */
+const markedHash = (pod: Pod, not?: string) => {
+  const need = pod.status?.conditions?.find((c) => c.type === "PodNeedUpgrade");
+  const hash = need?.status === "True" ? need.message?.replace("controllerrevision: ", "") : "";
+  return hash && hash !== not ? hash : undefined;
+};
+
+const imagePullScenario: Scenario = {
+  name:
+    "OpenYurt's image pre-pull: imagepull on the edge agent, a Job pulls on the node, PodImageReady True, then the upgrade; an image that cannot be pulled fails the pull and the upgrade answers 403",
+  async run(target: E2eTarget, kube: Kube) {
+    const ns = "e2e-ota-pull";
+    const image = (v: string) => `edgeroll.test/ota-agent:${v}`;
+    await kube.createNamespace(ns);
+    await kube.apply(otaDaemonSet(ns, image("v1")));
+    const [node, other] = target.nodes;
+    await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
+      const marked = await otaPodsMarked(kube, ns, target.nodes.length, image("v2"), eventually);
+      const ours = marked.find((p) => p.spec.nodeName === node)!;
+      const name = ours.metadata.name;
+      const hash = markedHash(ours)!;
+      await withEdgeAgent(await target.nodeKubeconfig(node), node, async (agent) => {
+        const podUrl = `${agent.url}/openyurt.io/v1/namespaces/${ns}/pods/${name}`;
+        const pull = await fetch(`${podUrl}/imagepull`, { method: "POST" });
+        assertEquals(
+          [pull.status, await pull.text()],
+          [200, `Image pre-pull requested for pod ${ns}/${name}`],
+        );
+        const job = await eventually(
+          "the pull Job",
+          async () =>
+            (await pullJobs(kube, ns)).find((j) => j.metadata.name === pullJobName(name, hash)),
+        );
+        const spec = job.spec!.template!.spec!;
+        assertEquals([spec.nodeName, spec.restartPolicy], [node, "Never"]);
+        assertEquals(spec.containers.map((c) => [c.image, c.imagePullPolicy]), [
+          [image("v2"), "Always"],
+        ]);
+        const ready = await eventually("PodImageReady True", async () => {
+          const condition = await imageReady(kube, ns, name);
+          return condition?.status === "True" ? condition : undefined;
+        }, 120_000);
+        assertEquals([ready.reason, ready.message], [
+          pullImageSuccess,
+          `controllerrevision: ${hash}`,
+        ]);
+        const upgraded = await fetch(`${podUrl}/upgrade`, { method: "POST" });
+        assertEquals([upgraded.status, await upgraded.text()], [
+          200,
+          `Start updating pod ${ns}/${name}`,
+        ]);
+      });
+      const replacement = await eventually(`a v2 pod on ${node}`, async () => {
+        const pod = (await kube.pods(ns, "app=ota-agent"))
+          .find((p) => p.spec.nodeName === node && !p.metadata.deletionTimestamp);
+        return pod && pod.metadata.uid !== ours.metadata.uid ? pod : undefined;
+      }, 120_000);
+      assertEquals(replacement.spec.containers[0].image, image("v2"));
+
+      // An image no registry has: the pull fails on the node, and the upgrade is refused.
+      await kube.run([
+        "--namespace",
+        ns,
+        "set",
+        "image",
+        "daemonset/ota-agent",
+        `agent=${image("non-existent")}`,
+      ]);
+      const stale = await eventually(`a new mark on ${other}'s pod`, async () => {
+        const pod = (await kube.pods(ns, "app=ota-agent")).find((p) => p.spec.nodeName === other);
+        return pod && markedHash(pod, hash) ? pod : undefined;
+      });
+      const badHash = markedHash(stale, hash)!;
+      await withEdgeAgent(await target.nodeKubeconfig(other), other, async (agent) => {
+        const podUrl = `${agent.url}/openyurt.io/v1/namespaces/${ns}/pods/${stale.metadata.name}`;
+        assertEquals((await fetch(`${podUrl}/imagepull`, { method: "POST" })).status, 200);
+        const failed = await eventually("PodImageReady False PullImageFail", async () => {
+          const condition = await imageReady(kube, ns, stale.metadata.name);
+          return condition?.reason === pullImageFail ? condition : undefined;
+        }, 120_000);
+        assertEquals(failed.status, "False");
+        assertStringIncludes(failed.message ?? "", pullJobName(stale.metadata.name, badHash));
+        assertStringIncludes(failed.message ?? "", "ErrImagePull");
+        const refused = await fetch(`${podUrl}/upgrade`, { method: "POST" });
+        assertEquals(refused.status, 403);
+        assertStringIncludes(await refused.text(), `image is not ready, reason: ${pullImageFail}`);
+        // The Job that kept failing is gone; the old pod stands.
+        await eventually(
+          "the failed pull's Job deleted",
+          async () =>
+            !(await pullJobs(kube, ns)).some((j) =>
+              j.metadata.name === pullJobName(stale.metadata.name, badHash)
+            ),
+        );
+        const still = (await kube.pods(ns, "app=ota-agent")).find((p) => p.spec.nodeName === other);
+        assertEquals(still?.metadata.uid, stale.metadata.uid);
+      });
+    });
+    await kube.run(["delete", "namespace", ns, "--wait=false"]);
+  },
+};
+
+export const otaScenarios: Scenario[] = [
+  walkthroughScenario,
+  apiServerStoppedScenario,
+  imagePullScenario,
+];
