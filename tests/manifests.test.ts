@@ -2,6 +2,7 @@
  * The kustomize base, the Knative overlay and the edge agent render with `kubectl kustomize`
  * and pass a server-side dry-run against the simulator: the API server validates every object.
  */
+import { pullSetLabel } from "../api/image-pull.ts";
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { parseAllDocuments } from "yaml";
 import { kubectl, withSim } from "./sim/helpers.ts";
@@ -75,6 +76,15 @@ Deno.test("manifests: knative overlay swaps the relay for an ApiServerSource", a
   const rendered = kinds(await kustomize("overlays/knative"));
   assertEquals(rendered.includes("Deployment/edgeroll-relay"), false);
   assertEquals(rendered.includes("ApiServerSource/edgeroll-events"), true);
+  // Pods of sets (their revision label) and of image pulls (ADR 0034): what keys.ts maps to sets.
+  const source = parseAllDocuments(await kustomize("overlays/knative")).map((doc) => doc.toJS())
+    .find((o) => o.kind === "ApiServerSource");
+  const podLabels = source.spec.resources
+    .filter((r: { kind: string }) => r.kind === "Pod")
+    .map((r: { selector: { matchExpressions: { key: string }[] } }) =>
+      r.selector.matchExpressions.map((e) => e.key)
+    );
+  assertEquals(podLabels, [["controller-revision-hash"], [pullSetLabel]]);
 });
 
 Deno.test("manifests: edge-agent runs the controller's image on every node, on loopback, as its node", async () => {
