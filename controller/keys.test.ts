@@ -1,5 +1,25 @@
 import { assertEquals } from "@std/assert";
-import { NodeChanges } from "./keys.ts";
+import { pullForAnnotation } from "../api/image-pull.ts";
+import { keysForChange, NodeChanges, setQueueKey } from "./keys.ts";
+
+Deno.test("a pod of an image pull Job calls the set it pulls for; one naming no set calls none", () => {
+  const pullPod = (pullFor: string) => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: "image-pre-pull-agent-x-v2-k7p2q",
+      namespace: "edge",
+      annotations: { [pullForAnnotation]: pullFor },
+      ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: "j", controller: true }],
+    },
+  });
+  const nodes = new NodeChanges();
+  assertEquals(keysForChange(pullPod("daemonsets/edge/agent"), false, nodes), [
+    setQueueKey({ kind: "daemonsets", namespace: "edge", name: "agent" }),
+  ]);
+  assertEquals(keysForChange(pullPod("not/a/set/key"), false, nodes), []);
+  assertEquals(keysForChange(pullPod(""), true, nodes), []);
+});
 
 Deno.test("node names sent in events are remembered up to a bound, the least recently seen first", () => {
   const nodes = new NodeChanges();

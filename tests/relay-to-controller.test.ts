@@ -2,6 +2,7 @@
  * The relay's events, through the controller's real `/events` route (called in-process), reach
  * the right sets: pods by owner, managed DaemonSets only, nodes once per real change (not per heartbeat).
  */
+import { pullForAnnotation } from "../api/image-pull.ts";
 import { assertEquals } from "@std/assert";
 import { eventually } from "../lib/eventually.ts";
 import { memoryLogger } from "../lib/log.ts";
@@ -27,6 +28,22 @@ Deno.test("relay events reach the controller and reconcile the sets they concern
     "/api/v1/pods": [
       ["ADDED", podOfAgent("agent-x", "5")],
       ["ADDED", { metadata: { name: "loner", namespace: "edge", resourceVersion: "6" } }],
+      // A pod of an image pull Job (ADR 0034): owned by its Job, it calls the set it pulls for.
+      ["ADDED", {
+        metadata: {
+          name: "image-pre-pull-agent-x-v2-k7p2q",
+          namespace: "edge",
+          resourceVersion: "6",
+          annotations: { [pullForAnnotation]: "advanceddaemonsets/edge/agent" },
+          ownerReferences: [{
+            apiVersion: "batch/v1",
+            kind: "Job",
+            name: "j",
+            uid: "u",
+            controller: true,
+          }],
+        },
+      }],
     ],
     "/apis/apps/v1/daemonsets": [["ADDED", {
       metadata: { name: "plain", namespace: "edge", resourceVersion: "7" },
@@ -69,11 +86,11 @@ Deno.test("relay events reach the controller and reconcile the sets they concern
     assertEquals(posted.every((s) => s === 202), true);
     assertEquals(
       relay.sender.stats.queued,
-      3,
-      "the owned pod, the node added and gone NotReady; not its heartbeat, not the loner, " +
-        "not the plain DaemonSet",
+      4,
+      "the owned pod, the pull pod, the node added and gone NotReady; not its heartbeat, not " +
+        "the loner, not the plain DaemonSet",
     );
-    assertEquals(relay.sender.stats.sent, 2, "the node's two events folded into its latest");
+    assertEquals(relay.sender.stats.sent, 3, "the node's two events folded into its latest");
     // The pod maps to its set, the node fans out to every set: one set, reconciled once or twice.
     assertEquals([...new Set(h.plans.map((s) => s.set.metadata.name))], ["agent"]);
   } finally {
