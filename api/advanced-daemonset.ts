@@ -124,6 +124,18 @@ export const AdvancedDaemonSetStatus = z.object({
    * (an expectation dropped for a pod it has not seen yet).
    */
   observedPodsVersion: z.string().optional(),
+  /**
+   * Kruise's image pre-download for `revision` (ADR 0034): nodes of old pods in the update's
+   * scope, and how many have pulled, are pulling and failed (the first failed nodes named).
+   */
+  imagePreDownload: z.object({
+    revision: z.string(),
+    nodes: z.number().int(),
+    pulled: z.number().int(),
+    pulling: z.number().int(),
+    failed: z.number().int(),
+    failedNodes: z.array(z.string()).max(10).optional(),
+  }).optional(),
 });
 export type AdvancedDaemonSetStatus = z.infer<typeof AdvancedDaemonSetStatus>;
 
@@ -163,3 +175,12 @@ export const annotationNames = {
     `${group}/image-predownload-min-updated-ready-pods`,
   ],
 } as const;
+
+/** Whether a set's annotations ask for Kruise's image pre-download (ADR 0034). */
+export function asksPreDownload(annotations: Record<string, string> | undefined): boolean {
+  return [
+    ...annotationNames.imagePredownloadParallelism,
+    ...annotationNames.imagePredownloadTimeoutSeconds,
+    ...annotationNames.imagePredownloadMinUpdatedReadyPods,
+  ].some((name) => annotations?.[name] !== undefined);
+}

@@ -63,9 +63,43 @@ export function requestedPull(pod: Pod): string | undefined {
   return need.message.slice(revisionMessage("").length);
 }
 
-/** Whether the reader must list the set's pull Jobs: a pod of it awaits a pull. */
-export function pullsToRead(pods: readonly Pod[]): boolean {
-  return pods.some((pod) => requestedPull(pod) !== undefined);
+/**
+ * Whether the reader must list the set's pull Jobs: the set asks for Kruise's pre-download
+ * (`preDownloadAsked`), or a pod of it awaits an OTA pull.
+ */
+export function pullsToRead(preDownloadAsked: boolean, pods: readonly Pod[]): boolean {
+  return preDownloadAsked || pods.some((pod) => requestedPull(pod) !== undefined);
+}
+
+/**
+ * The result of a pull as `PodImageReady` holds it: True with the revision, or False
+ * `PullImageFail` with the revision first, so the revision a failure was for stays known.
+ */
+export function pullResult(
+  hash: string,
+  job: string,
+  outcome: { state: "pulled" } | { state: "failed"; why: string },
+): { status: "True" | "False"; reason: string; message: string } {
+  return outcome.state === "pulled"
+    ? { status: "True", reason: pullImageSuccess, message: revisionMessage(hash) }
+    : {
+      status: "False",
+      reason: pullImageFail,
+      message: `${revisionMessage(hash)}, pull image job ${job} failed: ${outcome.why}`,
+    };
+}
+
+/** The revision a pod's recorded pull result (pulled or failed) is for, if any. */
+export function pulledRevision(pod: Pod): string | undefined {
+  const image = conditionOf(pod, podImageReady);
+  if (!image?.message?.startsWith(revisionMessage(""))) return undefined;
+  if (image.status === "True" && image.reason === pullImageSuccess) {
+    return image.message.slice(revisionMessage("").length);
+  }
+  if (image.status === "False" && image.reason === pullImageFail) {
+    return image.message.slice(revisionMessage("").length).split(",")[0];
+  }
+  return undefined;
 }
 
 /**
@@ -74,7 +108,15 @@ export function pullsToRead(pods: readonly Pod[]): boolean {
  * cut and told apart by a hash of the whole.
  */
 export function pullJobName(podName: string, hash: string): string {
-  const full = `image-pre-pull-${podName}-${hash}`;
+  return jobName(`image-pre-pull-${podName}-${hash}`);
+}
+
+/** The Job that pre-downloads `hash`'s images on `node` for a set: `<set>-<hash>-<node>`, as Kruise. */
+export function preDownloadJobName(setName: string, hash: string, node: string): string {
+  return jobName(`${setName}-${hash}-${node}`);
+}
+
+function jobName(full: string): string {
   if (full.length <= 63) return full;
   const digest = fnv1a64(full).toString(36).slice(0, 10);
   return `${full.slice(0, 52).replace(/[-.]+$/, "")}-${digest}`;

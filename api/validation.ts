@@ -57,7 +57,8 @@ export interface KruiseAnnotations {
   progressiveCreatePod: boolean;
   imagePredownloadParallelism?: number;
   imagePredownloadTimeoutSeconds?: number;
-  imagePredownloadMinUpdatedReadyPods?: number;
+  /** An int or a percent of the desired pods (Kruise parses it as an IntOrString). */
+  imagePredownloadMinUpdatedReadyPods?: number | string;
 }
 
 export type ValidationResult =
@@ -200,10 +201,26 @@ function annotationIssuesAndValues(
     }
     values.progressiveCreatePod = progressive[1] === "true";
   }
+  const minReady = annotationValue(
+    annotations,
+    annotationNames.imagePredownloadMinUpdatedReadyPods,
+  );
+  if (minReady) {
+    const [name, value] = minReady;
+    if (/^\d+%$/.test(value) && Number(value.slice(0, -1)) <= 100) {
+      values.imagePredownloadMinUpdatedReadyPods = value;
+    } else if (/^\d+$/.test(value)) {
+      values.imagePredownloadMinUpdatedReadyPods = Number(value);
+    } else {
+      issues.push({
+        path: `metadata.annotations[${name}]`,
+        message: `must be a non-negative integer or a percent up to 100%, got "${value}"`,
+      });
+    }
+  }
   const positiveInts = [
     ["imagePredownloadParallelism", annotationNames.imagePredownloadParallelism],
     ["imagePredownloadTimeoutSeconds", annotationNames.imagePredownloadTimeoutSeconds],
-    ["imagePredownloadMinUpdatedReadyPods", annotationNames.imagePredownloadMinUpdatedReadyPods],
   ] as const;
   for (const [field, names] of positiveInts) {
     const found = annotationValue(annotations, names);

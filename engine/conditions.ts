@@ -40,30 +40,44 @@ export function buildConditions(
   now: EpochMillis,
 ): { conditions: SetCondition[]; events: PlanEvent[] } {
   const events: PlanEvent[] = [];
-  const conditions = conditionTypes.map((type): SetCondition => {
-    const state = states[type];
-    const status = state.status ? "True" : "False";
-    const before = previous?.find((c) => c.type === type);
-    const flipped = before?.status !== status;
-    if (state.status && flipped) {
-      events.push({ type: eventTypeWhenTrue[type], reason: state.reason, message: state.message });
-    } else if (
-      state.event &&
-      (flipped || before?.reason !== state.reason || before?.message !== state.message)
-    ) {
-      events.push({ type: state.event, reason: state.reason, message: state.message });
-    }
-    return {
-      type,
-      status,
-      reason: state.reason,
-      message: state.message,
-      lastTransitionTime: flipped || !before?.lastTransitionTime
-        ? formatTime(now)
-        : before.lastTransitionTime,
-    };
-  });
+  const conditions = conditionTypes.map((type) =>
+    buildCondition(type, states[type], previous, now, eventTypeWhenTrue[type], events)
+  );
   return { conditions, events };
+}
+
+/**
+ * One condition from its state: `lastTransitionTime` kept unless the status flips; an Event of
+ * `whenTrue` when it becomes True, of `state.event` when its words change.
+ */
+export function buildCondition(
+  type: string,
+  state: ConditionState,
+  previous: SetCondition[] | undefined,
+  now: EpochMillis,
+  whenTrue: PlanEvent["type"],
+  events: PlanEvent[],
+): SetCondition {
+  const status = state.status ? "True" : "False";
+  const before = previous?.find((c) => c.type === type);
+  const flipped = before?.status !== status;
+  if (state.status && flipped) {
+    events.push({ type: whenTrue, reason: state.reason, message: state.message });
+  } else if (
+    state.event &&
+    (flipped || before?.reason !== state.reason || before?.message !== state.message)
+  ) {
+    events.push({ type: state.event, reason: state.reason, message: state.message });
+  }
+  return {
+    type,
+    status,
+    reason: state.reason,
+    message: state.message,
+    lastTransitionTime: flipped || !before?.lastTransitionTime
+      ? formatTime(now)
+      : before.lastTransitionTime,
+  };
 }
 
 export function plural(n: number, word: string): string {

@@ -7,6 +7,7 @@ import {
   type AdvancedDaemonSetStatus,
   AdvancedDaemonSetStatus as StatusSchema,
   apiVersion,
+  asksPreDownload,
   kind,
   type LifecycleHook,
 } from "../api/advanced-daemonset.ts";
@@ -17,6 +18,7 @@ import { readOpenYurtRollout } from "../api/openyurt.ts";
 import { validateAdvancedDaemonSet } from "../api/validation.ts";
 import { kruiseApiVersion, kruiseAsAdvancedDaemonSet, kruiseKind } from "../api/kruise.ts";
 import { writtenStatus } from "../api/written-status.ts";
+import { pullJobDeadlineSeconds } from "../api/image-pull.ts";
 import type { SetIdentity } from "./revisions.ts";
 import type { Snapshot } from "../api/plan.ts";
 
@@ -52,6 +54,11 @@ export interface SetConfig {
   /** InPlaceIfPossible: patch images in place when nothing else changed. */
   inPlace: boolean;
   progressiveCreatePod: boolean;
+  /**
+   * Kruise's image pre-download, asked by its annotations (ADR 0034): Jobs per node, at most
+   * `parallelism` at once, each `timeoutSeconds` at most, once `minUpdatedReadyPods` are Ready.
+   */
+  preDownload?: { parallelism: number; timeoutSeconds: number; minUpdatedReadyPods: IntOrString };
   /**
    * AdvancedDaemonSet: edgeroll creates pods and revisions and removes misscheduled ones. OpenYurt
    * DaemonSet: the native controller does, edgeroll only replaces (deletes) or marks old pods.
@@ -117,6 +124,16 @@ export function readSet(snapshot: Snapshot): SetReading {
         inPlace: rolling && rollingUpdate.rollingUpdateType === "InPlaceIfPossible",
         progressiveCreatePod: annotations.progressiveCreatePod ||
           set.spec.scaleStrategy?.partitionedScaling === true,
+        ...(asksPreDownload(set.metadata.annotations)
+          ? {
+            preDownload: {
+              parallelism: annotations.imagePredownloadParallelism ?? 1,
+              timeoutSeconds: annotations.imagePredownloadTimeoutSeconds ??
+                pullJobDeadlineSeconds,
+              minUpdatedReadyPods: annotations.imagePredownloadMinUpdatedReadyPods ?? 0,
+            },
+          }
+          : {}),
         ownsPlacement: true,
       },
     };

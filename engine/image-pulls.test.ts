@@ -164,7 +164,7 @@ Deno.test("image pull: a pull error fails at once: PodImageReady False PullImage
   assertEquals([ready?.condition.status, ready?.condition.reason], ["False", "PullImageFail"]);
   assertEquals(
     ready?.condition.message,
-    `pull image job ${jobName} failed: prepull-agent: ErrImagePull: not found`,
+    `${message}, pull image job ${jobName} failed: prepull-agent: ErrImagePull: not found`,
   );
   assertEquals(p.events.find((e) => e.reason === "PullImageFail")?.type, "Warning");
   assertEquals(jobActions(p), [`delete ${jobName}`]);
@@ -205,3 +205,156 @@ Deno.test("image pull: a Job's name is yurt-manager's, cut to 63 characters with
 function written(c: f.Cluster, p: Plan) {
   return f.apply(c, { ...p, actions: [] }, f.t0).snapshot;
 }
+
+// Kruise's pre-download (planPreDownload).
+
+const preDownloadCondition = (p: Plan) =>
+  p.conditions.find((c) => c.type === "ImagesPreDownloaded");
+const createdOn = (p: Plan) => p.actions.flatMap((a) => a.type === "createJob" ? [a.node] : []);
+
+/** An AdvancedDaemonSet on agent:v1 on five nodes, every pod ready, moved to agent:v2. */
+function kruiseFleet(
+  annotations: Record<string, string>,
+  rollingUpdate: Record<string, unknown> = { maxUnavailable: 1 },
+): f.Cluster {
+  const spec = { updateStrategy: { type: "RollingUpdate", rollingUpdate } };
+  let c = f.cluster({
+    kind: "AdvancedDaemonSet",
+    set: f.advancedDaemonSet(spec as never, { annotations }) as never,
+    pods: [],
+    nodes: f.nodes(5),
+    revisions: [],
+  });
+  for (let i = 0; i < 3; i++) {
+    c = f.kubelet(f.apply(c, plan(c.snapshot, f.t0 - 3600_000), f.t0 - 3600_000), f.t0 - 3600_000);
+  }
+  return f.withTemplate(c, "agent:v2", 2);
+}
+
+/** The pull Jobs' pods as the kubelet reports them: pulled, or failing on `failing` nodes. */
+function pullsRun(c: f.Cluster, failing: Set<string> = new Set()): f.Cluster {
+  const s = structuredClone(c.snapshot);
+  const pulls = s.pulls ??= { jobs: [], pods: [] };
+  for (const job of pulls.jobs) {
+    if (pulls.pods.some((p) => p.metadata.ownerReferences?.[0].uid === job.metadata.uid)) continue;
+    const node = job.spec!.template!.spec!.nodeName!;
+    const pod = jobPod([
+      failing.has(node)
+        ? {
+          name: "prepull-agent",
+          state: { waiting: { reason: "ErrImagePull", message: "not found" } },
+        }
+        : {
+          name: "prepull-agent",
+          imageID: "agent@sha256:v2",
+          state: { terminated: { exitCode: 0 } },
+        },
+    ]);
+    pod.metadata.name = `${job.metadata.name}-pod`;
+    pod.metadata.ownerReferences![0].uid = job.metadata.uid!;
+    pulls.pods.push(pod);
+  }
+  return { snapshot: s, serial: c.serial };
+}
+
+const predownload = (parallelism: string, extra: Record<string, string> = {}) => ({
+  "apps.kruise.io/image-predownload-parallelism": parallelism,
+  ...extra,
+});
+
+Deno.test("pre-download: the nodes next in the update order pull, parallelism at a time, in Jobs owned by the set", () => {
+  const c = kruiseFleet(
+    predownload("2", { "apps.kruise.io/image-predownload-timeout-seconds": "120" }),
+  );
+  const p = plan(c.snapshot, f.t0);
+  // maxUnavailable 1: node-4 is updated now; the next two in Kruise's order (names descending) pull.
+  assertEquals(p.actions.filter((a) => a.type === "deletePod").map((a) => a.node), ["node-4"]);
+  assertEquals(createdOn(p), ["node-3", "node-2"]);
+  const job = (p.actions.find((a) => a.type === "createJob") as CreateJob).job;
+  assertEquals(job.metadata.ownerReferences?.[0].kind, "AdvancedDaemonSet");
+  assertEquals(job.spec?.activeDeadlineSeconds, 120);
+  assertEquals(job.spec?.template?.spec?.containers.map((c) => c.image), ["agent:v2"]);
+  assertEquals(preDownloadCondition(p)?.reason, "Pulling");
+  assertEquals(p.status.imagePreDownload?.pulling, 2);
+});
+
+Deno.test("pre-download: results are kept on the old pods; a failed node is reported and the others go on", () => {
+  let c = kruiseFleet(predownload("2"));
+  c = f.apply(c, plan(c.snapshot, f.t0), f.t0);
+  c = pullsRun(c, new Set(["node-2"]));
+  const p = plan(c.snapshot, f.t0 + 1000);
+  const podOn = (node: string) =>
+    c.snapshot.pods.find((x) => x.spec.nodeName === node)!.metadata.name;
+  assertEquals(
+    imageReady(p).map((a) => [a.name, a.condition.status, a.condition.reason]),
+    [[podOn("node-3"), "True", "PullImageSuccess"], [podOn("node-2"), "False", "PullImageFail"]],
+  );
+  const warning = p.events.find((e) => e.reason === "PullImageFail");
+  assertEquals([warning?.type, warning?.onSet], ["Warning", true]);
+  assertStringIncludes(warning?.message ?? "", "node-2");
+  // Both Jobs are done with (neither had finished: the failing one would retry); the next nodes
+  // take the two free places.
+  assertEquals(jobActions(p).filter((a) => a.startsWith("delete")).length, 2);
+  assertEquals(createdOn(p), ["node-1", "node-0"]);
+  c = f.apply(c, p, f.t0 + 1000);
+  c = pullsRun(c);
+  // Once every Job is gone by its TTL, the results on the pods are the record: nothing is pulled again.
+  const q0 = plan(c.snapshot, f.t0 + 2000);
+  c = f.apply(c, q0, f.t0 + 2000);
+  c.snapshot.pulls = { jobs: [], pods: [] };
+  const q = plan(c.snapshot, f.t0 + 3000);
+  assertEquals(createdOn(q), []);
+  assertEquals(q.status.imagePreDownload?.failedNodes, ["node-2"]);
+  assertEquals(
+    [preDownloadCondition(q)?.status, preDownloadCondition(q)?.reason],
+    ["True", "PulledWithFailures"],
+  );
+});
+
+Deno.test("pre-download: none when the whole set updates in one wave; nodes held back by partition are not pulled", () => {
+  const oneWave = plan(kruiseFleet(predownload("5"), { maxUnavailable: "100%" }).snapshot, f.t0);
+  assertEquals([createdOn(oneWave), preDownloadCondition(oneWave)?.reason], [[], "OneWave"]);
+  // partition 3 of 5: node-4 and node-3 are in scope; node-4 updates now, node-3 pulls.
+  const held = plan(
+    kruiseFleet(predownload("5"), { maxUnavailable: 1, partition: 3 }).snapshot,
+    f.t0,
+  );
+  assertEquals(createdOn(held), ["node-3"]);
+});
+
+Deno.test("pre-download: the rest of the fleet waits for min-updated-ready-pods new pods available", () => {
+  let c = kruiseFleet(
+    predownload("5", { "apps.kruise.io/image-predownload-min-updated-ready-pods": "1" }),
+  );
+  let p = plan(c.snapshot, f.t0);
+  assertEquals(createdOn(p), []);
+  assertEquals(preDownloadCondition(p)?.reason, "WaitingForUpdatedPods");
+  // node-4's new pod comes up and is Ready: now the others pull.
+  c = f.kubelet(f.apply(c, p, f.t0), f.t0);
+  c = f.kubelet(f.apply(c, plan(c.snapshot, f.t0 + 1000), f.t0 + 1000), f.t0 + 1000);
+  p = plan(c.snapshot, f.t0 + 2000);
+  assertEquals(createdOn(p).length > 0, true, JSON.stringify(p.awaited));
+});
+
+Deno.test("pre-download: an invalid min-updated-ready-pods is InvalidSpec with its path; a percent is read", () => {
+  const bad = plan(
+    kruiseFleet(
+      predownload("2", { "apps.kruise.io/image-predownload-min-updated-ready-pods": "x" }),
+    )
+      .snapshot,
+    f.t0,
+  );
+  const invalid = bad.conditions.find((c) => c.type === "InvalidSpec");
+  assertStringIncludes(
+    invalid?.message ?? "",
+    "metadata.annotations[apps.kruise.io/image-predownload-min-updated-ready-pods]",
+  );
+  const percent = plan(
+    kruiseFleet(
+      predownload("2", { "apps.kruise.io/image-predownload-min-updated-ready-pods": "40%" }),
+    )
+      .snapshot,
+    f.t0,
+  );
+  assertEquals(preDownloadCondition(percent)?.message?.startsWith("0 of 2 pods"), true);
+});

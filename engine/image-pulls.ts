@@ -1,94 +1,199 @@
 /**
- * OpenYurt's image pre-pull, planned (ADR 0034): a pod whose node asked to pull the new
- * revision's images (`imagepull`: `PodImageReady` False with that revision) gets a Job pinned
- * to its node that pulls every image of the template; the Job's outcome is written back on the
- * pod (`PodImageReady` True `PullImageSuccess`, or False `PullImageFail` with why), after which
- * `upgrade` starts from images already on the node. A Job older than the request it would answer
- * (a new `imagepull` after a failure) is deleted and made again.
+ * Image pulls ahead of an update, planned (ADR 0034): a Job pinned to a node pulls every image of
+ * the set's current template there; its pod tells how it went and the result is written on the
+ * node's pod as OpenYurt's `PodImageReady` (True `PullImageSuccess`, or False `PullImageFail`
+ * with why), so the pod that replaces it starts from images already on the node.
+ * - OpenYurt OTA (`planImagePulls`): a pod whose node asked (`imagepull`) gets a Job, owned by
+ *   the pod; a Job older than the request it would answer is replaced.
+ * - Kruise's pre-download (`planPreDownload`): the nodes next in the update order get Jobs,
+ *   owned by the set, `parallelism` at a time, once `minUpdatedReadyPods` new pods are Ready;
+ *   skipped when the whole set updates in one wave, never on nodes held back.
  */
 import type { Expectation } from "../api/advanced-daemonset.ts";
 import {
   type Job,
   jobFinished,
   podImageReady,
+  preDownloadJobName,
+  pulledRevision,
   pullForAnnotation,
   pullImageFail,
-  pullImageSuccess,
   pullJobDeadlineSeconds,
   pullJobName,
   pullJobTtlSeconds,
   type PullObjects,
   pullOutcome,
+  pullResult,
   pullSetLabel,
   requestedPull,
-  revisionMessage,
 } from "../api/image-pull.ts";
 import type { Container, Pod } from "../api/kube-objects.ts";
+import type { OwnerReference } from "../api/kube-objects.ts";
 import { setKey, setKindOf } from "../api/set-ref.ts";
-import { parseTime } from "./objects.ts";
-import type { NodeView, PlanBuilder } from "./plan-builder.ts";
+import { resolve } from "./config.ts";
+import { isNodeReady, parseTime, podRevision } from "./objects.ts";
+import { activePods, type NodeView, type PlanBuilder } from "./plan-builder.ts";
 import { daemonPodTolerations } from "./placement.ts";
+import { controllerRef } from "./revisions.ts";
 
+/** What the pull Jobs of one step read and may write. */
+class Pulls {
+  readonly jobs: Map<string, Job>;
+  readonly recording: Set<string | undefined>;
+
+  constructor(
+    readonly builder: PlanBuilder,
+    readonly read: PullObjects | undefined,
+    pending: Expectation[],
+  ) {
+    this.jobs = new Map((read?.jobs ?? []).map((job) => [job.metadata.name ?? "", job]));
+    // A result written and not yet seen: a cache still showing the pod as before plans nothing.
+    this.recording = new Set(
+      pending.filter((e) => e.action === "setCondition" && e.condition?.startsWith(podImageReady))
+        .map((e) => e.uid),
+    );
+  }
+
+  create(job: Job, node: string, pod: string | undefined, reason: string): boolean {
+    if (!this.builder.writeJob({ type: "createJob", reason, node, job })) return false;
+    const images = [...new Set(job.spec!.template!.spec!.containers.map((c) => c.image))];
+    this.builder.event({
+      type: "Normal",
+      reason: "PullImageStarted",
+      message: `Created Job ${job.metadata.name} to pull ${images.join(", ")} on node ${node}`,
+      ...(pod ? { pod } : { onSet: true as const }),
+    });
+    return true;
+  }
+
+  delete(job: Job, reason: string): boolean {
+    return this.builder.writeJob({
+      type: "deleteJob",
+      reason,
+      name: job.metadata.name ?? "",
+      uid: job.metadata.uid ?? "",
+    });
+  }
+
+  /**
+   * Writes how `job` went on `pod` (an Event says it too: on the pod, or on the set for a
+   * pre-download) and deletes the Job if it still runs (a pull that keeps failing would retry
+   * until its deadline); one that ended goes by its TTL. False when the burst is spent.
+   */
+  record(
+    pod: Pod,
+    node: string,
+    job: Job,
+    outcome: { state: "pulled" } | { state: "failed"; why: string },
+    onSet: boolean,
+  ): boolean {
+    const hash = this.builder.hash;
+    const name = job.metadata.name ?? "";
+    const condition = pullResult(hash, name, outcome);
+    if (!this.builder.markImageReady(pod, node, condition, `the pull Job ${name} ended`)) {
+      return false;
+    }
+    const pulled = outcome.state === "pulled";
+    this.builder.event({
+      type: pulled ? "Normal" : "Warning",
+      reason: condition.reason,
+      message: pulled
+        ? `Pulled the images of revision ${hash} on node ${node} (Job ${name})`
+        : `Could not pull the images of revision ${hash} on node ${node}: ${condition.message}`,
+      ...(onSet ? { onSet: true as const } : { pod: pod.metadata.name }),
+    });
+    return jobFinished(job) || this.delete(job, "its result is recorded on the pod");
+  }
+
+  /** The Job pulling the current template's images on `node`, owned by `owner`. */
+  manifest(name: string, node: string, owner: OwnerReference, deadlineSeconds: number): Job {
+    const { template, identity } = this.builder.config;
+    const spec = template.spec;
+    const kind = setKindOf(identity.apiVersion, identity.kind);
+    const marks = {
+      labels: { [pullSetLabel]: identity.uid },
+      annotations: {
+        [pullForAnnotation]: kind
+          ? setKey({ kind, namespace: identity.namespace, name: identity.name })
+          : "",
+      },
+    };
+    const puller = (prefix: string) => (c: Container) => ({
+      name: `${prefix}${c.name}`.slice(0, 63),
+      image: c.image,
+      command: ["true"],
+      imagePullPolicy: "Always",
+    });
+    return {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name, namespace: identity.namespace, ...marks, ownerReferences: [owner] },
+      spec: {
+        activeDeadlineSeconds: deadlineSeconds,
+        backoffLimit: 1,
+        ttlSecondsAfterFinished: pullJobTtlSeconds,
+        template: {
+          metadata: marks,
+          spec: {
+            nodeName: node,
+            restartPolicy: "Never",
+            containers: [
+              ...spec.containers.map(puller("prepull-")),
+              ...((spec.initContainers ?? []) as Container[]).map(puller("prepull-init-")),
+            ],
+            tolerations: daemonPodTolerations(spec),
+            ...(spec.imagePullSecrets ? { imagePullSecrets: spec.imagePullSecrets } : {}),
+            automountServiceAccountToken: false,
+            enableServiceLinks: false,
+            terminationGracePeriodSeconds: 0,
+          },
+        },
+      },
+    };
+  }
+}
+
+/**
+ * OpenYurt's OTA pull: for every pod that asked for the current revision, its Job, then the
+ * result. A request for an older revision waits for a new one, as YurtHub's upgrade refuses it.
+ */
 export function planImagePulls(
   builder: PlanBuilder,
   views: NodeView[],
   pending: Expectation[],
-  pulls: PullObjects | undefined,
+  read: PullObjects | undefined,
 ): void {
-  const jobs = new Map((pulls?.jobs ?? []).map((job) => [job.metadata.name, job]));
-  const recording = new Set(
-    pending.filter((e) => e.action === "setCondition" && e.condition?.startsWith(podImageReady))
-      .map((e) => e.uid),
-  );
+  const pulls = new Pulls(builder, read, pending);
   for (const view of views) {
     for (const pod of view.live) {
       const hash = requestedPull(pod);
-      // A request for an older revision waits for a new one, as YurtHub's upgrade refuses it.
-      if (hash !== builder.hash || recording.has(pod.metadata.uid)) continue;
+      if (hash !== builder.hash || pulls.recording.has(pod.metadata.uid)) continue;
       const name = pullJobName(pod.metadata.name ?? "", hash);
-      const job = jobs.get(name);
+      const job = pulls.jobs.get(name);
       const wanted = `job/${name} pulled`;
       const why = `node ${view.name} asked to pull the images of revision ${hash}`;
       if (job && isOlderThanRequest(job, pod)) {
-        if (!jobFinished(job) && !deleteJob(builder, job, "the pull was asked for again")) return;
+        if (!jobFinished(job) && !pulls.delete(job, "the pull was asked for again")) return;
         builder.wait(wanted, `${why}; its earlier Job is replaced`);
         builder.poll(builder.now);
         continue;
       }
       if (!job) {
-        if (!createJob(builder, pod, view.name, name, why)) return;
+        const { name: podName = "", uid = "" } = pod.metadata;
+        const owner = { apiVersion: "v1", kind: "Pod", name: podName, uid };
+        const manifest = pulls.manifest(name, view.name, owner, pullJobDeadlineSeconds);
+        if (!pulls.create(manifest, view.name, pod.metadata.name, why)) return;
         builder.wait(wanted, why);
         builder.poll(builder.now);
         continue;
       }
-      const outcome = pullOutcome(job, pulls?.pods ?? []);
+      const outcome = pullOutcome(job, read?.pods ?? []);
       if (outcome.state === "pulling") {
         builder.wait(wanted, why);
         builder.poll(parseTime(job.metadata.creationTimestamp) ?? builder.now);
         continue;
       }
-      const pulled = outcome.state === "pulled";
-      const condition = pulled
-        ? { status: "True" as const, reason: pullImageSuccess, message: revisionMessage(hash) }
-        : {
-          status: "False" as const,
-          reason: pullImageFail,
-          message: `pull image job ${name} failed: ${outcome.why}`,
-        };
-      if (!builder.markImageReady(pod, view.name, condition, `the pull Job ${name} ended`)) return;
-      builder.event({
-        type: pulled ? "Normal" : "Warning",
-        reason: condition.reason,
-        message: pulled
-          ? `Pulled the images of revision ${hash} on node ${view.name} (Job ${name})`
-          : `Could not pull the images of revision ${hash} on node ${view.name}: ${condition.message}`,
-        pod: pod.metadata.name,
-      });
-      // A Job still running (a pull that keeps failing, or a command the image lacks) is done
-      // with: its result is recorded. One that ended goes after its TTL.
-      if (!jobFinished(job) && !deleteJob(builder, job, "its result is recorded on the pod")) {
-        return;
-      }
+      if (!pulls.record(pod, view.name, job, outcome, false)) return;
     }
   }
 }
@@ -102,89 +207,147 @@ function isOlderThanRequest(job: Job, pod: Pod): boolean {
   return asked !== undefined && made !== undefined && made < asked;
 }
 
-function deleteJob(builder: PlanBuilder, job: Job, reason: string): boolean {
-  return builder.writeJob({
-    type: "deleteJob",
-    reason,
-    name: job.metadata.name ?? "",
-    uid: job.metadata.uid ?? "",
-  });
+/** How a pre-download stands, for the set's status and its `ImagesPreDownloaded` condition. */
+export interface PreDownload {
+  revision: string;
+  /** Nodes in the update's scope whose pod is still old: the ones to pull on. */
+  nodes: number;
+  pulled: number;
+  pulling: number;
+  failed: number;
+  /** The first nodes whose pull failed (at most `failedNodesListed`). */
+  failedNodes: string[];
+  /** Why nothing is pulled now, if so. */
+  waiting?: { reason: "OneWave" | "WaitingForUpdatedPods"; message: string };
 }
 
-function createJob(
-  builder: PlanBuilder,
-  pod: Pod,
-  node: string,
-  name: string,
-  reason: string,
-): boolean {
-  const job = pullJob(builder, pod, node, name);
-  if (!builder.writeJob({ type: "createJob", reason, node, job })) return false;
-  const images = [...new Set(job.spec!.template!.spec!.containers.map((c) => c.image))].join(", ");
-  builder.event({
-    type: "Normal",
-    reason: "PullImageStarted",
-    message: `Created Job ${name} to pull ${images} on node ${node}`,
-    pod: pod.metadata.name,
-  });
-  return true;
-}
+export const failedNodesListed = 10;
 
 /**
- * The Job: on the pod's node, one container per container and init container of the current
- * template, each running its image with `true` and pulling it always; a container whose image
- * has no `true` still counts as pulled (`pullOutcome`). It tolerates what the set's pods do,
- * mounts no token, and is owned by the pod, so an upgrade that deletes the pod takes it along.
+ * Kruise's pre-download, as its documentation has it: the nodes of old pods, in the update's
+ * order and scope (neither held by `partition` nor outside `rollingUpdate.selector`), Ready,
+ * pull `parallelism` at a time, once `minUpdatedReadyPods` pods of the new revision are
+ * available; none when the whole set updates in one wave. A node's result is kept on its old
+ * pod (`PodImageReady` for the revision), so a Job gone by its TTL is not made again; a failed
+ * pull is reported and does not stop the others. Jobs of nodes updated meanwhile, or of an older
+ * revision, are deleted while they run.
  */
-function pullJob(builder: PlanBuilder, pod: Pod, node: string, name: string): Job {
-  const { template, identity } = builder.config;
-  const spec = template.spec;
-  const kind = setKindOf(identity.apiVersion, identity.kind);
-  const setName = kind ? setKey({ kind, namespace: identity.namespace, name: identity.name }) : "";
-  const marks = {
-    labels: { [pullSetLabel]: identity.uid },
-    annotations: { [pullForAnnotation]: setName },
+export function planPreDownload(
+  builder: PlanBuilder,
+  desired: NodeView[],
+  order: NodeView[],
+  isAvailable: (pod: Pod) => boolean,
+  pending: Expectation[],
+  read: PullObjects | undefined,
+): PreDownload | undefined {
+  const { config, hash } = builder;
+  const asked = config.preDownload;
+  if (!asked || (config.mode !== "Recreate" && config.mode !== "Surge")) return undefined;
+  const pulls = new Pulls(builder, read, pending);
+  const owner = controllerRef(config.identity);
+  const ours = [...pulls.jobs.values()].filter((job) =>
+    job.metadata.ownerReferences?.some((o) => o.uid === config.identity.uid)
+  );
+  const progress: PreDownload = {
+    revision: hash,
+    nodes: 0,
+    pulled: 0,
+    pulling: 0,
+    failed: 0,
+    failedNodes: [],
   };
-  const puller = (prefix: string) => (c: Container) => ({
-    name: `${prefix}${c.name}`.slice(0, 63),
-    image: c.image,
-    command: ["true"],
-    imagePullPolicy: "Always",
-  });
-  return {
-    apiVersion: "batch/v1",
-    kind: "Job",
-    metadata: {
-      name,
-      namespace: identity.namespace,
-      ...marks,
-      ownerReferences: [{
-        apiVersion: "v1",
-        kind: "Pod",
-        name: pod.metadata.name ?? "",
-        uid: pod.metadata.uid ?? "",
-      }],
-    },
-    spec: {
-      activeDeadlineSeconds: pullJobDeadlineSeconds,
-      backoffLimit: 1,
-      ttlSecondsAfterFinished: pullJobTtlSeconds,
-      template: {
-        metadata: marks,
-        spec: {
-          nodeName: node,
-          restartPolicy: "Never",
-          containers: [
-            ...spec.containers.map(puller("prepull-")),
-            ...((spec.initContainers ?? []) as Container[]).map(puller("prepull-init-")),
-          ],
-          tolerations: daemonPodTolerations(spec),
-          ...(spec.imagePullSecrets ? { imagePullSecrets: spec.imagePullSecrets } : {}),
-          automountServiceAccountToken: false,
-          enableServiceLinks: false,
-          terminationGracePeriodSeconds: 0,
-        },
-      },
-    },
+  const wanted = new Set<string>();
+  const stale = (job: Job, reason: string) => {
+    if (!jobFinished(job) && !wanted.has(job.metadata.name ?? "")) pulls.delete(job, reason);
   };
+
+  const count = desired.length;
+  const partition = resolve(config.partition, count, false);
+  const maxUnavailable = resolve(config.maxUnavailable, count, true);
+  if (partition === 0 && maxUnavailable >= count) {
+    progress.waiting = {
+      reason: "OneWave",
+      message:
+        `every pod updates in one wave (maxUnavailable ${maxUnavailable} of ${count}): nothing to pull ahead of`,
+    };
+    for (const job of ours) stale(job, "the set updates in one wave");
+    return progress;
+  }
+
+  // Pods this plan already replaces or patches: their new pod pulls for itself.
+  const touched = new Set(
+    builder.actions.flatMap((a) => a.type === "deletePod" || a.type === "patchPod" ? [a.uid] : []),
+  );
+  const candidates: { view: NodeView; name: string }[] = [];
+  for (const view of order) {
+    const active = activePods(view);
+    const old = active.find((p) => podRevision(p) !== hash);
+    if (!old || active.some((p) => podRevision(p) === hash) || view.pendingCreate) continue;
+    if (touched.has(old.metadata.uid ?? "")) continue;
+    if (!isNodeReady(view.node)) continue; // a Job cannot run there; the update waits anyway
+    progress.nodes++;
+    const name = preDownloadJobName(config.identity.name, hash, view.name);
+    wanted.add(name);
+    if (pulledRevision(old) === hash) {
+      const image = old.status?.conditions?.find((c) => c.type === podImageReady);
+      if (image?.reason === pullImageFail) failed(progress, view.name);
+      else progress.pulled++;
+      continue;
+    }
+    const job = pulls.jobs.get(name);
+    if (pulls.recording.has(old.metadata.uid)) {
+      progress.pulling++;
+      continue;
+    }
+    if (!job) {
+      candidates.push({ view, name });
+      continue;
+    }
+    const outcome = pullOutcome(job, read?.pods ?? []);
+    if (outcome.state === "pulling") {
+      progress.pulling++;
+      builder.poll(parseTime(job.metadata.creationTimestamp) ?? builder.now);
+      continue;
+    }
+    if (outcome.state === "pulled") progress.pulled++;
+    else failed(progress, view.name);
+    if (!pulls.record(old, view.name, job, outcome, true)) break;
+  }
+  for (const job of ours) stale(job, "its node is updated, or its revision is not the set's");
+
+  const minimum = resolve(asked.minUpdatedReadyPods, count, true);
+  const updatedReady =
+    desired.filter((v) => activePods(v).some((p) => podRevision(p) === hash && isAvailable(p)))
+      .length;
+  if (updatedReady < minimum) {
+    if (candidates.length > 0) {
+      progress.waiting = {
+        reason: "WaitingForUpdatedPods",
+        message:
+          `${updatedReady} of ${minimum} pods of the new revision available before the rest of the fleet pulls (image-predownload-min-updated-ready-pods)`,
+      };
+      builder.wait(
+        `${minimum} pods of revision ${hash} available`,
+        "the rest of the fleet pre-downloads its images then",
+      );
+    }
+    return progress;
+  }
+  for (const { view, name } of candidates) {
+    if (progress.pulling >= asked.parallelism) break;
+    const manifest = pulls.manifest(name, view.name, owner, asked.timeoutSeconds);
+    const why = `pre-download of revision ${hash} on node ${view.name} (${
+      progress.pulling + 1
+    } of at most ${asked.parallelism} at once)`;
+    if (!pulls.create(manifest, view.name, undefined, why)) break;
+    progress.pulling++;
+    builder.wait(`job/${name} pulled`, why);
+    builder.poll(builder.now);
+  }
+  return progress;
+}
+
+function failed(progress: PreDownload, node: string): void {
+  progress.failed++;
+  if (progress.failedNodes.length < failedNodesListed) progress.failedNodes.push(node);
 }

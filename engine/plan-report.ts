@@ -5,7 +5,14 @@
  */
 import type { Notice } from "../api/label-selector.ts";
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
-import { buildConditions, type ConditionState, type ConditionType, plural } from "./conditions.ts";
+import {
+  buildCondition,
+  buildConditions,
+  type ConditionState,
+  type ConditionType,
+  plural,
+} from "./conditions.ts";
+import type { PreDownload } from "./image-pulls.ts";
 import type { readSet, SetConfig } from "./config.ts";
 import {
   availableAt,
@@ -100,6 +107,25 @@ export interface Outcome {
   now: EpochMillis;
   /** Nodes the update may reach (partition and update selector applied). */
   inScope: Set<string>;
+  /** Kruise's image pre-download, when the set asks for it. */
+  preDownload?: PreDownload;
+}
+
+/** The condition of a set that asks for pre-download (present only then). */
+export const preDownloadCondition = "ImagesPreDownloaded";
+
+function preDownloadState(p: PreDownload): ConditionState {
+  if (p.waiting) return { status: false, reason: p.waiting.reason, message: p.waiting.message };
+  const failedNames = p.failedNodes.length > 0
+    ? ` (${p.failedNodes.join(", ")}${p.failed > p.failedNodes.length ? ", …" : ""})`
+    : "";
+  const message = `${p.pulled}/${p.nodes} nodes pulled the images of revision ${p.revision}, ` +
+    `${p.pulling} pulling, ${p.failed} failed${failedNames}`;
+  const done = p.pulled + p.failed >= p.nodes && p.pulling === 0;
+  if (!done) return { status: false, reason: "Pulling", message };
+  return p.failed > 0
+    ? { status: true, reason: "PulledWithFailures", message, event: "Warning" }
+    : { status: true, reason: "Pulled", message };
 }
 
 /** Status as upstream counts it (nodes, not pods), conditions, awaited items and the requeue. */
@@ -432,6 +458,14 @@ export function finish(outcome: Outcome): Plan {
     busy: podActions.length > 0 || expectations.length > 0 || n.settling > 0,
   });
   const { conditions, events } = buildConditions(states, previous.conditions, now);
+  const { preDownload } = outcome;
+  if (preDownload) {
+    const state = preDownloadState(preDownload);
+    const whenTrue = state.event ?? "Normal";
+    conditions.push(
+      buildCondition(preDownloadCondition, state, previous.conditions, now, whenTrue, events),
+    );
+  }
   builder.awaitFirst(setWideWaits(states, complete));
 
   const status: AdvancedDaemonSetStatus = {
@@ -448,6 +482,18 @@ export function finish(outcome: Outcome): Plan {
     conditions,
     ...(expectations.length > 0 ? { expectations } : {}),
     ...(nextCheckAt !== undefined ? { nextCheckAt } : {}),
+    ...(preDownload
+      ? {
+        imagePreDownload: {
+          revision: preDownload.revision,
+          nodes: preDownload.nodes,
+          pulled: preDownload.pulled,
+          pulling: preDownload.pulling,
+          failed: preDownload.failed,
+          ...(preDownload.failedNodes.length > 0 ? { failedNodes: preDownload.failedNodes } : {}),
+        },
+      }
+      : {}),
   };
   const awaited = builder.awaited.length > maxAwaitedListed
     ? [

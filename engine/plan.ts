@@ -27,7 +27,7 @@ import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-obje
 import { maxUnavailableAnnotation, updateStrategyAnnotation } from "../api/openyurt.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { readSet, resolve, type SetConfig } from "./config.ts";
-import { planImagePulls } from "./image-pulls.ts";
+import { planImagePulls, planPreDownload } from "./image-pulls.ts";
 import { planInPlaceReadiness, revisionTemplate } from "./in-place.ts";
 import { planPlacement } from "./manage.ts";
 import {
@@ -109,6 +109,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
     planBudgetedUpdate(builder, settled, order, budget);
   }
   planInPlaceReadiness(builder, views, pending);
+  const preDownload = planPreDownload(builder, settled, order, available, pending, snapshot.pulls);
   const inScope = new Set(order.map((v) => v.name));
   const planned = finish({
     config,
@@ -120,6 +121,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
     builder,
     now,
     inScope,
+    preDownload,
   });
   if (snapshot.refused !== undefined && snapshot.refused.revision === hash) {
     const { message } = snapshot.refused;

@@ -28,6 +28,7 @@ import {
 import { labelSelectorIssues } from "../api/label-selector.ts";
 import type { Snapshot } from "../api/plan.ts";
 import { type Job, type PullObjects, pullSetLabel, pullsToRead } from "../api/image-pull.ts";
+import { asksPreDownload } from "../api/advanced-daemonset.ts";
 
 /** One request as `/metrics` counts it. */
 export interface RequestRecord {
@@ -135,7 +136,7 @@ export class KubeClient {
       nodes: nodes as Node[],
       revisions: revisions.items as ControllerRevision[],
       podsVersion: pods.resourceVersion,
-      ...(pullsToRead(pods.items as Pod[])
+      ...(pullsToRead(asksPreDownload(set.metadata.annotations), pods.items as Pod[])
         ? { pulls: await this.#readPulls(ref.namespace, set.metadata.uid ?? "") }
         : {}),
     };

@@ -198,6 +198,22 @@ export function apply(c: Cluster, plan: Plan, now: number): Cluster {
       case "deleteRevision":
         s.revisions = s.revisions.filter((r) => r.metadata.uid !== action.uid);
         break;
+      case "createJob": {
+        const pulls = s.pulls ??= { jobs: [], pods: [] };
+        if (pulls.jobs.some((j) => j.metadata.name === action.job.metadata.name)) break;
+        const job = structuredClone(action.job);
+        job.metadata.uid = `uid-job-${++serial}`;
+        job.metadata.creationTimestamp = formatTime(now);
+        pulls.jobs.push(job);
+        break;
+      }
+      case "deleteJob":
+        if (!s.pulls) break;
+        s.pulls.jobs = s.pulls.jobs.filter((j) => j.metadata.uid !== action.uid);
+        s.pulls.pods = s.pulls.pods.filter((p) =>
+          !p.metadata.ownerReferences?.some((o) => o.uid === action.uid)
+        );
+        break;
     }
   }
   return { snapshot: s, serial };
