@@ -13,13 +13,20 @@ import { otaDaemonSet, otaPodsMarked } from "../edge-ota.ts";
 import { disconnectedText } from "../../controller/ota-checks.ts";
 import { withKruiseMode } from "../kruise/mode.ts";
 
-const image = (version: string) => `edgeroll.test/edge-agent:${version}`;
+export const image = (version: string) => `edgeroll.test/edge-agent:${version}`;
 
-interface SetStatus {
+export interface SetStatus {
   updatedNumberScheduled?: number;
   numberAvailable?: number;
   desiredNumberScheduled?: number;
   conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  imagePreDownload?: {
+    revision: string;
+    nodes: number;
+    pulled: number;
+    pulling: number;
+    failed: number;
+  };
 }
 
 function podsByNode(pods: Pod[]): Map<string, Pod> {
@@ -33,7 +40,7 @@ function runsReady(pod: Pod | undefined, version: string): boolean {
     conditionStatus(pod, "Ready") === "True";
 }
 
-function advancedDaemonSet(namespace: string, version: string) {
+export function advancedDaemonSet(namespace: string, version: string) {
   return {
     apiVersion: "apps.edgeroll.dev/v1alpha1",
     kind: "AdvancedDaemonSet",
@@ -55,7 +62,7 @@ function advancedDaemonSet(namespace: string, version: string) {
   };
 }
 
-async function setStatus(kube: Kube, namespace: string): Promise<SetStatus> {
+export async function setStatus(kube: Kube, namespace: string): Promise<SetStatus> {
   const set = await kube.json<{ status?: SetStatus }>([
     "--namespace",
     namespace,
@@ -67,7 +74,12 @@ async function setStatus(kube: Kube, namespace: string): Promise<SetStatus> {
 }
 
 /** Waits for the set to say Complete with every node on `version`, Ready. */
-async function completeOn(target: E2eTarget, kube: Kube, namespace: string, version: string) {
+export async function completeOn(
+  target: E2eTarget,
+  kube: Kube,
+  namespace: string,
+  version: string,
+) {
   await eventually(`edge-agent ${version} on every node`, async () => {
     const status = await setStatus(kube, namespace);
     const byNode = podsByNode(await kube.pods(namespace, "app=edge-agent"));

@@ -8,6 +8,7 @@ import { scenarios } from "./scenarios.ts";
 import { edgerollScenarios } from "./edgeroll-scenarios.ts";
 import { triggerScenarios } from "./trigger-scenarios.ts";
 import { otaScenarios } from "./ota-scenarios.ts";
+import { preDownloadScenario } from "./predownload-scenario.ts";
 import { startTarget, type TargetKind } from "./target.ts";
 
 export function e2eSuite(kind: TargetKind): void {
@@ -22,7 +23,13 @@ export function e2eSuite(kind: TargetKind): void {
         const kube = new Kube(target.kubeconfigPath);
         // EDGEROLL_E2E_ONLY=text runs the scenarios whose name holds it, while one is written.
         const only = Deno.env.get("EDGEROLL_E2E_ONLY");
-        const all = [...scenarios, ...edgerollScenarios, ...otaScenarios, ...triggerScenarios];
+        const all = [
+          ...scenarios,
+          ...edgerollScenarios,
+          preDownloadScenario,
+          ...otaScenarios,
+          ...triggerScenarios,
+        ];
         for (const scenario of all.filter((s) => !only || s.name.includes(only))) {
           await t.step(scenario.name, () => scenario.run(target, kube));
         }
