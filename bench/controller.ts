@@ -11,15 +11,10 @@ import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
 import { advancedDaemonSetCrd } from "../api/crd.ts";
 import { markdownTable } from "./markdown-table.ts";
+import { getJson, setSpeed, untilRolledOut } from "./sim-rollout.ts";
 import { DEFAULT_DURATIONS } from "../sim/cluster/context.ts";
-import { adsResource, createAgentSet, setAgentImage } from "../tests/controller-on-sim.ts";
-import {
-  imageEnv,
-  residentMiB,
-  type SimProcess,
-  withEdgeroll,
-  withSimProcess,
-} from "../tests/processes.ts";
+import { createAgentSet, setAgentImage } from "../tests/controller-on-sim.ts";
+import { imageEnv, residentMiB, withEdgeroll, withSimProcess } from "../tests/processes.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -38,69 +33,6 @@ function table(title: string, header: string[], rows: string[][]) {
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
-
-async function getJson<T>(url: string): Promise<T> {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`);
-  return await response.json() as T;
-}
-
-async function setSpeed(sim: SimProcess, speed: number) {
-  const response = await fetch(`${sim.url}/sim/v1/faults`, {
-    method: "PUT",
-    body: JSON.stringify({ speed }),
-  });
-  await response.body?.cancel();
-}
-
-interface Pod {
-  metadata: { deletionTimestamp?: string };
-  spec: { containers: { image: string }[] };
-  status?: { conditions?: { type: string; status: string }[] };
-}
-
-/**
- * Polls the set's status (one cheap GET) until it reports Complete for `generation` on all
- * `nodes`; then checks the pods themselves, so a status that lies cannot end the wait.
- */
-async function untilRolledOut(
-  sim: SimProcess,
-  nodes: number,
-  generation: number,
-  image: string,
-  timeoutMs: number,
-): Promise<void> {
-  const setUrl =
-    `${sim.url}/apis/${adsResource.group}/${adsResource.version}/namespaces/default/${adsResource.plural}/agent`;
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    // deno-lint-ignore no-explicit-any -- the status as stored
-    const { status } = await getJson<{ status?: any }>(setUrl);
-    const complete = status?.observedGeneration === generation &&
-      status.updatedNumberScheduled === nodes && status.numberAvailable === nodes &&
-      status.conditions?.some((c: { type: string; status: string }) =>
-        c.type === "Complete" && c.status === "True"
-      );
-    if (complete) {
-      const { items } = await getJson<{ items: Pod[] }>(
-        `${sim.url}/api/v1/namespaces/default/pods?labelSelector=app%3Dagent`,
-      );
-      const live = items.filter((p) => !p.metadata.deletionTimestamp);
-      const ready = live.filter((p) =>
-        p.spec.containers[0].image === image &&
-        p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")
-      );
-      if (live.length !== nodes || ready.length !== nodes) {
-        throw new Error(
-          `status says Complete but ${ready.length} of ${live.length} pods run ${image} ready`,
-        );
-      }
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for generation ${generation} on ${nodes} nodes`);
-}
 
 /** Resident MiB of a running process, as the tables print it (limits come from the peak). */
 const residentMb = (pid: number, field: "VmRSS" | "VmHWM") => residentMiB(pid, field)!.toFixed(0);

@@ -4,12 +4,14 @@
  * these verbs; `startSim` takes any implementation (tests may pass a smaller one).
  */
 import type { Store } from "./store.ts";
-import { startClusterBehaviour } from "./cluster/mod.ts";
+import { type Durations, startClusterBehaviour } from "./cluster/mod.ts";
 
 export interface BehaviourOptions {
   nodes: number;
   zones: number;
   speed: number;
+  /** Simulated durations other than the defaults (seconds, before the speed factor). */
+  durations?: Partial<Durations>;
 }
 
 export interface ClusterBehaviour {

@@ -9,7 +9,12 @@ import { GarbageCollector } from "./gc.ts";
 import { serveNamespaceDefaults } from "./service-accounts.ts";
 import { serveCrds } from "./crds.ts";
 import { FaultInjector, type Faults, FaultsSchema, RequestStats } from "./faults.ts";
-import { type ClusterBehaviour, clusterBehaviour, type StartBehaviour } from "./behaviour.ts";
+import {
+  type BehaviourOptions,
+  type ClusterBehaviour,
+  clusterBehaviour,
+  type StartBehaviour,
+} from "./behaviour.ts";
 import { SimServer } from "./server.ts";
 import type { UserInfo } from "./context.ts";
 import { selfSignedCertificate, type ServingCertificate } from "./tls.ts";
@@ -24,6 +29,8 @@ export interface SimOptions {
   port?: number;
   /** Speed factor for simulated time (pull, start, heartbeat). Default 1. */
   speed?: number;
+  /** Simulated durations other than the defaults (an image pull, a cached start, …). */
+  durations?: BehaviourOptions["durations"];
   /** Where to write the kubeconfig; default a temporary file removed by `stop()`. */
   kubeconfigPath?: string;
   faults?: Partial<Faults>;
@@ -170,6 +177,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     nodes: options.nodes ?? 3,
     zones: options.zones ?? 1,
     speed: options.speed ?? 1,
+    ...(options.durations ? { durations: options.durations } : {}),
   });
   let onNodeLink: (name: string, link: "disconnect" | "reconnect") => Promise<void> = () =>
     Promise.resolve();

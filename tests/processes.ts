@@ -108,7 +108,13 @@ export interface SimProcess {
 
 /** `main.ts sim` in its own process for the length of `body`. */
 export async function withSimProcess(
-  options: { nodes: number; zones?: number; speed?: number },
+  options: {
+    nodes: number;
+    zones?: number;
+    speed?: number;
+    pullSeconds?: number;
+    startSeconds?: number;
+  },
   body: (sim: SimProcess) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "edgeroll-sim-" });
@@ -119,6 +125,8 @@ export async function withSimProcess(
     `--nodes=${options.nodes}`,
     `--zones=${options.zones ?? 1}`,
     `--speed=${options.speed ?? 1}`,
+    ...(options.pullSeconds ? [`--pull-seconds=${options.pullSeconds}`] : []),
+    ...(options.startSeconds ? [`--start-seconds=${options.startSeconds}`] : []),
     `--port=${port}`,
     `--kubeconfig=${sim.kubeconfigPath}`,
   ]);
