@@ -116,6 +116,13 @@ export const preDownloadCondition = "ImagesPreDownloaded";
 
 function preDownloadState(p: PreDownload): ConditionState {
   if (p.waiting) return { status: false, reason: p.waiting.reason, message: p.waiting.message };
+  if (p.nodes === 0) {
+    return {
+      status: true,
+      reason: "NothingToPull",
+      message: `no old pod in the update's scope: nothing to pull for revision ${p.revision}`,
+    };
+  }
   const failedNames = p.failedNodes.length > 0
     ? ` (${p.failedNodes.join(", ")}${p.failed > p.failedNodes.length ? ", …" : ""})`
     : "";
