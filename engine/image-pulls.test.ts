@@ -130,7 +130,7 @@ Deno.test("image pull: a Job still pulling is awaited; nothing is written", () =
   assertStringIncludes(JSON.stringify(p.awaited), `job/${jobName} pulled`);
 });
 
-Deno.test("image pull: an image ID on every container is a pull done: PodImageReady True, the running Job deleted", () => {
+Deno.test("image pull: an image ID on every container is a pull done: PodImageReady True, the Job left to end and go by its TTL", () => {
   const c = asked();
   const pulled = jobPod([{
     name: "prepull-agent",
@@ -143,8 +143,8 @@ Deno.test("image pull: an image ID on every container is a pull done: PodImageRe
     [ready?.name, ready?.condition.status, ready?.condition.reason, ready?.condition.message],
     ["nginx-node-0", "True", "PullImageSuccess", message],
   );
-  assertEquals(jobActions(p), [`delete ${jobName}`]);
-  // A Job that completed is left to its TTL.
+  assertEquals(jobActions(p), []);
+  // A Job that completed is left to its TTL too.
   const complete = pullJob(f.t0 + 1000, {
     succeeded: 1,
     conditions: [{ type: "Complete", status: "True" }],
@@ -292,9 +292,9 @@ Deno.test("pre-download: results are kept on the old pods; a failed node is repo
   const warning = p.events.find((e) => e.reason === "PullImageFail");
   assertEquals([warning?.type, warning?.onSet], ["Warning", true]);
   assertStringIncludes(warning?.message ?? "", "node-2");
-  // Both Jobs are done with (neither had finished: the failing one would retry); the next nodes
+  // The failing Job is deleted (it would retry); the pulled one ends by itself. The next nodes
   // take the two free places.
-  assertEquals(jobActions(p).filter((a) => a.startsWith("delete")).length, 2);
+  assertEquals(jobActions(p).filter((a) => a.startsWith("delete")).length, 1);
   assertEquals(createdOn(p), ["node-1", "node-0"]);
   c = f.apply(c, p, f.t0 + 1000);
   c = pullsRun(c);

@@ -77,8 +77,9 @@ class Pulls {
 
   /**
    * Writes how `job` went on `pod` (an Event says it too: on the pod, or on the set for a
-   * pre-download) and deletes the Job if it still runs (a pull that keeps failing would retry
-   * until its deadline); one that ended goes by its TTL. False when the burst is spent.
+   * pre-download). A failed pull's Job still running is deleted (it would retry until its
+   * deadline); a pulled one ends by itself and goes by its TTL, left for people to read. False
+   * when the burst is spent.
    */
   record(
     pod: Pod,
@@ -102,7 +103,7 @@ class Pulls {
         : `Could not pull the images of revision ${hash} on node ${node}: ${condition.message}`,
       ...(onSet ? { onSet: true as const } : { pod: pod.metadata.name }),
     });
-    return jobFinished(job) || this.delete(job, "its result is recorded on the pod");
+    return pulled || jobFinished(job) || this.delete(job, "the pull failed: it is not retried");
   }
 
   /** The Job pulling the current template's images on `node`, owned by `owner`. */
