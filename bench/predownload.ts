@@ -129,7 +129,9 @@ async function run(preDownload: boolean): Promise<Run> {
       const pullPhase = (performance.now() - pullStarted) / 1000;
       const started = performance.now();
       await mergePatchSet(kc, { spec: { updateStrategy: { rollingUpdate: { paused: false } } } });
-      await untilRolledOut(sim, nodes, 2, "agent:2", timeoutMs);
+      // Resuming is a spec change too: the rollout ends at the generation it made.
+      const { metadata } = await getJson<{ metadata: { generation: number } }>(setUrl(sim));
+      await untilRolledOut(sim, nodes, metadata.generation, "agent:2", timeoutMs);
       result = {
         pullPhase,
         fewestReady,
