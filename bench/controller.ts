@@ -9,9 +9,8 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
-import { advancedDaemonSetCrd } from "../api/crd.ts";
 import { markdownTable } from "./markdown-table.ts";
-import { getJson, setSpeed, untilRolledOut } from "./sim-rollout.ts";
+import { getJson, installAdvancedDaemonSetCrd, setSpeed, untilRolledOut } from "./sim-rollout.ts";
 import { DEFAULT_DURATIONS } from "../sim/cluster/context.ts";
 import { createAgentSet, setAgentImage } from "../tests/controller-on-sim.ts";
 import { imageEnv, residentMiB, withEdgeroll, withSimProcess } from "../tests/processes.ts";
@@ -50,15 +49,7 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
   // The fleet is created fast (speed 10); the steady state is measured at speed 1 (realistic
   // heartbeats), the rollout at `rolloutSpeed`.
   await withSimProcess({ nodes, zones: 4, speed: 10 }, async (sim) => {
-    const crd = await fetch(`${sim.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(advancedDaemonSetCrd()),
-    });
-    if (!crd.ok) throw new Error(`installing the CRD answered ${crd.status}`);
-    await crd.body?.cancel();
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(sim.kubeconfigPath);
+    const kc = await installAdvancedDaemonSetCrd(sim);
     // serve and relay run with the container image's V8 flags, so the memory is the image's.
     await withEdgeroll(sim.kubeconfigPath, { env: imageEnv() }, async (controller) => {
       const created = performance.now();

@@ -12,7 +12,6 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
-import { advancedDaemonSetCrd } from "../api/crd.ts";
 import {
   adsResource,
   agentSet,
@@ -21,7 +20,7 @@ import {
 } from "../tests/controller-on-sim.ts";
 import { type SimProcess, withEdgeroll, withSimProcess } from "../tests/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
-import { getJson, untilRolledOut } from "./sim-rollout.ts";
+import { getJson, installAdvancedDaemonSetCrd, untilRolledOut } from "./sim-rollout.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -79,15 +78,7 @@ interface Run {
 async function run(preDownload: boolean): Promise<Run> {
   let result: Run = { rollout: 0 };
   await withSimProcess({ nodes, zones: 4, speed, pullSeconds, startSeconds }, async (sim) => {
-    const crd = await fetch(`${sim.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(advancedDaemonSetCrd()),
-    });
-    if (!crd.ok) throw new Error(`installing the CRD answered ${crd.status}`);
-    await crd.body?.cancel();
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(sim.kubeconfigPath);
+    const kc = await installAdvancedDaemonSetCrd(sim);
     await withEdgeroll(sim.kubeconfigPath, {}, async () => {
       await createAgentSet(kc, "agent:1", "10%");
       await untilRolledOut(sim, nodes, 1, "agent:1", timeoutMs);

@@ -2,6 +2,8 @@
  * What the benchmarks that roll a set on a simulator process share: reading its JSON, changing
  * its speed, and waiting for a rollout that the pods themselves confirm.
  */
+import * as k8s from "@kubernetes/client-node";
+import { advancedDaemonSetCrd } from "../api/crd.ts";
 import { adsResource } from "../tests/controller-on-sim.ts";
 import type { SimProcess } from "../tests/processes.ts";
 
@@ -66,4 +68,18 @@ export async function untilRolledOut(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`timed out waiting for generation ${generation} on ${nodes} nodes`);
+}
+
+/** Installs edgeroll's CRD on the simulator; answers a client configuration for it. */
+export async function installAdvancedDaemonSetCrd(sim: SimProcess): Promise<k8s.KubeConfig> {
+  const crd = await fetch(`${sim.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(advancedDaemonSetCrd()),
+  });
+  if (!crd.ok) throw new Error(`installing the CRD answered ${crd.status}`);
+  await crd.body?.cancel();
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(sim.kubeconfigPath);
+  return kc;
 }
