@@ -186,6 +186,34 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
     await api.deleteRevision({ namespace: ns, name: "ads-1", uid: revision.metadata.uid ?? "" });
     assertEquals(names(await api.listRevisions({ namespace: ns, labelSelector: "app=probe" })), []);
 
+    // Image pull Jobs (ADR 0034): created, listed by label, deleted under their uid.
+    const job = await api.createJob({
+      namespace: ns,
+      body: {
+        apiVersion: "batch/v1",
+        kind: "Job",
+        metadata: { name: "pull-1", labels: probe },
+        spec: {
+          template: {
+            spec: {
+              nodeName: "edge-1",
+              restartPolicy: "Never",
+              containers: [{ name: "pull", image: "edgeroll.test/agent:v2", command: ["true"] }],
+            },
+          },
+        },
+      } as KubeObject,
+    });
+    assertEquals(names(await api.listJobs({ namespace: ns, labelSelector: "app=probe" })), [
+      "pull-1",
+    ]);
+    const wrongJob = await kubeErrorOf(
+      api.deleteJob({ namespace: ns, name: "pull-1", uid: "not-its-uid" }),
+    );
+    assertEquals(wrongJob.status, 409);
+    await api.deleteJob({ namespace: ns, name: "pull-1", uid: job.metadata.uid ?? "" });
+    assertEquals(names(await api.listJobs({ namespace: ns, labelSelector: "app=probe" })), []);
+
     const event = await api.createEvent({
       namespace: ns,
       body: {
