@@ -26,6 +26,22 @@ export const plural = "advanceddaemonsets";
 export const RollingUpdateType = z.enum(["Standard", "Surging", "InPlaceIfPossible"]);
 export type RollingUpdateType = z.infer<typeof RollingUpdateType>;
 
+/** When a rollout stops itself (ADR 0035): edgeroll's, beyond Kruise. */
+export const FailurePolicy = z.object({
+  maxFailed: IntOrString.describe(
+    "New-revision pods that may fail before the rollout stops: an int, or a percent of the " +
+      "nodes updated so far (rounded up). A pod fails when it is Failed, crash-loops, cannot pull " +
+      "its image, or is not Ready podStartTimeoutSeconds after its creation.",
+  ),
+  podStartTimeoutSeconds: z.number().int().min(1).default(600).describe(
+    "A new pod not Ready this long after its creation counts as failed.",
+  ),
+  stopOnProgressDeadline: z.boolean().default(false).describe(
+    "Also stop when spec.progressDeadlineSeconds passes without progress.",
+  ),
+});
+export type FailurePolicy = z.infer<typeof FailurePolicy>;
+
 export const RollingUpdate = z.object({
   rollingUpdateType: RollingUpdateType.default("Standard").describe(
     "Standard recreates pods; Surging (deprecated in Kruise) is Standard with maxSurge 1 and " +
@@ -45,6 +61,9 @@ export const RollingUpdate = z.object({
   selector: LabelSelector.optional().describe("Only nodes matching this selector are updated."),
   paused: z.boolean().optional().describe(
     "Stops updates; pods are still created on new nodes.",
+  ),
+  failurePolicy: FailurePolicy.optional().describe(
+    "edgeroll's failure budget: past it the rollout stops replacing old pods (ADR 0035).",
   ),
 });
 export type RollingUpdate = z.infer<typeof RollingUpdate>;
@@ -76,6 +95,10 @@ export const AdvancedDaemonSetSpec = z.object({
     "Pods created at most per reconcile, an int or a percent of desired.",
   ),
   revisionHistoryLimit: z.number().int().default(10),
+  progressDeadlineSeconds: z.number().int().min(1).optional().describe(
+    "As a Deployment's: no updated pod becoming available for this long sets Progressing False " +
+      "with reason ProgressDeadlineExceeded (ADR 0035).",
+  ),
   lifecycle: Lifecycle.optional(),
   scaleStrategy: z.object({
     partitionedScaling: z.boolean().optional().describe(
@@ -128,6 +151,26 @@ export const AdvancedDaemonSetStatus = z.object({
    * Kruise's image pre-download for `revision` (ADR 0034): nodes of old pods in the update's
    * scope, and how many have pulled, are pulling and failed (the first failed nodes named).
    */
+  /** The rollout of `revision` stopped itself (ADR 0035): why, when, and the failed pods. */
+  rolloutStop: z.object({
+    revision: z.string(),
+    reason: z.enum(["FailureBudgetExceeded", "ProgressDeadlineExceeded"]),
+    at: z.string(),
+    pods: z.array(z.object({ name: z.string(), node: z.string(), reason: z.string() })).max(20),
+  }).optional(),
+  /** Pods of `revision` whose failure an operator acknowledged by resuming: they no longer count. */
+  acknowledgedFailures: z.object({
+    revision: z.string(),
+    pods: z.array(z.string()).max(1000),
+    /** The resume annotation's value that acknowledged them: the same value resumes once. */
+    resumedWith: z.string().optional(),
+  }).optional(),
+  /** The updated pods available for `revision`, and when that count last grew (the deadline's clock). */
+  progress: z.object({
+    revision: z.string(),
+    updatedAvailable: z.number().int(),
+    at: z.string(),
+  }).optional(),
   imagePreDownload: z.object({
     revision: z.string(),
     nodes: z.number().int(),
@@ -175,6 +218,12 @@ export const annotationNames = {
     `${group}/image-predownload-min-updated-ready-pods`,
   ],
 } as const;
+
+/**
+ * Written by an operator (`edgeroll resume`): `<revision>/<anything unique>` resumes the rollout
+ * of that revision stopped by its failures, once per value (ADR 0035).
+ */
+export const resumeRevisionAnnotation = `${group}/resume-revision`;
 
 /** Whether a set's annotations ask for Kruise's image pre-download (ADR 0034). */
 export function asksPreDownload(annotations: Record<string, string> | undefined): boolean {

@@ -6,6 +6,10 @@
  *   older `auto` means AdvancedRollingUpdate.
  * - `apps.openyurt.io/max-unavailable`: int or percent of desired, rounded up; default `10%`,
  *   which OpenYurt also uses for `0` and `0%`.
+ *
+ * And edgeroll's, in the same style (ADR 0035): `apps.edgeroll.dev/max-failed` (int or percent of
+ * the nodes updated so far), `-pod-start-timeout-seconds`, `-progress-deadline-seconds` and
+ * `-stop-on-progress-deadline`, the AdvancedDaemonSet's failurePolicy and progressDeadlineSeconds.
  */
 import { z } from "zod";
 import { intOrPercentProblem } from "./int-or-percent.ts";
@@ -15,6 +19,12 @@ import type { FieldIssue, Notice } from "./label-selector.ts";
 export const updateStrategyAnnotation = "apps.openyurt.io/update-strategy";
 export const maxUnavailableAnnotation = "apps.openyurt.io/max-unavailable";
 export const defaultMaxUnavailable = "10%";
+export const failureAnnotations = {
+  maxFailed: "apps.edgeroll.dev/max-failed",
+  podStartTimeoutSeconds: "apps.edgeroll.dev/pod-start-timeout-seconds",
+  progressDeadlineSeconds: "apps.edgeroll.dev/progress-deadline-seconds",
+  stopOnProgressDeadline: "apps.edgeroll.dev/stop-on-progress-deadline",
+} as const;
 
 export const OpenYurtUpdateStrategy = z.string().transform((value, ctx) => {
   switch (value.toLowerCase()) {
@@ -47,6 +57,52 @@ export const OpenYurtMaxUnavailable = z.string().transform((value, ctx): IntOrSt
 export interface OpenYurtRollout {
   mode: OpenYurtUpdateStrategy;
   maxUnavailable: IntOrString;
+  failurePolicy?: {
+    maxFailed: IntOrString;
+    podStartTimeoutSeconds: number;
+    stopOnProgressDeadline: boolean;
+  };
+  progressDeadlineSeconds?: number;
+}
+
+/** edgeroll's failure budget and deadline annotations, read; each problem with its path. */
+function readFailureAnnotations(
+  annotations: Record<string, string>,
+  issues: FieldIssue[],
+): Pick<OpenYurtRollout, "failurePolicy" | "progressDeadlineSeconds"> {
+  const path = (name: string) => `metadata.annotations[${name}]`;
+  const seconds = (name: string) => {
+    const value = annotations[name];
+    if (value === undefined) return undefined;
+    if (/^\d+$/.test(value) && Number(value) > 0) return Number(value);
+    issues.push({ path: path(name), message: `must be a positive integer, got "${value}"` });
+    return undefined;
+  };
+  const read: Pick<OpenYurtRollout, "failurePolicy" | "progressDeadlineSeconds"> = {};
+  const deadline = seconds(failureAnnotations.progressDeadlineSeconds);
+  if (deadline !== undefined) read.progressDeadlineSeconds = deadline;
+  const timeout = seconds(failureAnnotations.podStartTimeoutSeconds);
+  const stopValue = annotations[failureAnnotations.stopOnProgressDeadline];
+  if (stopValue !== undefined && stopValue !== "true" && stopValue !== "false") {
+    issues.push({
+      path: path(failureAnnotations.stopOnProgressDeadline),
+      message: `must be "true" or "false", got "${stopValue}"`,
+    });
+  }
+  const maxFailed = annotations[failureAnnotations.maxFailed];
+  if (maxFailed !== undefined) {
+    const parsed: IntOrString = /^\d+$/.test(maxFailed) ? Number(maxFailed) : maxFailed;
+    const problem = intOrPercentProblem(parsed, { allowZero: true });
+    if (problem) issues.push({ path: path(failureAnnotations.maxFailed), message: problem });
+    else {
+      read.failurePolicy = {
+        maxFailed: parsed,
+        podStartTimeoutSeconds: timeout ?? 600,
+        stopOnProgressDeadline: stopValue === "true",
+      };
+    }
+  }
+  return read;
 }
 
 export type OpenYurtResult =
@@ -97,6 +153,7 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
       message: maxUnavailable.error.issues[0].message,
     });
   }
+  const failure = readFailureAnnotations(annotations, issues);
   const type = set.spec.updateStrategy?.type ?? "RollingUpdate";
   if (type !== "OnDelete") {
     issues.push({
@@ -110,7 +167,7 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
   return {
     managed: true,
     ok: true,
-    rollout: { mode: strategy.data, maxUnavailable: maxUnavailable.data },
+    rollout: { mode: strategy.data, maxUnavailable: maxUnavailable.data, ...failure },
     notices,
   };
 }

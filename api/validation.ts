@@ -9,6 +9,7 @@ import {
   AdvancedDaemonSet,
   type AdvancedDaemonSetSpec,
   annotationNames,
+  type FailurePolicy,
   type RollingUpdate,
 } from "./advanced-daemonset.ts";
 import { intOrPercentProblem, isZero } from "./int-or-percent.ts";
@@ -32,6 +33,7 @@ export interface EffectiveRollingUpdate {
   partition: IntOrString;
   selector?: LabelSelector;
   paused: boolean;
+  failurePolicy?: FailurePolicy;
 }
 
 /** Kruise's defaulting: `Surging` means maxSurge 1 and maxUnavailable 0 unless given. */
@@ -50,6 +52,7 @@ export function effectiveRollingUpdate(
     partition: given.partition ?? 0,
     selector: given.selector,
     paused: given.paused ?? false,
+    ...(given.failurePolicy ? { failurePolicy: given.failurePolicy } : {}),
   };
 }
 
@@ -95,6 +98,11 @@ function rollingUpdateIssues(given: RollingUpdate, path: string): FieldIssue[] {
     ...intOrPercentIssues(given.maxUnavailable, `${path}.maxUnavailable`, true),
     ...intOrPercentIssues(given.maxSurge, `${path}.maxSurge`, true),
     ...intOrPercentIssues(given.partition, `${path}.partition`, true),
+    ...intOrPercentIssues(
+      given.failurePolicy?.maxFailed,
+      `${path}.failurePolicy.maxFailed`,
+      true,
+    ),
   ];
   if (given.selector) issues.push(...labelSelectorIssues(given.selector, `${path}.selector`));
   if (issues.length > 0) return issues;

@@ -8,8 +8,10 @@ import {
   AdvancedDaemonSetStatus as StatusSchema,
   apiVersion,
   asksPreDownload,
+  type FailurePolicy,
   kind,
   type LifecycleHook,
+  resumeRevisionAnnotation,
 } from "../api/advanced-daemonset.ts";
 import { isZero, scaleIntOrPercent } from "../api/int-or-percent.ts";
 import type { IntOrString, LabelSelector, PodTemplateSpec } from "../api/kube-objects.ts";
@@ -59,6 +61,11 @@ export interface SetConfig {
    * `parallelism` at once, each `timeoutSeconds` at most, once `minUpdatedReadyPods` are Ready.
    */
   preDownload?: { parallelism: number; timeoutSeconds: number; minUpdatedReadyPods: IntOrString };
+  /** When the rollout stops itself (ADR 0035). */
+  failurePolicy?: FailurePolicy;
+  progressDeadlineSeconds?: number;
+  /** The revision an operator resumed after it stopped (annotation `resumeRevisionAnnotation`). */
+  resumeRevision?: string;
   /**
    * AdvancedDaemonSet: edgeroll creates pods and revisions and removes misscheduled ones. OpenYurt
    * DaemonSet: the native controller does, edgeroll only replaces (deletes) or marks old pods.
@@ -124,6 +131,15 @@ export function readSet(snapshot: Snapshot): SetReading {
         inPlace: rolling && rollingUpdate.rollingUpdateType === "InPlaceIfPossible",
         progressiveCreatePod: annotations.progressiveCreatePod ||
           set.spec.scaleStrategy?.partitionedScaling === true,
+        ...(rolling && rollingUpdate.failurePolicy
+          ? { failurePolicy: rollingUpdate.failurePolicy }
+          : {}),
+        ...(set.spec.progressDeadlineSeconds !== undefined
+          ? { progressDeadlineSeconds: set.spec.progressDeadlineSeconds }
+          : {}),
+        ...(set.metadata.annotations?.[resumeRevisionAnnotation] !== undefined
+          ? { resumeRevision: set.metadata.annotations[resumeRevisionAnnotation] }
+          : {}),
         ...(asksPreDownload(set.metadata.annotations)
           ? {
             preDownload: {
@@ -157,6 +173,15 @@ export function readSet(snapshot: Snapshot): SetReading {
       burstReplicas: 250,
       revisionHistoryLimit: set.spec.revisionHistoryLimit ?? 10,
       mode: yurt.rollout.mode === "OTA" ? "OTA" : "Recreate",
+      ...(yurt.rollout.failurePolicy && yurt.rollout.mode !== "OTA"
+        ? { failurePolicy: yurt.rollout.failurePolicy }
+        : {}),
+      ...(yurt.rollout.progressDeadlineSeconds !== undefined
+        ? { progressDeadlineSeconds: yurt.rollout.progressDeadlineSeconds }
+        : {}),
+      ...(set.metadata.annotations?.[resumeRevisionAnnotation] !== undefined
+        ? { resumeRevision: set.metadata.annotations[resumeRevisionAnnotation] }
+        : {}),
       maxUnavailable: yurt.rollout.maxUnavailable,
       maxSurge: 0,
       partition: 0,

@@ -13,6 +13,7 @@ import {
   plural,
 } from "./conditions.ts";
 import type { PreDownload } from "./image-pulls.ts";
+import type { Judgement } from "./failures.ts";
 import type { readSet, SetConfig } from "./config.ts";
 import {
   availableAt,
@@ -109,6 +110,39 @@ export interface Outcome {
   inScope: Set<string>;
   /** Kruise's image pre-download, when the set asks for it. */
   preDownload?: PreDownload;
+  /** The failure budget and the progress deadline, when the set asks for either (ADR 0035). */
+  judged?: Judgement;
+}
+
+/** The condition of a set with a failure budget or a progress deadline (present only then). */
+export const rolloutStoppedCondition = "RolloutStopped";
+
+const podList = (pods: { name: string; node: string; reason: string }[]) =>
+  pods.map((p) => `${p.name} on ${p.node}: ${p.reason}`).join(", ");
+
+function stoppedState(j: Judgement): ConditionState {
+  if (j.stop) {
+    const why = j.stop.reason === "FailureBudgetExceeded"
+      ? `${
+        plural(j.failed.length, "pod")
+      } of revision ${j.stop.revision} failed, more than the ${j.allowed} allowed of ${
+        plural(j.updated, "node")
+      } updated`
+      : `no updated pod became available before the progress deadline`;
+    return {
+      status: true,
+      reason: j.stop.reason,
+      message: `${why}; no more old pods are replaced until a new template or a resume` +
+        (j.stop.pods.length > 0 ? ` (${podList(j.stop.pods)})` : ""),
+    };
+  }
+  const allowed = Number.isFinite(j.allowed) ? ` of ${j.allowed} allowed` : "";
+  return {
+    status: false,
+    reason: "WithinBudget",
+    message: `${plural(j.failed.length, "pod")} of the new revision failed${allowed}` +
+      (j.failed.length > 0 ? ` (${podList(j.failed.slice(0, 20))})` : ""),
+  };
 }
 
 /** The condition of a set that asks for pre-download (present only then). */
@@ -322,6 +356,25 @@ const progressingRules: {
     state: (facts) => ({ status: false, reason: "Complete", message: facts.counts }),
   },
   {
+    name: "stopped by its failures or its deadline",
+    applies: (facts) => facts.outcome.judged?.stop !== undefined,
+    state: (facts) => ({
+      status: false,
+      reason: facts.outcome.judged!.stop!.reason,
+      message: `stopped: no more old pods are replaced; ${facts.counts}`,
+    }),
+  },
+  {
+    name: "no progress within the deadline",
+    applies: (facts) => facts.outcome.judged?.deadlineExceeded === true,
+    state: (facts) => ({
+      status: false,
+      reason: "ProgressDeadlineExceeded",
+      message:
+        `no updated pod became available for ${facts.outcome.config.progressDeadlineSeconds} s; ${facts.counts}`,
+    }),
+  },
+  {
     name: "acting, or waiting on what was done",
     applies: (facts) => facts.busy,
     state: (facts) => ({ status: true, reason: "RollingUpdate", message: facts.counts }),
@@ -465,7 +518,19 @@ export function finish(outcome: Outcome): Plan {
     busy: podActions.length > 0 || expectations.length > 0 || n.settling > 0,
   });
   const { conditions, events } = buildConditions(states, previous.conditions, now);
-  const { preDownload } = outcome;
+  const { preDownload, judged } = outcome;
+  if (judged) {
+    conditions.push(
+      buildCondition(
+        rolloutStoppedCondition,
+        stoppedState(judged),
+        previous.conditions,
+        now,
+        "Warning",
+        events,
+      ),
+    );
+  }
   if (preDownload) {
     const state = preDownloadState(preDownload);
     const whenTrue = state.event ?? "Normal";
@@ -489,6 +554,9 @@ export function finish(outcome: Outcome): Plan {
     conditions,
     ...(expectations.length > 0 ? { expectations } : {}),
     ...(nextCheckAt !== undefined ? { nextCheckAt } : {}),
+    ...(judged?.stop ? { rolloutStop: judged.stop } : {}),
+    ...(judged?.acknowledged ? { acknowledgedFailures: judged.acknowledged } : {}),
+    ...(judged ? { progress: judged.progress } : {}),
     ...(preDownload
       ? {
         imagePreDownload: {

@@ -15,7 +15,8 @@
  *   pod, except to replace an old pod already down.
  * - NotReady or unreachable nodes neither consume the budget nor get updated.
  * - Partition keeps the tail of the update order on the old revision; the update selector limits
- *   updates to matching nodes; paused stops updates, never creation on nodes without a pod;
+ *   updates to matching nodes; paused stops updates, never creation on nodes without a pod; so
+ *   does a rollout stopped by its failures (ADR 0035), which deletes no old pod;
  *   OnDelete and OTA never delete for an update.
  * - Creations per call are at most burstReplicas minus creations still expected.
  * - A pod updated in place (InPlaceIfPossible) counts as unavailable until it runs its new images.
@@ -27,6 +28,7 @@ import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-obje
 import { maxUnavailableAnnotation, updateStrategyAnnotation } from "../api/openyurt.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { readSet, resolve, type SetConfig } from "./config.ts";
+import { judgeFailures } from "./failures.ts";
 import { planImagePulls, planPreDownload } from "./image-pulls.ts";
 import { planInPlaceReadiness, revisionTemplate } from "./in-place.ts";
 import { planPlacement } from "./manage.ts";
@@ -102,7 +104,12 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
   planOta(builder, views, pending, config.mode === "OTA");
   if (config.mode === "OTA") planImagePulls(builder, views, pending, snapshot.pulls);
-  if (config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused) {
+  // Judged on the pods as read, before any is replaced (a failed pod is, by placement), and
+  // before an old pod is: a spent budget stops this very wave (ADR 0035).
+  const judged = judgeFailures(config, hash, desired, previous, now, available);
+  for (const at of judged?.wakeUps ?? []) builder.wakeUp(at);
+  const stopped = judged?.stop !== undefined;
+  if (config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused && !stopped) {
     const budget = config.mode === "Surge"
       ? surgeBudget(builder, desiredCount, available)
       : recreateBudget(builder, desiredCount, available);
@@ -122,6 +129,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
     now,
     inScope,
     preDownload,
+    judged,
   });
   if (snapshot.refused !== undefined && snapshot.refused.revision === hash) {
     const { message } = snapshot.refused;

@@ -84,7 +84,12 @@ export function podAsCached(pod: KubeObject): KubeObject {
   const status = (pod.status ?? {}) as {
     phase?: string;
     conditions?: unknown[];
-    containerStatuses?: { name: string; image?: string; ready?: boolean }[];
+    containerStatuses?: {
+      name: string;
+      image?: string;
+      ready?: boolean;
+      state?: { waiting?: { reason?: string } };
+    }[];
   };
   return {
     apiVersion: pod.apiVersion,
@@ -99,8 +104,14 @@ export function podAsCached(pod: KubeObject): KubeObject {
     status: withoutUndefined({
       phase: status.phase,
       conditions: status.conditions,
-      containerStatuses: status.containerStatuses?.map(({ name, image, ready }) =>
-        withoutUndefined({ name, image, ready })
+      // A waiting reason tells a crash loop or a pull that fails (ADR 0035's failed pods).
+      containerStatuses: status.containerStatuses?.map(({ name, image, ready, state }) =>
+        withoutUndefined({
+          name,
+          image,
+          ready,
+          state: state?.waiting?.reason ? { waiting: { reason: state.waiting.reason } } : undefined,
+        })
       ),
     }),
   };

@@ -9,6 +9,7 @@ import { edgerollScenarios } from "./edgeroll-scenarios.ts";
 import { triggerScenarios } from "./trigger-scenarios.ts";
 import { otaScenarios } from "./ota-scenarios.ts";
 import { preDownloadScenario } from "./predownload-scenario.ts";
+import { failureBudgetScenario } from "./failure-scenario.ts";
 import { startTarget, type TargetKind } from "./target.ts";
 
 export function e2eSuite(kind: TargetKind): void {
@@ -27,6 +28,7 @@ export function e2eSuite(kind: TargetKind): void {
           ...scenarios,
           ...edgerollScenarios,
           preDownloadScenario,
+          failureBudgetScenario,
           ...otaScenarios,
           ...triggerScenarios,
         ];

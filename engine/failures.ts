@@ -1,0 +1,154 @@
+/**
+ * A rollout that stops itself (ADR 0035): which pods of the current revision have failed, the
+ * failure budget over the nodes updated so far, the progress deadline's clock, and the stop they
+ * lead to, kept in the set's status until a new revision or an operator's resume. Pure.
+ */
+import type { AdvancedDaemonSetStatus } from "../api/advanced-daemonset.ts";
+import type { Pod } from "../api/kube-objects.ts";
+import type { EpochMillis } from "../api/plan.ts";
+import { resolve, type SetConfig } from "./config.ts";
+import { formatTime, isPodReady, parseTime, podRevision } from "./objects.ts";
+import type { NodeView } from "./plan-builder.ts";
+
+type Stop = NonNullable<AdvancedDaemonSetStatus["rolloutStop"]>;
+
+export interface FailedPod {
+  name: string;
+  node: string;
+  reason: string;
+}
+
+export interface Judgement {
+  failed: FailedPod[];
+  /** Nodes with a pod of the current revision, and how many of them may fail. */
+  updated: number;
+  allowed: number;
+  /** In force for the current revision: the rollout deletes no old pod for it. */
+  stop?: Stop;
+  /** Written this call (a Warning Event says so). */
+  newlyStopped: boolean;
+  acknowledged?: NonNullable<AdvancedDaemonSetStatus["acknowledgedFailures"]>;
+  progress: NonNullable<AdvancedDaemonSetStatus["progress"]>;
+  deadlineExceeded: boolean;
+  /** When the judgement may change on its own (a deadline, a pod's start timeout). */
+  wakeUps: EpochMillis[];
+}
+
+/** Waiting reasons of a container that mean the pod will not run: a crash loop or a pull error. */
+const failing = new Set([
+  "CrashLoopBackOff",
+  "ErrImagePull",
+  "ImagePullBackOff",
+  "InvalidImageName",
+  "CreateContainerConfigError",
+  "CreateContainerError",
+  "RunContainerError",
+]);
+
+/** Why a pod has failed, or undefined; a pod still starting may fail at `startBy`. */
+function failure(pod: Pod, now: EpochMillis, timeoutSeconds: number): string | undefined {
+  if (pod.status?.phase === "Failed") return "Failed";
+  const statuses = (pod.status?.containerStatuses ?? []) as {
+    state?: { waiting?: { reason?: string } };
+  }[];
+  const waiting = statuses.map((s) => s.state?.waiting?.reason).find((r) => failing.has(r ?? ""));
+  if (waiting) return waiting;
+  const created = parseTime(pod.metadata.creationTimestamp);
+  if (!isPodReady(pod) && created !== undefined && now >= created + timeoutSeconds * 1000) {
+    return `NotReadyAfter${timeoutSeconds}s`;
+  }
+  return undefined;
+}
+
+/**
+ * Judges the current revision's pods on the desired nodes. Undefined when the set asks for
+ * neither a failure budget nor a progress deadline: then nothing of this is written.
+ */
+export function judgeFailures(
+  config: SetConfig,
+  hash: string,
+  desired: NodeView[],
+  previous: AdvancedDaemonSetStatus,
+  now: EpochMillis,
+  isAvailable: (pod: Pod) => boolean,
+): Judgement | undefined {
+  const policy = config.failurePolicy;
+  const deadline = config.progressDeadlineSeconds;
+  if (!policy && deadline === undefined) return undefined;
+  const wakeUps: EpochMillis[] = [];
+  let stop = previous.rolloutStop?.revision === hash ? previous.rolloutStop : undefined;
+  let acknowledged = previous.acknowledgedFailures?.revision === hash
+    ? previous.acknowledgedFailures
+    : undefined;
+  let progress = previous.progress?.revision === hash ? previous.progress : undefined;
+  // Resumed by an operator (a resume value naming this revision, not the one already used):
+  // the failures that stopped it are acknowledged, the clock restarts.
+  const resume = config.resumeRevision;
+  if (
+    stop && resume !== undefined && resume.split("/")[0] === hash &&
+    resume !== acknowledged?.resumedWith
+  ) {
+    acknowledged = {
+      revision: hash,
+      pods: [...new Set([...acknowledged?.pods ?? [], ...stop.pods.map((p) => p.name)])],
+      resumedWith: resume,
+    };
+    stop = undefined;
+    progress = undefined;
+  }
+  const known = new Set(acknowledged?.pods ?? []);
+  const timeout = policy?.podStartTimeoutSeconds ?? 600;
+  const failed: FailedPod[] = [];
+  let updated = 0;
+  let updatedAvailable = 0;
+  let outdated = 0;
+  for (const view of desired) {
+    const current = view.live.filter((p) => podRevision(p) === hash);
+    if (current.length === 0) outdated++;
+    else updated++;
+    if (current.some(isAvailable)) updatedAvailable++;
+    for (const pod of current) {
+      if (known.has(pod.metadata.name ?? "")) continue;
+      const why = failure(pod, now, timeout);
+      if (why) failed.push({ name: pod.metadata.name ?? "", node: view.name, reason: why });
+      else if (!isPodReady(pod)) {
+        const created = parseTime(pod.metadata.creationTimestamp);
+        if (created !== undefined) wakeUps.push(created + timeout * 1000);
+      }
+    }
+  }
+  const grew = !progress || updatedAvailable > progress.updatedAvailable;
+  const clock = {
+    revision: hash,
+    updatedAvailable,
+    at: grew ? formatTime(now) : progress!.at,
+  };
+  const deadlineAt = deadline !== undefined ? (parseTime(clock.at) ?? now) + deadline * 1000 : 0;
+  const deadlineExceeded = deadline !== undefined && outdated > 0 && now >= deadlineAt;
+  if (deadline !== undefined && outdated > 0 && !deadlineExceeded) wakeUps.push(deadlineAt);
+
+  const allowed = policy ? resolve(policy.maxFailed, updated, true) : Infinity;
+  let newlyStopped = false;
+  if (!stop && outdated > 0) {
+    const reason = policy && failed.length > allowed
+      ? "FailureBudgetExceeded"
+      : policy?.stopOnProgressDeadline && deadlineExceeded
+      ? "ProgressDeadlineExceeded"
+      : undefined;
+    if (reason) {
+      stop = { revision: hash, reason, at: formatTime(now), pods: failed.slice(0, 20) };
+      newlyStopped = true;
+    }
+  }
+  return {
+    failed,
+    updated,
+    allowed,
+    stop,
+    newlyStopped,
+    acknowledged,
+    progress: clock,
+    deadlineExceeded,
+    wakeUps,
+  };
+}

@@ -1,0 +1,91 @@
+/**
+ * A rollout that stops itself (ADR 0035), as an operator meets it: an AdvancedDaemonSet moved
+ * to an image that crash-loops, with a failure budget of none, stops in its first wave; the
+ * nodes not reached keep the old pods; a Warning says which pod; a good image ends the stop.
+ */
+import { assertEquals, assertStringIncludes } from "@std/assert";
+import { withEdgeroll } from "../processes.ts";
+import { advancedDaemonSet, completeOn, image, setStatus } from "./edgeroll-scenarios.ts";
+import { eventually } from "./kube.ts";
+import type { Scenario } from "./scenarios.ts";
+
+export const failureBudgetScenario: Scenario = {
+  name:
+    "failure budget: a crash-looping image stops the rollout in its first wave, the other nodes keep their pods, and a good image rolls on",
+  async run(target, kube) {
+    const ns = "e2e-failure-budget";
+    await kube.installCrd();
+    await kube.createNamespace(ns);
+    await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
+      const set = advancedDaemonSet(ns, "v1") as ReturnType<typeof advancedDaemonSet> & {
+        spec: {
+          updateStrategy: { rollingUpdate: Record<string, unknown> };
+          minReadySeconds?: number;
+        };
+      };
+      set.spec.updateStrategy.rollingUpdate.failurePolicy = { maxFailed: 0 };
+      // A crashing container is Ready between its restarts: minReadySeconds keeps such a pod
+      // from counting as available, so the next node waits for the verdict (ADR 0035).
+      set.spec.minReadySeconds = 10;
+      await kube.apply(set);
+      await completeOn(target, kube, ns, "v1");
+      await kube.run([
+        "--namespace",
+        ns,
+        "patch",
+        "ads",
+        "edge-agent",
+        "--type=json",
+        "-p",
+        JSON.stringify([{
+          op: "replace",
+          path: "/spec/template/spec/containers/0/image",
+          value: image("crash"),
+        }]),
+      ]);
+      const stopped = await eventually("RolloutStopped", async () => {
+        const status = await setStatus(kube, ns);
+        const c = status.conditions?.find((c) => c.type === "RolloutStopped");
+        return c?.status === "True" ? { c, status } : undefined;
+      }, 120_000);
+      assertEquals(stopped.c.reason, "FailureBudgetExceeded");
+      assertStringIncludes(stopped.c.message ?? "", "CrashLoopBackOff");
+      // A while later, still one node on the bad image, the others on v1 and Ready.
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      const pods = (await kube.pods(ns, "app=edge-agent")).filter((p) =>
+        !p.metadata.deletionTimestamp
+      );
+      const images = pods.map((p) => p.spec.containers[0].image).sort();
+      assertEquals(images, [image("crash"), ...target.nodes.slice(1).map(() => image("v1"))]);
+      const events = await kube.json<{ items: { type: string; reason: string }[] }>([
+        "--namespace",
+        ns,
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=edge-agent",
+      ]);
+      assertEquals(
+        events.items.some((e) => e.type === "Warning" && e.reason === "FailureBudgetExceeded"),
+        true,
+      );
+      // A good template: a new revision, the stop is over.
+      await kube.run([
+        "--namespace",
+        ns,
+        "patch",
+        "ads",
+        "edge-agent",
+        "--type=json",
+        "-p",
+        JSON.stringify([{
+          op: "replace",
+          path: "/spec/template/spec/containers/0/image",
+          value: image("v2"),
+        }]),
+      ]);
+      await completeOn(target, kube, ns, "v2");
+    });
+    await kube.run(["delete", "namespace", ns, "--wait=false"]);
+  },
+};
