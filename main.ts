@@ -11,6 +11,12 @@ import { serveCommand } from "./cli/serve.ts";
 import { edgeCommand } from "./edge/command.ts";
 import { reconcileCommand } from "./cli/reconcile-command.ts";
 import { statusCommand } from "./cli/status-command.ts";
+import {
+  historyCommand,
+  pauseCommand,
+  resumeCommand,
+  undoCommand,
+} from "./cli/rollout-commands.ts";
 import { relayCommand } from "./relay/relay-command.ts";
 import { clusterDownCommand, clusterNodeCommand, clusterUpCommand } from "./cluster/command.ts";
 
@@ -23,6 +29,10 @@ const commands: Command[] = [
   edgeCommand,
   reconcileCommand,
   statusCommand,
+  historyCommand,
+  undoCommand,
+  pauseCommand,
+  resumeCommand,
   clusterUpCommand,
   clusterDownCommand,
   clusterNodeCommand,

@@ -219,6 +219,9 @@ export const annotationNames = {
   ],
 } as const;
 
+/** On a plain DaemonSet, which has no `rollingUpdate.paused`: `edgeroll pause` writes "true". */
+export const pausedAnnotation = `${group}/paused`;
+
 /**
  * Written by an operator (`edgeroll resume`): `<revision>/<anything unique>` resumes the rollout
  * of that revision stopped by its failures, once per value (ADR 0035).

@@ -11,6 +11,7 @@ import {
   type FailurePolicy,
   kind,
   type LifecycleHook,
+  pausedAnnotation,
   resumeRevisionAnnotation,
 } from "../api/advanced-daemonset.ts";
 import { isZero, scaleIntOrPercent } from "../api/int-or-percent.ts";
@@ -185,7 +186,7 @@ export function readSet(snapshot: Snapshot): SetReading {
       maxUnavailable: yurt.rollout.maxUnavailable,
       maxSurge: 0,
       partition: 0,
-      paused: false,
+      paused: set.metadata.annotations?.[pausedAnnotation] === "true",
       progressiveCreatePod: false,
       inPlace: false,
       ownsPlacement: false,

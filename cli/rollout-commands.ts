@@ -1,0 +1,244 @@
+/**
+ * `edgeroll history|undo|pause|resume` (and the same as `kubectl edgeroll …`): a rollout
+ * operated from the command line, as `kubectl rollout` operates a Deployment's, for
+ * AdvancedDaemonSets, Kruise's DaemonSets and OpenYurt's annotated DaemonSets (ADR 0035).
+ * Revisions are the set's ControllerRevisions; pause is `rollingUpdate.paused` (an annotation on
+ * a plain DaemonSet, which has no such field); resume also lifts a stop by the failure budget.
+ */
+import * as k8s from "@kubernetes/client-node";
+import { type Command, intOption, stringOption, UsageError } from "../lib/command.ts";
+import { pausedAnnotation, resumeRevisionAnnotation } from "../api/advanced-daemonset.ts";
+import type { ControllerRevision, PodTemplateSpec } from "../api/kube-objects.ts";
+import { customSetResources, setKey, type SetRef } from "../api/set-ref.ts";
+import { writtenStatus } from "../api/written-status.ts";
+import { clientNodeApi } from "../kube/api.ts";
+import { KubeClient } from "../kube/client.ts";
+import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import { labelSelectorString } from "../kube/selector.ts";
+import { parseSetArg } from "./status-command.ts";
+
+/** One revision of a set as `history` lists it. */
+export interface RevisionLine {
+  revision: number;
+  hash: string;
+  images: string[];
+  template: PodTemplateSpec;
+}
+
+/** The template a revision holds, without the `$patch` directive the native controller writes. */
+function templateOf(revision: ControllerRevision): PodTemplateSpec | undefined {
+  const data = revision.data as { spec?: { template?: PodTemplateSpec & { $patch?: string } } };
+  const template = data?.spec?.template;
+  if (!template) return undefined;
+  const { $patch: _, ...rest } = template;
+  return rest as PodTemplateSpec;
+}
+
+/** The set's own revisions, oldest first. */
+export function revisionLines(set: KubeObject, revisions: ControllerRevision[]): RevisionLine[] {
+  return revisions
+    .filter((r) =>
+      r.metadata.ownerReferences?.some((o) => o.controller && o.uid === set.metadata.uid)
+    )
+    .flatMap((r) => {
+      const template = templateOf(r);
+      if (!template) return [];
+      return [{
+        revision: r.revision,
+        hash: r.metadata.labels?.["controller-revision-hash"] ?? r.metadata.name ?? "",
+        images: template.spec.containers.map((c) => `${c.name}=${c.image}`),
+        template,
+      }];
+    })
+    .sort((a, b) => a.revision - b.revision);
+}
+
+/** `REVISION  HASH  IMAGES  CHANGE`, the current one marked. */
+export function renderHistory(ref: SetRef, lines: RevisionLine[], current?: string): string {
+  const rows = lines.map((line, i) => {
+    const before = i > 0 ? new Set(lines[i - 1].images) : new Set<string>();
+    const changed = line.images.filter((image) => !before.has(image));
+    return [
+      `${line.revision}${line.hash === current ? "*" : ""}`,
+      line.hash,
+      line.images.join(","),
+      i === 0 ? "first" : changed.length > 0 ? changed.join(",") : "pod spec",
+    ];
+  });
+  const header = ["REVISION", "HASH", "IMAGES", "CHANGED"];
+  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
+  const format = (r: string[]) => r.map((cell, c) => cell.padEnd(widths[c])).join("  ").trimEnd();
+  return [`${setKey(ref)} (* current)`, format(header), ...rows.map(format)].join("\n");
+}
+
+/** What every command of this file reads and writes with. */
+class SetAccess {
+  readonly kube: KubeClient;
+  readonly #custom: k8s.CustomObjectsApi;
+  readonly #apps: k8s.AppsV1Api;
+
+  constructor(readonly ref: SetRef, kubeconfig: string | undefined) {
+    const kc = loadKubeConfig(kubeconfig);
+    this.kube = new KubeClient(clientNodeApi(kc));
+    this.#custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.#apps = kc.makeApiClient(k8s.AppsV1Api);
+  }
+
+  async set(): Promise<KubeObject> {
+    const set = await this.kube.readSet(this.ref);
+    if (!set) throw new UsageError(`${setKey(this.ref)} not found`);
+    return set;
+  }
+
+  async history(set: KubeObject): Promise<RevisionLine[]> {
+    const spec = set.spec as { selector: Parameters<typeof labelSelectorString>[0] };
+    const { items } = await this.kube.api.listRevisions({
+      namespace: this.ref.namespace,
+      labelSelector: labelSelectorString(spec.selector),
+    });
+    return revisionLines(set, items as ControllerRevision[]);
+  }
+
+  /** A JSON merge patch of the set itself. */
+  async patch(patch: Record<string, unknown>): Promise<void> {
+    const { namespace, name } = this.ref;
+    const resource = customSetResources[this.ref.kind];
+    const merge = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
+    if (resource) {
+      await this.#custom.patchNamespacedCustomObject(
+        { ...resource, namespace, name, body: patch },
+        merge,
+      );
+    } else await this.#apps.patchNamespacedDaemonSet({ namespace, name, body: patch }, merge);
+  }
+
+  /** Replaces the set's template whole, under the resourceVersion it was read at. */
+  async replaceTemplate(set: KubeObject, template: PodTemplateSpec): Promise<void> {
+    const { namespace, name } = this.ref;
+    const body = { ...set, spec: { ...(set.spec as object), template } };
+    const resource = customSetResources[this.ref.kind];
+    if (resource) {
+      await this.#custom.replaceNamespacedCustomObject({ ...resource, namespace, name, body });
+    } else {
+      await this.#apps.replaceNamespacedDaemonSet({
+        namespace,
+        name,
+        body: body as unknown as k8s.V1DaemonSet,
+      });
+    }
+  }
+}
+
+const setOptions = { kubeconfig: { type: "string" as const } };
+const setHelp = { kubeconfig: kubeconfigHelp };
+const setUsage = "[KIND/]NAMESPACE/NAME [--kubeconfig PATH]";
+const access = (args: { positionals: string[]; values: Record<string, unknown> }) =>
+  new SetAccess(
+    parseSetArg(args.positionals[0], "advanceddaemonsets"),
+    stringOption(args as never, "kubeconfig"),
+  );
+
+/** The current revision's hash, as the controller last wrote it. */
+function currentHash(ref: SetRef, set: KubeObject): string | undefined {
+  return (writtenStatus(ref.kind, set) as { daemonSetHash?: string } | undefined)?.daemonSetHash;
+}
+
+export const historyCommand: Command = {
+  name: "history",
+  summary: "List a set's revisions (its ControllerRevisions) and what changed in each.",
+  usage: setUsage,
+  options: setOptions,
+  help: setHelp,
+  async run(args) {
+    const sets = access(args);
+    const set = await sets.set();
+    console.log(renderHistory(sets.ref, await sets.history(set), currentHash(sets.ref, set)));
+    return 0;
+  },
+};
+
+export const undoCommand: Command = {
+  name: "undo",
+  summary:
+    "Roll a set back: its template becomes that of the revision before the current one, or of --to-revision N.",
+  usage: `${setUsage} [--to-revision N]`,
+  options: { ...setOptions, "to-revision": { type: "string" } },
+  help: { ...setHelp, "to-revision": "the revision to return to (default: the one before)" },
+  async run(args) {
+    const sets = access(args);
+    const set = await sets.set();
+    const lines = await sets.history(set);
+    const current = currentHash(sets.ref, set);
+    const at = lines.findIndex((l) => l.hash === current);
+    const wanted = intOption(args, "to-revision", 0, { min: 0, max: Number.MAX_SAFE_INTEGER });
+    const target = wanted > 0
+      ? lines.find((l) => l.revision === wanted)
+      : lines[(at === -1 ? lines.length - 1 : at) - 1];
+    if (!target) {
+      throw new UsageError(
+        wanted > 0
+          ? `${setKey(sets.ref)} has no revision ${wanted} (it has ${
+            lines.map((l) => l.revision).join(", ")
+          })`
+          : `${setKey(sets.ref)} has no revision before the current one`,
+      );
+    }
+    await sets.replaceTemplate(set, target.template);
+    console.log(`${setKey(sets.ref)} rolled back to revision ${target.revision} (${target.hash})`);
+    return 0;
+  },
+};
+
+export const pauseCommand: Command = {
+  name: "pause",
+  summary:
+    "Pause a set's rollout: no more old pods are replaced (pods are still created on new nodes).",
+  usage: setUsage,
+  options: setOptions,
+  help: setHelp,
+  async run(args) {
+    const sets = access(args);
+    await sets.set();
+    await sets.patch(
+      sets.ref.kind === "daemonsets"
+        ? { metadata: { annotations: { [pausedAnnotation]: "true" } } }
+        : { spec: { updateStrategy: { rollingUpdate: { paused: true } } } },
+    );
+    console.log(`${setKey(sets.ref)} paused`);
+    return 0;
+  },
+};
+
+export const resumeCommand: Command = {
+  name: "resume",
+  summary:
+    "Resume a set's rollout: unpause it and, if its failure budget stopped it, acknowledge the failed pods and go on.",
+  usage: setUsage,
+  options: setOptions,
+  help: setHelp,
+  async run(args) {
+    const sets = access(args);
+    const set = await sets.set();
+    const status = writtenStatus(sets.ref.kind, set) as {
+      rolloutStop?: { revision: string; reason: string };
+    } | undefined;
+    const stop = status?.rolloutStop;
+    // Each value resumes once (ADR 0035): a later stop needs a later resume.
+    const annotations = {
+      ...(sets.ref.kind === "daemonsets" ? { [pausedAnnotation]: null } : {}),
+      ...(stop ? { [resumeRevisionAnnotation]: `${stop.revision}/${Date.now()}` } : {}),
+    };
+    await sets.patch({
+      ...(Object.keys(annotations).length > 0 ? { metadata: { annotations } } : {}),
+      ...(sets.ref.kind === "daemonsets"
+        ? {}
+        : { spec: { updateStrategy: { rollingUpdate: { paused: false } } } }),
+    });
+    console.log(
+      `${setKey(sets.ref)} resumed` +
+        (stop ? `: the failures that stopped revision ${stop.revision} are acknowledged` : ""),
+    );
+    return 0;
+  },
+};
