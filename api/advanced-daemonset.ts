@@ -39,6 +39,10 @@ export const FailurePolicy = z.object({
   stopOnProgressDeadline: z.boolean().default(false).describe(
     "Also stop when spec.progressDeadlineSeconds passes without progress.",
   ),
+  rollback: z.boolean().default(false).describe(
+    "When the rollout stops, put back the template of the last revision that completed; its " +
+      "pods then replace the new ones within the same budget.",
+  ),
 });
 export type FailurePolicy = z.infer<typeof FailurePolicy>;
 
@@ -164,6 +168,15 @@ export const AdvancedDaemonSetStatus = z.object({
     pods: z.array(z.string()).max(1000),
     /** The resume annotation's value that acknowledged them: the same value resumes once. */
     resumedWith: z.string().optional(),
+  }).optional(),
+  /** The last revision every desired node ran, available: what a rollback returns to. */
+  lastCompleteRevision: z.string().optional(),
+  /** The template was put back from revision `from` to `to` when the rollout stopped. */
+  rollback: z.object({
+    from: z.string(),
+    to: z.string(),
+    at: z.string(),
+    reason: z.string(),
   }).optional(),
   /** The updated pods available for `revision`, and when that count last grew (the deadline's clock). */
   progress: z.object({

@@ -24,6 +24,7 @@ export const failureAnnotations = {
   podStartTimeoutSeconds: "apps.edgeroll.dev/pod-start-timeout-seconds",
   progressDeadlineSeconds: "apps.edgeroll.dev/progress-deadline-seconds",
   stopOnProgressDeadline: "apps.edgeroll.dev/stop-on-progress-deadline",
+  rollback: "apps.edgeroll.dev/rollback-on-failure",
 } as const;
 
 export const OpenYurtUpdateStrategy = z.string().transform((value, ctx) => {
@@ -61,6 +62,7 @@ export interface OpenYurtRollout {
     maxFailed: IntOrString;
     podStartTimeoutSeconds: number;
     stopOnProgressDeadline: boolean;
+    rollback: boolean;
   };
   progressDeadlineSeconds?: number;
 }
@@ -82,13 +84,15 @@ function readFailureAnnotations(
   const deadline = seconds(failureAnnotations.progressDeadlineSeconds);
   if (deadline !== undefined) read.progressDeadlineSeconds = deadline;
   const timeout = seconds(failureAnnotations.podStartTimeoutSeconds);
-  const stopValue = annotations[failureAnnotations.stopOnProgressDeadline];
-  if (stopValue !== undefined && stopValue !== "true" && stopValue !== "false") {
-    issues.push({
-      path: path(failureAnnotations.stopOnProgressDeadline),
-      message: `must be "true" or "false", got "${stopValue}"`,
-    });
-  }
+  const flag = (name: string) => {
+    const value = annotations[name];
+    if (value !== undefined && value !== "true" && value !== "false") {
+      issues.push({ path: path(name), message: `must be "true" or "false", got "${value}"` });
+    }
+    return value === "true";
+  };
+  const stopOnProgressDeadline = flag(failureAnnotations.stopOnProgressDeadline);
+  const rollback = flag(failureAnnotations.rollback);
   const maxFailed = annotations[failureAnnotations.maxFailed];
   if (maxFailed !== undefined) {
     const parsed: IntOrString = /^\d+$/.test(maxFailed) ? Number(maxFailed) : maxFailed;
@@ -98,7 +102,8 @@ function readFailureAnnotations(
       read.failurePolicy = {
         maxFailed: parsed,
         podStartTimeoutSeconds: timeout ?? 600,
-        stopOnProgressDeadline: stopValue === "true",
+        stopOnProgressDeadline,
+        rollback,
       };
     }
   }

@@ -173,7 +173,18 @@ export interface DeleteJob extends ActionBase {
   uid: string;
 }
 
+/**
+ * Put back a revision's template on the set itself (a JSON merge patch of `spec.template` that
+ * makes it that revision's): a rollback when the rollout stopped itself (ADR 0035).
+ */
+export interface RollbackTemplate extends ActionBase {
+  type: "rollbackTemplate";
+  revision: string;
+  patch: { spec: { template: unknown } };
+}
+
 export type Action =
+  | RollbackTemplate
   | CreatePod
   | CreateJob
   | DeleteJob

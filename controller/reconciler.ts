@@ -269,7 +269,7 @@ async function carryOut(
   log: Logger,
   phases: PhaseTimer,
 ): Promise<{ reports: ActionReport[]; status: Plan["status"] }> {
-  const outcomes = await executeActions(deps.kube, ref.namespace, plan.actions, {
+  const outcomes = await executeActions(deps.kube, ref, plan.actions, {
     burst: plan.burst,
     now: new Date(now),
   });
@@ -421,6 +421,8 @@ function targetOf(action: Action): string {
       return `job/${action.job.metadata.name} on node/${action.node}`;
     case "deleteJob":
       return `job/${action.name}`;
+    case "rollbackTemplate":
+      return `template back to revision ${action.revision}`;
   }
 }
 

@@ -11,6 +11,7 @@ import { resumeRevisionAnnotation } from "../api/advanced-daemonset.ts";
 import { scaleIntOrPercent } from "../api/int-or-percent.ts";
 import type { Plan } from "../api/plan.ts";
 import { podRevision } from "./objects.ts";
+import { mergePatchTo } from "./failures.ts";
 import { plan } from "./plan.ts";
 import * as f from "./testdata/fleet.ts";
 
@@ -240,5 +241,43 @@ Deno.test("failure budget on an OpenYurt DaemonSet: edgeroll's annotations, a ba
   assertStringIncludes(
     condition(bad, "InvalidSpec")?.message ?? "",
     "metadata.annotations[apps.edgeroll.dev/max-failed]",
+  );
+});
+
+Deno.test("rollback: a stopped rollout puts back the last completed revision's template, whose pods then replace the failed ones; every node ends on it", () => {
+  let c = fleet(5, { maxUnavailable: 1, failurePolicy: { maxFailed: 0, rollback: true } });
+  // The converged v1 was recorded as complete before v2 came.
+  const v1 = (c.snapshot.set.status as { lastCompleteRevision?: string }).lastCompleteRevision;
+  assert(v1, "lastCompleteRevision kept for a set that may roll back");
+  let p: Plan;
+  for (let i = 0; i < 3; i++) [p, c] = step(c, f.t0 + i * 1000, everywhere(5));
+  const rollback = p!.actions.find((a) => a.type === "rollbackTemplate");
+  assertEquals(rollback?.type === "rollbackTemplate" && rollback.revision, v1);
+  assertEquals(
+    rollback?.type === "rollbackTemplate" && rollback.patch,
+    { spec: { template: { spec: { containers: [{ name: "agent", image: "agent:v1" }] } } } },
+  );
+  assertEquals(p!.events.find((e) => e.reason === "RolledBack")?.type, "Warning");
+  assertEquals(p!.status.rollback?.to, v1);
+  // The API server applies the patch: the template is v1's again, its revision current.
+  c = f.withTemplate(c, "agent:v1", 3);
+  for (let i = 3; i < 20; i++) [p, c] = step(c, f.t0 + i * 1000, new Set());
+  assertEquals(p!.status.daemonSetHash, v1);
+  assertEquals(condition(p!, "Complete")?.status, "True");
+  assertEquals(c.snapshot.pods.map((x) => x.spec.containers[0].image), Array(5).fill("agent:v1"));
+  assertEquals(
+    p!.status.rollback?.to,
+    v1,
+    "the rollback stays recorded while its revision is current",
+  );
+});
+
+Deno.test("rollback: mergePatchTo removes what the target lacks and replaces lists whole", () => {
+  assertEquals(
+    mergePatchTo(
+      { spec: { containers: [{ name: "a", image: "x:2", env: [] }], hostNetwork: true } },
+      { spec: { containers: [{ name: "a", image: "x:1" }] } },
+    ),
+    { spec: { containers: [{ name: "a", image: "x:1" }], hostNetwork: null } },
   );
 });

@@ -4,8 +4,9 @@
  * lead to, kept in the set's status until a new revision or an operator's resume. Pure.
  */
 import type { AdvancedDaemonSetStatus } from "../api/advanced-daemonset.ts";
-import type { Pod } from "../api/kube-objects.ts";
-import type { EpochMillis } from "../api/plan.ts";
+import { canonicalJson } from "../api/hash.ts";
+import type { Pod, PodTemplateSpec } from "../api/kube-objects.ts";
+import type { EpochMillis, RollbackTemplate } from "../api/plan.ts";
 import { resolve, type SetConfig } from "./config.ts";
 import { formatTime, isPodReady, parseTime, podRevision } from "./objects.ts";
 import type { NodeView } from "./plan-builder.ts";
@@ -150,5 +151,57 @@ export function judgeFailures(
     progress: clock,
     deadlineExceeded,
     wakeUps,
+  };
+}
+
+/** A JSON merge patch that turns `from` into `to` (a key `to` lacks is null: removed). */
+export function mergePatchTo(from: unknown, to: unknown): unknown {
+  const isObject = (v: unknown): v is Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isObject(from) || !isObject(to)) return to;
+  const patch: Record<string, unknown> = {};
+  for (const key of new Set([...Object.keys(from), ...Object.keys(to)])) {
+    if (!(key in to)) patch[key] = null;
+    else if (!(key in from)) patch[key] = to[key];
+    else if (canonicalJson(from[key]) !== canonicalJson(to[key])) {
+      patch[key] = mergePatchTo(from[key], to[key]);
+    }
+  }
+  return patch;
+}
+
+/**
+ * When the rollout stopped and the set asks for it, the template of the last revision that
+ * completed goes back on the set (once: the next step reads that revision as current), and its
+ * pods replace the new ones within the same budget. Undefined when there is nothing to do.
+ */
+export function planRollback(
+  config: SetConfig,
+  hash: string,
+  judged: Judgement | undefined,
+  lastComplete: string | undefined,
+  templateOf: (hash: string) => PodTemplateSpec | undefined,
+  now: EpochMillis,
+):
+  | { action: RollbackTemplate; record: NonNullable<AdvancedDaemonSetStatus["rollback"]> }
+  | undefined {
+  const stop = judged?.stop;
+  if (!stop || !config.failurePolicy?.rollback || !lastComplete || lastComplete === hash) {
+    return undefined;
+  }
+  const found = templateOf(lastComplete) as (PodTemplateSpec & { $patch?: string }) | undefined;
+  if (!found) return undefined;
+  // The native controller's revisions say `$patch: replace`: a directive, not a field.
+  const { $patch: _, ...target } = found;
+  const reason =
+    `the rollout of ${hash} stopped (${stop.reason}): back to ${lastComplete}, the last revision that completed`;
+  return {
+    action: {
+      type: "rollbackTemplate",
+      reason,
+      revision: lastComplete,
+      patch: { spec: { template: mergePatchTo(config.template, target) } },
+    },
+    record: { from: hash, to: lastComplete, at: formatTime(now), reason: stop.reason },
   };
 }

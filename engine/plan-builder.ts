@@ -171,6 +171,11 @@ export class PlanBuilder {
     this.#awaited.unshift(...items);
   }
 
+  /** The template of a revision of the set, if its ControllerRevision was read. */
+  templateOf(hash: string): PodTemplateSpec | undefined {
+    return this.#templates.get(hash);
+  }
+
   knowTemplate(hash: string, template: PodTemplateSpec) {
     this.#templates.set(hash, template);
   }

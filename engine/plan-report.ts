@@ -112,6 +112,8 @@ export interface Outcome {
   preDownload?: PreDownload;
   /** The failure budget and the progress deadline, when the set asks for either (ADR 0035). */
   judged?: Judgement;
+  /** A rollback this plan makes, or the last one while its revision is current. */
+  rollback?: AdvancedDaemonSetStatus["rollback"];
 }
 
 /** The condition of a set with a failure budget or a progress deadline (present only then). */
@@ -555,6 +557,13 @@ export function finish(outcome: Outcome): Plan {
     ...(expectations.length > 0 ? { expectations } : {}),
     ...(nextCheckAt !== undefined ? { nextCheckAt } : {}),
     ...(judged?.stop ? { rolloutStop: judged.stop } : {}),
+    ...(outcome.rollback ? { rollback: outcome.rollback } : {}),
+    // Kept for a set that may roll back (ADR 0035): the revision it would return to.
+    ...(judged && complete && hash !== undefined
+      ? { lastCompleteRevision: hash }
+      : judged && previous.lastCompleteRevision
+      ? { lastCompleteRevision: previous.lastCompleteRevision }
+      : {}),
     ...(judged?.acknowledged ? { acknowledgedFailures: judged.acknowledged } : {}),
     ...(judged ? { progress: judged.progress } : {}),
     ...(preDownload

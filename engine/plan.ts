@@ -28,7 +28,7 @@ import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-obje
 import { maxUnavailableAnnotation, updateStrategyAnnotation } from "../api/openyurt.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { readSet, resolve, type SetConfig } from "./config.ts";
-import { judgeFailures } from "./failures.ts";
+import { judgeFailures, planRollback } from "./failures.ts";
 import { planImagePulls, planPreDownload } from "./image-pulls.ts";
 import { planInPlaceReadiness, revisionTemplate } from "./in-place.ts";
 import { planPlacement } from "./manage.ts";
@@ -109,6 +109,18 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const judged = judgeFailures(config, hash, desired, previous, now, available);
   for (const at of judged?.wakeUps ?? []) builder.wakeUp(at);
   const stopped = judged?.stop !== undefined;
+  const rollback = planRollback(
+    config,
+    hash,
+    judged,
+    previous.lastCompleteRevision,
+    (h) => builder.templateOf(h),
+    now,
+  );
+  if (rollback) {
+    builder.act(rollback.action);
+    builder.event({ type: "Warning", reason: "RolledBack", message: rollback.action.reason });
+  }
   if (config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused && !stopped) {
     const budget = config.mode === "Surge"
       ? surgeBudget(builder, desiredCount, available)
@@ -130,6 +142,7 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
     inScope,
     preDownload,
     judged,
+    rollback: rollback?.record ?? (previous.rollback?.to === hash ? previous.rollback : undefined),
   });
   if (snapshot.refused !== undefined && snapshot.refused.revision === hash) {
     const { message } = snapshot.refused;

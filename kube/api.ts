@@ -103,7 +103,7 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   getSet: [ads("get"), apps("daemonsets", "get")],
   listSets: [ads("list"), apps("daemonsets", "list")],
   replaceSetStatus: [ads("update", "/status")],
-  patchSet: [apps("daemonsets", "patch")],
+  patchSet: [ads("patch"), apps("daemonsets", "patch")],
   listPods: [core("pods", "list")],
   getPod: [core("pods", "get")],
   listNodes: [core("nodes", "list")],
@@ -132,6 +132,7 @@ export const kruiseAccessOf: Partial<Record<KubeMethod, Access[]>> = {
   getSet: [kruise("get")],
   listSets: [kruise("list")],
   replaceSetStatus: [kruise("update", "/status")],
+  patchSet: [kruise("patch")],
 };
 
 /** The HTTP verb each method uses, for the `API requests by verb` metric. */

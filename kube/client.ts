@@ -180,6 +180,11 @@ export class KubeClient {
     });
   }
 
+  /** A JSON merge patch of the set itself (a rollback of its template, ADR 0035). */
+  async patchSet(ref: SetRef, patch: Record<string, unknown>): Promise<void> {
+    await this.api.patchSet({ ...ref, patch });
+  }
+
   /** The pod, or undefined when it does not exist. */
   readPod(namespace: string, name: string): Promise<Pod | undefined> {
     return undefinedIfNotFound(this.api.getPod({ namespace, name }) as Promise<Pod>);

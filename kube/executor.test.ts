@@ -27,7 +27,12 @@ async function execute(actions: Action[], burst: number, answer: (r: RecordedReq
   const server = startRecordingServer(answer);
   try {
     const client = new KubeClient(clientNodeApi(server.kubeConfig), { retry: noRetry });
-    const outcomes = await executeActions(client, "edge", actions, { burst, now });
+    const outcomes = await executeActions(
+      client,
+      { kind: "advanceddaemonsets", namespace: "edge", name: "agent" },
+      actions,
+      { burst, now },
+    );
     return { outcomes, requests: server.requests };
   } finally {
     await server.stop();

@@ -10,6 +10,7 @@
 import type { Action } from "../api/plan.ts";
 import type { KubeClient } from "./client.ts";
 import type { KubeObject } from "./objects.ts";
+import type { SetRef } from "../api/set-ref.ts";
 import { type KubeError, toKubeError } from "./errors.ts";
 
 /** `alreadyDone`: a create found the object, a delete found it gone (or replaced). */
@@ -40,7 +41,7 @@ const revisionActions = new Set<Action["type"]>([
 
 export async function executeActions(
   client: KubeClient,
-  namespace: string,
+  ref: SetRef,
   actions: readonly Action[],
   { burst, initialBatch = 1, now }: ExecuteOptions,
 ): Promise<ActionOutcome[]> {
@@ -60,7 +61,7 @@ export async function executeActions(
   });
   const apply = async (outcome: ActionOutcome) => {
     try {
-      outcome.result = await applyAction(client, namespace, outcome.action, now);
+      outcome.result = await applyAction(client, ref, outcome.action, now);
     } catch (err) {
       outcome.result = "failed";
       outcome.error = toKubeError(err, outcome.action.type);
@@ -94,10 +95,11 @@ export async function executeActions(
 
 async function applyAction(
   client: KubeClient,
-  namespace: string,
+  ref: SetRef,
   action: Action,
   now: Date,
 ): Promise<"done" | "alreadyDone"> {
+  const { namespace } = ref;
   const done = (outcome: string) =>
     outcome === "created" || outcome === "deleted" ? "done" : "alreadyDone";
   switch (action.type) {
@@ -122,6 +124,9 @@ async function applyAction(
       return done(await client.createJob(namespace, action.job as KubeObject));
     case "deleteJob":
       return done(await client.deleteJob(namespace, action.name, action.uid));
+    case "rollbackTemplate":
+      await client.patchSet(ref, action.patch);
+      return "done";
   }
 }
 
