@@ -77,6 +77,10 @@ export const preDownloadScenario: Scenario = {
         const condition = status.conditions?.find((c) => c.type === "ImagesPreDownloaded");
         return condition?.status === "True" ? { progress, condition } : undefined;
       }, 180_000);
+      // The Jobs read last may predate the status that said Pulled: they stay 30 s past their end.
+      for (const job of await pullJobs(kube, ns)) {
+        seen.set(job.metadata.name ?? "", job.spec?.template?.spec?.nodeName ?? "");
+      }
       assertEquals(done.condition.reason, "Pulled");
       assertEquals(
         [done.progress?.nodes, done.progress?.pulled, done.progress?.failed],
