@@ -6,8 +6,26 @@
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { withEdgeroll } from "../processes.ts";
 import { advancedDaemonSet, completeOn, image, setStatus } from "./edgeroll-scenarios.ts";
-import { eventually } from "./kube.ts";
+import { eventually, type Kube } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
+
+/** The set's image, changed as an operator changes it (a JSON patch through kubectl). */
+function setImage(kube: Kube, ns: string, version: string): Promise<string> {
+  return kube.run([
+    "--namespace",
+    ns,
+    "patch",
+    "ads",
+    "edge-agent",
+    "--type=json",
+    "-p",
+    JSON.stringify([{
+      op: "replace",
+      path: "/spec/template/spec/containers/0/image",
+      value: image(version),
+    }]),
+  ]);
+}
 
 export const failureBudgetScenario: Scenario = {
   name:
@@ -29,20 +47,7 @@ export const failureBudgetScenario: Scenario = {
       set.spec.minReadySeconds = 10;
       await kube.apply(set);
       await completeOn(target, kube, ns, "v1");
-      await kube.run([
-        "--namespace",
-        ns,
-        "patch",
-        "ads",
-        "edge-agent",
-        "--type=json",
-        "-p",
-        JSON.stringify([{
-          op: "replace",
-          path: "/spec/template/spec/containers/0/image",
-          value: image("crash"),
-        }]),
-      ]);
+      await setImage(kube, ns, "crash");
       const stopped = await eventually("RolloutStopped", async () => {
         const status = await setStatus(kube, ns);
         const c = status.conditions?.find((c) => c.type === "RolloutStopped");
@@ -70,20 +75,7 @@ export const failureBudgetScenario: Scenario = {
         true,
       );
       // A good template: a new revision, the stop is over.
-      await kube.run([
-        "--namespace",
-        ns,
-        "patch",
-        "ads",
-        "edge-agent",
-        "--type=json",
-        "-p",
-        JSON.stringify([{
-          op: "replace",
-          path: "/spec/template/spec/containers/0/image",
-          value: image("v2"),
-        }]),
-      ]);
+      await setImage(kube, ns, "v2");
       await completeOn(target, kube, ns, "v2");
     });
     await kube.run(["delete", "namespace", ns, "--wait=false"]);

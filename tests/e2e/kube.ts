@@ -144,6 +144,19 @@ export class Kube {
       .items;
   }
 
+  /** Jobs of a namespace matching `selector`, as `kubectl get jobs -l` lists them. */
+  async jobs<T>(namespace: string, selector: string): Promise<T[]> {
+    return (await this.json<{ items: T[] }>([
+      "--namespace",
+      namespace,
+      "get",
+      "jobs",
+      "-l",
+      selector,
+    ]))
+      .items;
+  }
+
   node(name: string): Promise<Node> {
     return this.json<Node>(["get", "node", name]);
   }

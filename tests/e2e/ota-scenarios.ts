@@ -184,11 +184,7 @@ const apiServerStoppedScenario: Scenario = {
         } finally {
           await target.startApiServer();
         }
-        const replacement = await eventually(`a v2 pod on ${node}`, async () => {
-          const pod = (await kube.pods(ns, "app=ota-agent"))
-            .find((p) => p.spec.nodeName === node && !p.metadata.deletionTimestamp);
-          return pod && pod.metadata.uid !== ours.metadata.uid ? pod : undefined;
-        }, 120_000);
+        const replacement = await replacedOn(kube, ns, node, ours);
         assertEquals(replacement.spec.containers[0].image, image("v2"));
         const settled = await eventually("the queued upgrade settled", async () => {
           const { requests } = await agentPods(agent.url);
@@ -212,17 +208,16 @@ async function imageReady(kube: Kube, ns: string, name: string) {
   return pod.status?.conditions?.find((c) => c.type === podImageReady);
 }
 
-/** The pull Jobs of the namespace, as `kubectl get jobs` lists them. */
-async function pullJobs(kube: Kube, ns: string) {
-  const list = await kube.json<{ items: Job[] }>([
-    "--namespace",
-    ns,
-    "get",
-    "jobs",
-    "-l",
-    pullSetLabel,
-  ]);
-  return list.items;
+/** The pull Jobs of the namespace (ADR 0034). */
+export const pullJobs = (kube: Kube, ns: string) => kube.jobs<Job>(ns, pullSetLabel);
+
+/** Waits for the pod on `node` to be one other than `old`, not being deleted. */
+function replacedOn(kube: Kube, ns: string, node: string, old: Pod): Promise<Pod> {
+  return eventually(`a v2 pod on ${node}`, async () => {
+    const pod = (await kube.pods(ns, "app=ota-agent"))
+      .find((p) => p.spec.nodeName === node && !p.metadata.deletionTimestamp);
+    return pod && pod.metadata.uid !== old.metadata.uid ? pod : undefined;
+  }, 120_000);
 }
 
 /** The revision a pod's `PodNeedUpgrade` True mark names, once it names another than `not`. */
@@ -277,11 +272,7 @@ const imagePullScenario: Scenario = {
           `Start updating pod ${ns}/${name}`,
         ]);
       });
-      const replacement = await eventually(`a v2 pod on ${node}`, async () => {
-        const pod = (await kube.pods(ns, "app=ota-agent"))
-          .find((p) => p.spec.nodeName === node && !p.metadata.deletionTimestamp);
-        return pod && pod.metadata.uid !== ours.metadata.uid ? pod : undefined;
-      }, 120_000);
+      const replacement = await replacedOn(kube, ns, node, ours);
       assertEquals(replacement.spec.containers[0].image, image("v2"));
 
       // An image no registry has: the pull fails on the node, and the upgrade is refused.

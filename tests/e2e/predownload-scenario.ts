@@ -4,26 +4,14 @@
  * time, once `min-updated-ready-pods` allows; then resumed, it rolls onto images already there.
  */
 import { assert, assertEquals } from "@std/assert";
-import { type Job, pullSetLabel } from "../../api/image-pull.ts";
 import { withEdgeroll } from "../processes.ts";
 import { advancedDaemonSet, completeOn, image, setStatus } from "./edgeroll-scenarios.ts";
-import { eventually, type Kube } from "./kube.ts";
+import { eventually } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
+import { pullJobs } from "./ota-scenarios.ts";
 
 const parallelism = "apps.kruise.io/image-predownload-parallelism";
 const minUpdatedReady = "apps.kruise.io/image-predownload-min-updated-ready-pods";
-
-async function pullJobs(kube: Kube, ns: string): Promise<Job[]> {
-  const list = await kube.json<{ items: Job[] }>([
-    "--namespace",
-    ns,
-    "get",
-    "jobs",
-    "-l",
-    pullSetLabel,
-  ]);
-  return list.items;
-}
 
 export const preDownloadScenario: Scenario = {
   name:
