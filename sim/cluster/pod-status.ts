@@ -94,12 +94,16 @@ function containerStatus(
     restartCount: state.restartCount,
     lastState: state.lastState,
   };
+  // A container that has run once reports its image resolved, its digest and its ID.
+  const ran = {
+    image: normalizeImage(state.image),
+    imageID: imageID(state.image),
+    containerID: state.containerID,
+  };
   if (running) {
     return {
       ...common,
-      image: normalizeImage(state.image),
-      imageID: imageID(state.image),
-      containerID: state.containerID,
+      ...ran,
       ready: state.probeReady && mayBeReady,
       started: true,
       state: { running: { startedAt: isoSeconds(state.startedAt!) } },
@@ -108,9 +112,7 @@ function containerStatus(
   if (state.phase === "exited") {
     return {
       ...common,
-      image: normalizeImage(state.image),
-      imageID: imageID(state.image),
-      containerID: state.containerID,
+      ...ran,
       ready: false,
       started: false,
       state: {
@@ -128,9 +130,7 @@ function containerStatus(
     const { name, namespace, uid } = pod.metadata;
     return {
       ...common,
-      image: normalizeImage(state.image),
-      imageID: imageID(state.image),
-      containerID: state.containerID,
+      ...ran,
       ready: false,
       started: false,
       state: {
