@@ -7,7 +7,6 @@
  *
  *   deno run -A bench/controller.ts [--quick] [--nodes N]
  */
-import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
 import { markdownTable } from "./markdown-table.ts";
 import { getJson, installAdvancedDaemonSetCrd, setSpeed, untilRolledOut } from "./sim-rollout.ts";

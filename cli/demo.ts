@@ -2,7 +2,9 @@
  * `edgeroll demo`: the whole product in one process on the simulated cluster. A fleet of
  * edge nodes in a few zones, the controller (with its in-process tick), the relay, an
  * AdvancedDaemonSet rolled to a new image while a few nodes lose their link and come back;
- * then a summary table.
+ * then a summary table. With `--bad-image`, then a version that crash-loops: the rollout stops
+ * itself within its failure budget and rolls back (ADR 0035), and the table says how many nodes
+ * ever ran the bad version.
  *
  * It drives the rooms exactly as a user deploys them: the relay watches through the API
  * server and posts CloudEvents to the controller over HTTP; nothing here plans or acts.
@@ -32,7 +34,22 @@ export interface DemoOptions {
   speed: number;
   maxUnavailable: number;
   disconnect: number;
+  /** After the rollout, roll to an image that crash-loops, which stops and rolls back. */
+  badImage?: boolean;
   out: ProgressOutput;
+}
+
+/** What the bad image's rollout came to. */
+export interface BadImageSummary {
+  image: string;
+  stoppedBecause: string;
+  failedPods: number;
+  /** Nodes that ever ran a pod of the bad version. */
+  nodesThatRanIt: number;
+  rolledBackTo: string;
+  /** From the bad image to every node on the good one again. */
+  seconds: number;
+  onGoodImageAtEnd: number;
 }
 
 export interface DemoSummary {
@@ -48,6 +65,7 @@ export interface DemoSummary {
   apiWrites: number;
   disconnected: string[];
   updatedAtEnd: number;
+  badImage?: BadImageSummary;
 }
 
 /** A progress line that is redrawn, and notes that stay. */
@@ -89,7 +107,11 @@ interface Progress {
 function adsManifest(
   image: string,
   maxUnavailable: number,
+  badImage: boolean,
 ): k8s.KubernetesObject & { spec: unknown } {
+  // For --bad-image: a budget of one failed pod, a rollback when spent, and the few seconds a
+  // new pod must stay Ready, so a crashing one is judged before the next wave (ADR 0035).
+  const failurePolicy = badImage ? { failurePolicy: { maxFailed: 1, rollback: true } } : {};
   return {
     apiVersion: "apps.edgeroll.dev/v1alpha1",
     kind: "AdvancedDaemonSet",
@@ -102,8 +124,9 @@ function adsManifest(
       },
       updateStrategy: {
         type: "RollingUpdate",
-        rollingUpdate: { rollingUpdateType: "Standard", maxUnavailable },
+        rollingUpdate: { rollingUpdateType: "Standard", maxUnavailable, ...failurePolicy },
       },
+      ...(badImage ? { minReadySeconds: 3 } : {}),
     },
   };
 }
@@ -116,6 +139,8 @@ function median(values: number[]): number {
 
 const firstImage = "registry.local/edge-agent:1.0";
 const nextImage = "registry.local/edge-agent:1.1";
+/** sim crash-loops every image tagged `crash` (cluster/ has a kwok stage for it too). */
+const badImage = "registry.local/edge-agent:crash";
 
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const stack = await startStack(options);
@@ -260,10 +285,14 @@ function recordReplacements(store: Sim["store"], oldHash: string | undefined) {
 }
 
 /** Creates the set once the relay and sim serve its API (the CRD was just created). */
-async function createSet(objects: k8s.KubernetesObjectApi, maxUnavailable: number) {
+async function createSet(
+  objects: k8s.KubernetesObjectApi,
+  maxUnavailable: number,
+  badImage: boolean,
+) {
   await eventually("the AdvancedDaemonSet API to be served", async () => {
     try {
-      await objects.create(adsManifest(firstImage, maxUnavailable));
+      await objects.create(adsManifest(firstImage, maxUnavailable, badImage));
       return true;
     } catch (err) {
       if ((err as { code?: number }).code === 404) return undefined;
@@ -296,7 +325,7 @@ async function setImage(objects: k8s.KubernetesObjectApi, image: string) {
 async function rollOut(stack: DemoStack, options: DemoOptions): Promise<DemoSummary> {
   const { sim, objects } = stack;
   const view = new FleetView(sim.store, options);
-  await createSet(objects, options.maxUnavailable);
+  await createSet(objects, options.maxUnavailable, options.badImage === true);
   const poll = { timeoutMs: 30_000, intervalMs: 100 };
   await eventually("the first version on every node", () => view.settled(firstImage), poll);
 
@@ -330,6 +359,7 @@ async function rollOut(stack: DemoStack, options: DemoOptions): Promise<DemoSumm
 
     const after = await requestTotals(sim.url);
     const podStartMs = median(replacements.startDurations);
+    const bad = options.badImage ? await rollBadImage(stack, view, options) : undefined;
     const minimumWaves = Math.ceil((options.nodes - cut.length) / options.maxUnavailable) +
       (cut.length > 0 ? 1 : 0);
     return {
@@ -344,9 +374,64 @@ async function rollOut(stack: DemoStack, options: DemoOptions): Promise<DemoSumm
       apiWrites: after.writes - before.writes,
       disconnected: cut,
       updatedAtEnd: view.progress()?.updated ?? 0,
+      ...(bad ? { badImage: bad } : {}),
     };
   } finally {
     replacements.stop();
+  }
+}
+
+/**
+ * The bad version: rolled out, it crash-loops; the rollout stops within its budget and puts the
+ * last good template back, whose pods replace the crashing ones.
+ */
+async function rollBadImage(
+  stack: DemoStack,
+  view: FleetView,
+  options: DemoOptions,
+): Promise<BadImageSummary> {
+  const { sim, objects } = stack;
+  const ranIt = new Set<string>();
+  const stop = sim.store.subscribe((event: StoreEvent) => {
+    if (event.resource !== "pods" || event.type === "DELETED") return;
+    const spec = event.object.spec as { nodeName?: string; containers: { image: string }[] };
+    if (spec.containers[0].image === badImage && spec.nodeName) ranIt.add(spec.nodeName);
+  });
+  try {
+    const started = Date.now();
+    await setImage(objects, badImage);
+    options.out.note(`rolling out ${badImage}, which crash-loops`);
+    const status = () =>
+      sim.store.get("advanceddaemonsets.apps.edgeroll.dev", NAMESPACE, SET).status as {
+        rolloutStop?: { reason: string; pods: unknown[] };
+        rollback?: { to: string; reason: string };
+      };
+    const poll = { timeoutMs: 60_000, intervalMs: 100 };
+    // The stop is the bad revision's: once rolled back, the status no longer shows it.
+    let failed = 0;
+    const rolledBack = await eventually("the rollout to stop and roll back", () => {
+      view.show("bad image");
+      failed = Math.max(failed, status().rolloutStop?.pods.length ?? 0);
+      return status().rollback;
+    }, { ...poll, intervalMs: 20 });
+    options.out.note(
+      `stopped (${rolledBack.reason}) with ${failed} failed pods: rolled back to ${rolledBack.to}`,
+    );
+    await eventually("every node on the good version again", () => view.settled(nextImage), poll);
+    const onGood = view.livePods().filter((pod) =>
+      (pod.spec as { containers: { image: string }[] }).containers[0].image === nextImage
+    ).length;
+    return {
+      image: badImage,
+      stoppedBecause: rolledBack.reason,
+      failedPods: failed,
+      nodesThatRanIt: ranIt.size,
+      rolledBackTo: rolledBack.to,
+      seconds: (Date.now() - started) / 1000,
+      onGoodImageAtEnd: onGood,
+    };
+  } finally {
+    stop();
   }
 }
 
@@ -384,6 +469,16 @@ export function summaryTable(s: DemoSummary): string {
     ["median pod start", `${s.medianPodStartSeconds.toFixed(2)} s`],
     ["ideal time (waves x pod start)", `${s.idealSeconds.toFixed(1)} s`],
     ["edgeroll's API requests during rollout", `${s.apiRequests} (${s.apiWrites} writes)`],
+    ...(s.badImage
+      ? [
+        ["bad image", s.badImage.image],
+        ["stopped because", `${s.badImage.stoppedBecause}, ${s.badImage.failedPods} pods failed`],
+        ["nodes that ever ran the bad version", `${s.badImage.nodesThatRanIt}/${s.nodes}`],
+        ["rolled back to revision", s.badImage.rolledBackTo],
+        ["bad image to every node back on 1.1", `${s.badImage.seconds.toFixed(1)} s`],
+        ["on the good version at the end", `${s.badImage.onGoodImageAtEnd}/${s.nodes}`],
+      ] as [string, string][]
+      : []),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `| ${k.padEnd(width)} | ${v}`).join("\n");
@@ -392,8 +487,10 @@ export function summaryTable(s: DemoSummary): string {
 export const demoCommand: Command = {
   name: "demo",
   summary: "Roll an AdvancedDaemonSet across a simulated edge fleet, with nodes cut off mid-way.",
-  usage: "[--nodes 60] [--zones 3] [--speed 20] [--max-unavailable 6] [--disconnect 3]",
+  usage:
+    "[--nodes 60] [--zones 3] [--speed 20] [--max-unavailable 6] [--disconnect 3] [--bad-image]",
   options: {
+    "bad-image": { type: "boolean" },
     nodes: { type: "string" },
     zones: { type: "string" },
     speed: { type: "string" },
@@ -406,6 +503,8 @@ export const demoCommand: Command = {
     speed: "simulated time runs this many times faster than real time (default 20)",
     "max-unavailable": "the rollout's budget of unavailable pods (default 6)",
     disconnect: "nodes cut off mid-rollout and reconnected later (default 3)",
+    "bad-image":
+      "then roll out an image that crash-loops: the rollout stops within its failure budget and rolls back",
   },
   async run(args) {
     const out = consoleOutput(Deno.stdout.isTerminal());
@@ -415,9 +514,11 @@ export const demoCommand: Command = {
       speed: intOption(args, "speed", 20, { min: 1, max: 1000 }),
       maxUnavailable: intOption(args, "max-unavailable", 6, { min: 1 }),
       disconnect: intOption(args, "disconnect", 3, { min: 0 }),
+      badImage: args.values["bad-image"] === true,
       out,
     });
     out.note(summaryTable(summary));
-    return summary.updatedAtEnd === summary.nodes ? 0 : 1;
+    const onGood = summary.badImage?.onGoodImageAtEnd ?? summary.updatedAtEnd;
+    return summary.updatedAtEnd === summary.nodes && onGood === summary.nodes ? 0 : 1;
   },
 };

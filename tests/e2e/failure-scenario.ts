@@ -81,3 +81,83 @@ export const failureBudgetScenario: Scenario = {
     await kube.run(["delete", "namespace", ns, "--wait=false"]);
   },
 };
+
+/** `kubectl edgeroll …` through bin/kubectl-edgeroll on PATH, as an operator types it. */
+async function kubectlEdgeroll(kubeconfig: string, args: string[]): Promise<string> {
+  const root = new URL("../../", import.meta.url).pathname;
+  const out = await new Deno.Command("kubectl", {
+    args: ["edgeroll", ...args],
+    env: { KUBECONFIG: kubeconfig, PATH: `${root}bin:${Deno.env.get("PATH")}` },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  if (out.code !== 0) {
+    throw new Error(`kubectl edgeroll ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+  }
+  return text;
+}
+
+export const rollbackScenario: Scenario = {
+  name:
+    "rollback: a crash-looping image stops and the last good revision comes back on every node; the deadline sets its condition; kubectl edgeroll history, pause, undo and resume",
+  async run(target, kube) {
+    const ns = "e2e-rollback";
+    await kube.installCrd();
+    await kube.createNamespace(ns);
+    await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
+      const set = advancedDaemonSet(ns, "v1") as ReturnType<typeof advancedDaemonSet> & {
+        spec: {
+          updateStrategy: { rollingUpdate: Record<string, unknown> };
+          minReadySeconds?: number;
+          progressDeadlineSeconds?: number;
+        };
+      };
+      set.spec.updateStrategy.rollingUpdate.failurePolicy = { maxFailed: 0, rollback: true };
+      set.spec.minReadySeconds = 10;
+      await kube.apply(set);
+      await completeOn(target, kube, ns, "v1");
+
+      // A crash-looping image: stopped in the first wave, v1's template back, v1 everywhere.
+      await setImage(kube, ns, "crash");
+      const rolledBack = await eventually("the rollback", async () => {
+        const status = await setStatus(kube, ns) as { rollback?: { to: string; reason: string } };
+        return status.rollback;
+      }, 120_000);
+      assertEquals(rolledBack.reason, "FailureBudgetExceeded");
+      await completeOn(target, kube, ns, "v1");
+      const history = await kubectlEdgeroll(target.kubeconfigPath, ["history", `${ns}/edge-agent`]);
+      assertStringIncludes(history, `agent=${image("crash")}`);
+
+      // Paused, moved to v2, nothing replaced; undone to v1 from the command line; resumed.
+      await kubectlEdgeroll(target.kubeconfigPath, ["pause", `${ns}/edge-agent`]);
+      await setImage(kube, ns, "v2");
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const pods = (await kube.pods(ns, "app=edge-agent")).filter((p) =>
+        !p.metadata.deletionTimestamp
+      );
+      assertEquals(pods.every((p) => p.spec.containers[0].image === image("v1")), true, "paused");
+      const undone = await kubectlEdgeroll(target.kubeconfigPath, ["undo", `${ns}/edge-agent`]);
+      assertStringIncludes(undone, "rolled back to revision");
+      await kubectlEdgeroll(target.kubeconfigPath, ["resume", `${ns}/edge-agent`]);
+      await completeOn(target, kube, ns, "v1");
+
+      // The deadline: pods that never become Ready, no failure by reason, Progressing says so.
+      await kube.patch(ns, "ads", "edge-agent", "merge", {
+        spec: {
+          progressDeadlineSeconds: 5,
+          updateStrategy: {
+            rollingUpdate: { failurePolicy: { maxFailed: 10, podStartTimeoutSeconds: 3600 } },
+          },
+        },
+      });
+      await setImage(kube, ns, "unready");
+      const late = await eventually("ProgressDeadlineExceeded", async () => {
+        const c = (await setStatus(kube, ns)).conditions?.find((c) => c.type === "Progressing");
+        return c?.reason === "ProgressDeadlineExceeded" ? c : undefined;
+      }, 120_000);
+      assertEquals(late.status, "False");
+    });
+    await kube.run(["delete", "namespace", ns, "--wait=false"]);
+  },
+};

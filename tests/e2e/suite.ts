@@ -9,7 +9,7 @@ import { edgerollScenarios } from "./edgeroll-scenarios.ts";
 import { triggerScenarios } from "./trigger-scenarios.ts";
 import { otaScenarios } from "./ota-scenarios.ts";
 import { preDownloadScenario } from "./predownload-scenario.ts";
-import { failureBudgetScenario } from "./failure-scenario.ts";
+import { failureBudgetScenario, rollbackScenario } from "./failure-scenario.ts";
 import { startTarget, type TargetKind } from "./target.ts";
 
 export function e2eSuite(kind: TargetKind): void {
@@ -29,6 +29,7 @@ export function e2eSuite(kind: TargetKind): void {
           ...edgerollScenarios,
           preDownloadScenario,
           failureBudgetScenario,
+          rollbackScenario,
           ...otaScenarios,
           ...triggerScenarios,
         ];

@@ -11,7 +11,7 @@ async function run(cmd: string, args: string[], cwd: string) {
   return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
 }
 
-Deno.test("fresh clone: `deno task demo` rolls the fleet, through a disconnection, to the end", async () => {
+Deno.test("fresh clone: `deno task demo` rolls the fleet, through a disconnection, to the end; with --bad-image it stops itself and rolls back", async () => {
   const here = new URL(".", import.meta.url).pathname;
   const root = (await run("git", ["rev-parse", "--show-toplevel"], here)).stdout.trim();
   const dir = await Deno.makeTempDir({ prefix: "edgeroll-clone-" });
@@ -24,6 +24,16 @@ Deno.test("fresh clone: `deno task demo` rolls the fleet, through a disconnectio
     assertMatch(demo.stdout, /^disconnected edge-\d+, edge-\d+, edge-\d+: the rollout goes on/m);
     assertMatch(demo.stdout, /^reconnected edge-\d+, edge-\d+, edge-\d+: they are updated/m);
     assertMatch(demo.stdout, /^\| updated at the end +\| 60\/60$/m);
+    // The bad version: stopped within its budget, rolled back, every node on the good one.
+    const bad = await run(Deno.execPath(), ["task", "demo", "--bad-image"], `${dir}/repo`);
+    assertEquals(bad.code, 0, bad.stderr);
+    assertMatch(
+      bad.stdout,
+      /^stopped \(FailureBudgetExceeded\) with \d+ failed pods: rolled back to/m,
+    );
+    const ranIt = /^\| nodes that ever ran the bad version +\| (\d+)\/60$/m.exec(bad.stdout);
+    assertEquals(ranIt !== null && Number(ranIt[1]) <= 12, true, "at most two waves of 6");
+    assertMatch(bad.stdout, /^\| on the good version at the end +\| 60\/60$/m);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
