@@ -117,6 +117,7 @@ export async function startEdgeAgent(options: EdgeAgentOptions): Promise<Running
     url: server.url,
     stop: async () => {
       await server.close();
+      ota.close();
       await cache.stop();
       api.close();
     },

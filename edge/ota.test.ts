@@ -1,5 +1,6 @@
 import { assertEquals, assertThrows } from "@std/assert";
 import { interceptApi } from "../kube/api.ts";
+import { KubeError } from "../kube/errors.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { memoryApi } from "../tests/doubles/memory-api.ts";
 import { leanApiOver } from "../tests/doubles/lean-api.ts";
@@ -127,6 +128,58 @@ Deno.test("queued upgrades are bounded: one per pod, at most maxPendingUpgrades"
     const err = assertThrows(() => journal.add(request("one-more", "uid-x")), OtaError);
     assertEquals(err.status, 503);
     assertEquals(journal.pending().length, maxPendingUpgrades);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("queued upgrades: a delete refused for a pod the node's list has (an API server just restarted) is tried again with backoff; one always forbidden is refused in the end", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const api = memoryApi();
+    api.put("pods", marked("lagging", "uid-lagging"));
+    api.put("pods", marked("forbidden", "uid-forbidden"));
+    const journal = new UpgradeJournal(dir, "edge-1");
+    journal.add(request("lagging", "uid-lagging"));
+    journal.add(request("forbidden", "uid-forbidden"));
+    const tries: string[] = [];
+    const lean = leanApiOver(interceptApi(api, {
+      deletePod: (p, next) => {
+        tries.push(p.name);
+        // NodeRestriction's pod lister, behind for two tries; the Node authorizer, for ever.
+        if (p.name === "lagging" && tries.filter((n) => n === "lagging").length <= 2) {
+          throw new KubeError(404, "NotFound", `pods "${p.name}" not found`, "delete pods");
+        }
+        if (p.name === "forbidden") {
+          throw new KubeError(403, "Forbidden", "no relationship found", "delete pods");
+        }
+        return next(p);
+      },
+    }));
+    const cache = new NodePodCache({
+      api: lean,
+      node: "edge-1",
+      stateDir: dir,
+      logger: memoryLogger(),
+    });
+    const logger = memoryLogger();
+    const ota = new EdgeOta({ api: lean, cache, journal, node: "edge-1", logger, retryBaseMs: 1 });
+    cache.start();
+    try {
+      await eventually("every request settled", () => journal.pending().length === 0, {
+        timeoutMs: 10_000,
+      });
+      const outcome = Object.fromEntries(journal.list().map((r) => [r.name, r.state]));
+      assertEquals(outcome, { lagging: "started", forbidden: "refused" });
+      assertEquals(tries.filter((n) => n === "lagging").length, 3);
+      assertEquals(tries.filter((n) => n === "forbidden").length, 9);
+      const refused = journal.list().find((r) => r.name === "forbidden");
+      assertEquals(refused?.detail?.includes("the API server forbids it"), true);
+      assertEquals(api.objects.pods.has("default/lagging"), false);
+    } finally {
+      ota.close();
+      await cache.stop();
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -24,6 +24,10 @@ import type { Logger } from "../lib/log.ts";
 import type { NodePodCache } from "./pod-cache.ts";
 import type { UpgradeJournal, UpgradeRequest } from "./upgrade-journal.ts";
 
+/** Tries of a queued upgrade the API server refuses for a pod the node's list has (1+2+…+30 s). */
+const maxDeferrals = 8;
+const maxRetryWaitMs = 30_000;
+
 export interface EdgeOtaDeps {
   api: LeanKubeApi;
   cache: NodePodCache;
@@ -32,18 +36,31 @@ export interface EdgeOtaDeps {
   logger: Logger;
   /** How long a live call may take before the link counts as down (default 10 s). */
   deadlineMs?: number;
+  /** The first wait before a deferred queued upgrade is tried again (default 1 s; doubles to 30 s). */
+  retryBaseMs?: number;
   now?: () => number;
 }
 
 export class EdgeOta implements OtaService {
-  readonly #d: EdgeOtaDeps & { deadlineMs: number; now: () => number };
+  readonly #d: EdgeOtaDeps & { deadlineMs: number; retryBaseMs: number; now: () => number };
   /** The run carrying out pending requests, if one is going; at most one at a time. */
   #carrying: Promise<void> | undefined;
   #carryAgain = false;
+  /** How often each deferred request (by pod UID) was tried; only pending ones, so bounded. */
+  readonly #deferrals = new Map<string, number>();
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
 
   constructor(deps: EdgeOtaDeps) {
-    this.#d = { deadlineMs: 10_000, now: Date.now, ...deps };
+    this.#d = { deadlineMs: 10_000, retryBaseMs: 1_000, now: Date.now, ...deps };
     deps.cache.onConnected(() => void this.carryOutPending());
+  }
+
+  /** Stops the timer of a deferred retry. */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
   }
 
   pods(asked?: string): Promise<{ list: unknown; ageSeconds?: number }> {
@@ -171,7 +188,29 @@ export class EdgeOta implements OtaService {
         return;
       }
       checkUpgradable(pod, this.#d.node);
-      await this.#delete(pod);
+      try {
+        await this.#delete(pod);
+      } catch (err) {
+        // The list that brought the link back has the pod on this node, yet the delete is
+        // refused as not found or forbidden: a restarted API server whose NodeRestriction pod
+        // lister or Node authorizer graph has not caught up (seen on cluster/: 404 for a pod
+        // that stood). Tried again with backoff; given up after maxDeferrals.
+        if (err instanceof OtaError && (err.status === 404 || err.status === 403)) {
+          const tries = (this.#deferrals.get(request.uid) ?? 0) + 1;
+          if (tries <= maxDeferrals) {
+            this.#deferrals.set(request.uid, tries);
+            this.#retryLater();
+            logger.info("queued OTA upgrade deferred: the API server does not admit it yet", {
+              ...fields,
+              error: err.message,
+              tries,
+            });
+            return;
+          }
+        }
+        throw err;
+      }
+      this.#deferrals.delete(request.uid);
       journal.settle(request, "started", at());
       logger.info("queued OTA upgrade started", { ...fields, revision: markedRevision(pod) });
     } catch (err) {
@@ -179,11 +218,23 @@ export class EdgeOta implements OtaService {
         cache.linkFailed(err);
         return; // Still pending: the next reconnection tries again.
       }
+      this.#deferrals.delete(request.uid);
       const detail = err instanceof Error ? err.message : String(err);
       if (err instanceof OtaError && err.status === 404) journal.settle(request, "replaced", at());
       else journal.settle(request, "refused", at(), detail);
       logger.warn("queued OTA upgrade refused", { ...fields, error: detail });
     }
+  }
+
+  /** One timer for every deferred request, its wait doubling with the most-tried one's tries. */
+  #retryLater(): void {
+    if (this.#retryTimer !== undefined || this.#closed) return;
+    const tries = Math.max(...this.#deferrals.values());
+    const waitMs = Math.min(this.#d.retryBaseMs * 2 ** (tries - 1), maxRetryWaitMs);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      void this.carryOutPending();
+    }, waitMs);
   }
 
   /** Checked against the cached pod, journalled, then answered: the 202 is a promise kept. */
@@ -241,6 +292,9 @@ export class EdgeOta implements OtaService {
     } catch (err) {
       if (isNotFound(err)) throw podNotFound(namespace, name);
       if (isUnreachable(err)) throw err;
+      if (err instanceof KubeError && err.status === 403) {
+        throw new OtaError(403, `Apply update failed, the API server forbids it: ${err.message}`);
+      }
       this.#d.logger.error("OTA upgrade failed", {
         pod: `${namespace}/${name}`,
         error: (err as Error).message,
