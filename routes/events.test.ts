@@ -218,6 +218,28 @@ Deno.test("an event lacking specversion, id, source or type is a 400 naming what
   assertEquals(h.plans.length, 0);
 });
 
+Deno.test("an event of another CloudEvents version than 1.0 is a 400 naming it, of a type read or not", async () => {
+  await using h = harness();
+  for (const type of [update, "com.example.other"]) {
+    const event = { specversion: "0.9", id: "e1", source: "/relay", type, data: pod("agent-x") };
+    const res = await h.request("/events", {
+      headers: { "content-type": "application/cloudevents+json" },
+      body: JSON.stringify(event),
+    });
+    assertEquals(res.status, 400, type);
+    assertEquals(
+      (await res.json()).error.message,
+      'not a CloudEvent 1.0: event 0 has specversion "0.9"',
+    );
+    const headers = { ...binary(type, pod("agent-x")).headers as Record<string, string> };
+    headers["ce-specversion"] = "0.9";
+    const binaryRes = await h.request("/events", { headers, body: JSON.stringify(pod("agent-x")) });
+    assertEquals(binaryRes.status, 400, `binary ${type}`);
+    await binaryRes.body?.cancel();
+  }
+  assertEquals(h.plans.length, 0);
+});
+
 Deno.test("an event naming an object Kubernetes could not hold is ignored with the reason, never queued", async () => {
   await using h = harness();
   const bad = (namespace: string, name: string) => ({

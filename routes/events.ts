@@ -60,7 +60,7 @@ const requiredAttributes = ["specversion", "id", "source", "type"] as const;
 /**
  * CloudEvents 1.0's required context attributes, which the SDK would otherwise fill in or let
  * pass: every event, binary (`ce-*` headers) or structured and batched (JSON members), names
- * them all, or the request is a 400 saying which are missing.
+ * them all and is version 1.0, or the request is a 400 saying what is wrong.
  */
 function requireAttributes(headers: Headers, body: string): void {
   const type = headers.get("content-type") ?? "";
@@ -85,6 +85,13 @@ function requireAttributes(headers: Headers, body: string): void {
     });
     if (missing.length > 0) {
       throw badRequest(`not a CloudEvent: event ${i} lacks ${missing.join(", ")}`);
+    }
+    // The SDK keeps whatever version it is given (found by the fuzz stage, ADR 0036).
+    const version = (event as Record<string, unknown>).specversion;
+    if (version !== "1.0") {
+      throw badRequest(
+        `not a CloudEvent 1.0: event ${i} has specversion ${JSON.stringify(version)}`,
+      );
     }
   });
 }
