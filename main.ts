@@ -5,6 +5,7 @@
  */
 import { type Command, runCommand } from "./lib/command.ts";
 import { crdCommand } from "./cli/crd-command.ts";
+import { openApiCommand } from "./cli/openapi-command.ts";
 import { simCommand } from "./sim/command.ts";
 import { demoCommand } from "./cli/demo.ts";
 import { serveCommand } from "./cli/serve.ts";
@@ -22,6 +23,7 @@ import { clusterDownCommand, clusterNodeCommand, clusterUpCommand } from "./clus
 
 const commands: Command[] = [
   crdCommand,
+  openApiCommand,
   demoCommand,
   simCommand,
   serveCommand,

@@ -4,15 +4,14 @@
  */
 import { Hono } from "hono";
 import { zValidator } from "@hono/zod-validator";
-import { z } from "zod";
 import { type ControllerDeps, createController } from "../controller/controller.ts";
-import { type SetKind, setKinds } from "../api/set-ref.ts";
 import { type Authenticator, requireBearer } from "./auth.ts";
 import { errorHandler, HttpError, notFound } from "./errors.ts";
 import { parseCloudEvents, routeEvent } from "./events.ts";
 import { defaultLimits, limitRequests, type RequestLimits } from "./limits.ts";
 import { registerOtaRoutes } from "./ota.ts";
-import { dnsName, rejectInvalid } from "./params.ts";
+import { rejectInvalid } from "./params.ts";
+import { controllerOpenApi, ReconcileParams, ReconcileQuery, TickQuery } from "./controller-api.ts";
 import { ConversionReview, convertReview } from "../api/kruise.ts";
 
 export interface AppDeps extends ControllerDeps {
@@ -20,15 +19,6 @@ export interface AppDeps extends ControllerDeps {
   /** What one request may ask (`defaultLimits` where absent). */
   limits?: Partial<RequestLimits>;
 }
-
-const ReconcileParams = z.object({
-  kind: z.enum(setKinds as [SetKind, ...SetKind[]]),
-  namespace: dnsName.max(63),
-  name: dnsName,
-});
-const flag = z.enum(["true", "false", ""]).optional().transform((v) => v === "true" || v === "");
-const ReconcileQuery = z.object({ dryRun: flag });
-const TickQuery = z.object({ full: flag });
 
 /** The controller's HTTP app: each route maps a request to a call of `createController`'s. */
 export function createApp(deps: AppDeps) {
@@ -58,6 +48,11 @@ export function createApp(deps: AppDeps) {
         retryable: true,
       });
     }
+  });
+  let openApi: string | undefined;
+  app.get("/openapi.json", (c) => {
+    openApi ??= JSON.stringify(controllerOpenApi({ kruise: Boolean(deps.kube.kruise) }));
+    return c.body(openApi, 200, { "Content-Type": "application/json" });
   });
   app.get(
     "/metrics",

@@ -16,7 +16,8 @@ const mayImport: Record<string, string[] | "*"> = {
   controller: ["api", "engine", "kube", "lib"],
   routes: ["api", "controller", "lib"],
   relay: ["api", "kube", "lib"],
-  edge: ["api", "kube", "controller", "routes", "lib"],
+  // docs: the agent serves its generated OpenAPI document, JSON (ADR 0036).
+  edge: ["api", "kube", "controller", "routes", "lib", "docs"],
   sim: ["api", "lib"],
   cluster: ["lib"],
   cli: "*",
