@@ -1,6 +1,7 @@
 import { assertEquals } from "@std/assert";
 import { parse } from "yaml";
 import {
+  chartCrdFiles,
   crdFileName,
   kruiseCrdFileName,
   renderCrdYaml,
@@ -20,6 +21,12 @@ Deno.test("the committed CRDs equal a fresh generation (run `deno task crd` afte
   ) {
     const committed = await Deno.readTextFile(new URL(`../manifests/crd/${name}`, import.meta.url));
     assertEquals(committed, render(), name);
+  }
+  for (const [name, text] of chartCrdFiles()) {
+    const committed = await Deno.readTextFile(
+      new URL(`../charts/edgeroll/${name}`, import.meta.url),
+    );
+    assertEquals(committed, text, `charts/edgeroll/${name}`);
   }
 });
 

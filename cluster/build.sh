@@ -12,6 +12,8 @@
 #   cluster/build.sh --kruise   also OpenKruise's e2e test binary, kruise-e2e.test, from the Kruise
 #                               module cluster/go/kruise-e2e pins, for the kruise-e2e stage; cached
 #                               in the same directory under a marker naming the Kruise version
+#   cluster/build.sh --helm     also Helm, from the module cluster/go/helm pins, for the chart
+#                               stage (charts/edgeroll); cached in the same directory
 #   cluster/build.sh --kruise-manager
 #                               also OpenKruise's kruise-manager, from the same Kruise module, with
 #                               the CRDs and webhook configurations of that module in
@@ -29,20 +31,23 @@ mod_mode=readonly
 with_e2e=false
 with_kruise=false
 with_kruise_manager=false
+with_helm=false
 for arg in "$@"; do
   case "$arg" in
     --update) mod_mode=mod ;;
     --e2e) with_e2e=true ;;
     --kruise) with_kruise=true ;;
     --kruise-manager) with_kruise_manager=true ;;
+    --helm) with_helm=true ;;
     *)
-      echo "usage: cluster/build.sh [--update] [--e2e] [--kruise] [--kruise-manager]" >&2
+      echo "usage: cluster/build.sh [--update] [--e2e] [--kruise] [--kruise-manager] [--helm]" >&2
       exit 2
       ;;
   esac
 done
 e2e_mod="${here}/go/e2e"
 kruise_mod="${here}/go/kruise-e2e"
+helm_mod="${here}/go/helm"
 
 log() { printf '[cluster-build %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
@@ -61,6 +66,7 @@ k8s_version="$(required k8s.io/kubernetes "${control_plane_mod}/go.mod")"
 etcd_version="$(required go.etcd.io/etcd/server/v3 "${control_plane_mod}/go.mod")"
 kwok_version="$(required sigs.k8s.io/kwok "${kwok_mod}/go.mod")"
 kruise_version="$(required github.com/openkruise/kruise "${kruise_mod}/go.mod")"
+helm_version="$(required helm.sh/helm/v3 "${helm_mod}/go.mod")"
 go_version="$(go env GOVERSION)"
 key="k8s-${k8s_version}-etcd-${etcd_version}-kwok-${kwok_version}-${go_version}"
 cache="${EDGEROLL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgeroll}/cluster-${key}"
@@ -107,6 +113,32 @@ build_e2e() {
     log "built e2e.test in $((SECONDS - t))s"
   fi
   ln -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test" 2>/dev/null || cp -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test"
+}
+
+# Helm, at the version cluster/go/helm/go.mod requires, under a marker naming that version.
+build_helm() {
+  if [ "$with_helm" != true ]; then return 0; fi
+  local marker="${cache}/bin/.helm-${helm_version}-complete"
+  if [ "$mod_mode" != readonly ] || [ ! -f "$marker" ]; then
+    local t=$SECONDS
+    log "building helm ${helm_version}"
+    (cd "$helm_mod" && go mod download -x 2>&1) | progress "files fetched for helm" '^# get .*: 200 ' '^# get '
+    # As Helm's Makefile stamps a release: its version, and the Kubernetes version it renders for
+    # when no cluster is asked (client-go v0.N is Kubernetes 1.N).
+    local client_go minor flags
+    client_go="$(required k8s.io/client-go "${helm_mod}/go.mod")"
+    minor="$(cut -d. -f2 <<<"$client_go")"
+    flags="-X helm.sh/helm/v3/internal/version.version=${helm_version}"
+    flags+=" -X helm.sh/helm/v3/internal/version.metadata="
+    for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+      flags+=" -X ${pkg}.k8sVersionMajor=1 -X ${pkg}.k8sVersionMinor=${minor}"
+    done
+    (cd "$helm_mod" && go build -v -ldflags "-s -w ${flags}" -o "${cache}/bin/helm" \
+      helm.sh/helm/v3/cmd/helm 2>&1) | progress "helm packages compiled" '^[^ :]+$' '^$'
+    touch "$marker"
+    log "built helm in $((SECONDS - t))s"
+  fi
+  ln -f "${cache}/bin/helm" "${bin_out}/helm" 2>/dev/null || cp -f "${cache}/bin/helm" "${bin_out}/helm"
 }
 
 # OpenKruise, at the version cluster/go/kruise-e2e/go.mod requires, compiled inside a copy of that
@@ -231,10 +263,12 @@ go_env() {
 if [ "$mod_mode" = readonly ] && [ -f "${cache}/bin/.complete" ]; then
   link_binaries
   log "cached build ${key}: linked ${binaries[*]} ${stage_crd} into cluster/bin"
-  if [ "$with_e2e" = true ] || [ "$with_kruise" = true ] || [ "$with_kruise_manager" = true ]; then
+  if [ "$with_e2e" = true ] || [ "$with_kruise" = true ] || [ "$with_kruise_manager" = true ] ||
+    [ "$with_helm" = true ]; then
     go_env
     build_e2e
     build_kruise_all
+    build_helm
   fi
   exit 0
 fi
@@ -280,4 +314,5 @@ touch "${cache}/bin/.complete"
 link_binaries
 build_e2e
 build_kruise_all
+build_helm
 log "build ${key} done in $((SECONDS - started))s"

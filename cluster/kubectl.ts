@@ -13,14 +13,14 @@ export interface KubectlResult {
   stderr: string;
 }
 
-/** `kubectl --kubeconfig K args…` with `stdin` piped in when given, whatever its exit code. */
-export async function runKubectl(
-  kubeconfigPath: string,
+/** `command args…` with `stdin` piped in when given, whatever its exit code. */
+export async function runPiped(
+  command: string,
   args: string[],
   stdin?: string,
 ): Promise<KubectlResult> {
-  const child = new Deno.Command(Deno.env.get("KUBECTL") ?? "kubectl", {
-    args: ["--kubeconfig", kubeconfigPath, ...args],
+  const child = new Deno.Command(command, {
+    args,
     stdin: stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
@@ -33,6 +33,19 @@ export async function runKubectl(
   const { code, stdout, stderr } = await child.output();
   const decoder = new TextDecoder();
   return { code, stdout: decoder.decode(stdout), stderr: decoder.decode(stderr) };
+}
+
+/** `kubectl --kubeconfig K args…` with `stdin` piped in when given, whatever its exit code. */
+export function runKubectl(
+  kubeconfigPath: string,
+  args: string[],
+  stdin?: string,
+): Promise<KubectlResult> {
+  return runPiped(
+    Deno.env.get("KUBECTL") ?? "kubectl",
+    ["--kubeconfig", kubeconfigPath, ...args],
+    stdin,
+  );
 }
 
 /** `kubectl --kubeconfig K args…`, returning stdout; throws KubectlError on a non-zero exit. */
