@@ -27,6 +27,23 @@ function setImage(kube: Kube, ns: string, version: string): Promise<string> {
   ]);
 }
 
+/**
+ * The scenarios' set at v1 with a failure policy. A crashing container is Ready between its
+ * restarts: minReadySeconds keeps such a pod from counting as available, so the next node waits
+ * for the verdict (ADR 0035).
+ */
+function budgetedSet(ns: string, failurePolicy: Record<string, unknown>) {
+  const set = advancedDaemonSet(ns, "v1") as ReturnType<typeof advancedDaemonSet> & {
+    spec: {
+      updateStrategy: { rollingUpdate: Record<string, unknown> };
+      minReadySeconds?: number;
+    };
+  };
+  set.spec.updateStrategy.rollingUpdate.failurePolicy = failurePolicy;
+  set.spec.minReadySeconds = 10;
+  return set;
+}
+
 export const failureBudgetScenario: Scenario = {
   name:
     "failure budget: a crash-looping image stops the rollout in its first wave, the other nodes keep their pods, and a good image rolls on",
@@ -35,17 +52,7 @@ export const failureBudgetScenario: Scenario = {
     await kube.installCrd();
     await kube.createNamespace(ns);
     await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
-      const set = advancedDaemonSet(ns, "v1") as ReturnType<typeof advancedDaemonSet> & {
-        spec: {
-          updateStrategy: { rollingUpdate: Record<string, unknown> };
-          minReadySeconds?: number;
-        };
-      };
-      set.spec.updateStrategy.rollingUpdate.failurePolicy = { maxFailed: 0 };
-      // A crashing container is Ready between its restarts: minReadySeconds keeps such a pod
-      // from counting as available, so the next node waits for the verdict (ADR 0035).
-      set.spec.minReadySeconds = 10;
-      await kube.apply(set);
+      await kube.apply(budgetedSet(ns, { maxFailed: 0 }));
       await completeOn(target, kube, ns, "v1");
       await setImage(kube, ns, "crash");
       const stopped = await eventually("RolloutStopped", async () => {
@@ -106,16 +113,7 @@ export const rollbackScenario: Scenario = {
     await kube.installCrd();
     await kube.createNamespace(ns);
     await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
-      const set = advancedDaemonSet(ns, "v1") as ReturnType<typeof advancedDaemonSet> & {
-        spec: {
-          updateStrategy: { rollingUpdate: Record<string, unknown> };
-          minReadySeconds?: number;
-          progressDeadlineSeconds?: number;
-        };
-      };
-      set.spec.updateStrategy.rollingUpdate.failurePolicy = { maxFailed: 0, rollback: true };
-      set.spec.minReadySeconds = 10;
-      await kube.apply(set);
+      await kube.apply(budgetedSet(ns, { maxFailed: 0, rollback: true }));
       await completeOn(target, kube, ns, "v1");
 
       // A crash-looping image: stopped in the first wave, v1's template back, v1 everywhere.
