@@ -220,6 +220,25 @@ export interface Awaited {
   until?: string;
 }
 
+/** What the plan read on one node the set should run on: for people (status, the dashboard). */
+export interface NodeReport {
+  node: string;
+  /** new: a pod of the current revision; old: only pods of older ones; none: no pod. */
+  revision: "new" | "old" | "none";
+  /** The pod its state is read from (the new one where there is one). */
+  pod?: string;
+  ready: boolean;
+  available: boolean;
+  /** A pod of the node's is on its way out (replaced, or its node's update began). */
+  leaving: boolean;
+  /** The node is NotReady or unreachable: cut off from the cloud, or down. */
+  cutOff: boolean;
+  /** The update reaches it; false: held back by `partition` or the update selector. */
+  inScope: boolean;
+  /** Why its new pod counts as failed (the failure budget's judgement, ADR 0035). */
+  failed?: string;
+}
+
 export interface Plan {
   /** Applied in order by kube/'s executor, after the status claim succeeded. */
   actions: Action[];
@@ -236,6 +255,8 @@ export interface Plan {
   /** Seconds until the earliest change that can happen on its own; null: nothing pending. */
   requeueAfterSeconds: number | null;
   awaited: Awaited[];
+  /** Every node the set should run on, as read (NodeReport). */
+  nodes: NodeReport[];
   /**
    * Most pod creations, and most pod deletions (with pod conditions), this plan's actions may
    * hold: the set's burstReplicas as the engine resolved it over the desired nodes. The plan

@@ -29,7 +29,7 @@ import {
   type NodeView,
   type PlanBuilder,
 } from "./plan-builder.ts";
-import type { EpochMillis, Plan } from "../api/plan.ts";
+import type { EpochMillis, NodeReport, Plan } from "../api/plan.ts";
 
 /** The reconcile answer lists at most this many awaited items; the rest are summed up. */
 const maxAwaitedListed = 20;
@@ -64,6 +64,7 @@ export function invalidOrUnmanagedPlan(
         what: "annotation apps.openyurt.io/update-strategy",
         why: "this DaemonSet is not managed by edgeroll",
       }],
+      nodes: [],
     };
   }
   const message = reading.issues.map((i) => `${i.path}: ${i.message}`).join("; ");
@@ -92,6 +93,7 @@ export function invalidOrUnmanagedPlan(
     events,
     requeueAfterSeconds: null,
     awaited: [{ what: "a valid spec", why: message }],
+    nodes: [],
     burst: 0,
   };
 }
@@ -207,6 +209,7 @@ interface NodeCounts {
   settling: number;
   /** Nodes NotReady or unreachable whose pod waits for them on an old revision (ADR 0006). */
   cutOnOld: string[];
+  reports: NodeReport[];
 }
 
 /**
@@ -230,7 +233,9 @@ function countNodes(outcome: Outcome): NodeCounts {
     outdatedInScopeReady: 0,
     settling: 0,
     cutOnOld: [],
+    reports: [],
   };
+  const failedOn = new Map(outcome.judged?.failed.map((f) => [f.node, f.reason]));
   for (const view of outcome.views) {
     const observed = view.observed;
     if (!view.placement.shouldRun) {
@@ -250,9 +255,24 @@ function countNodes(outcome: Outcome): NodeCounts {
       );
       builder.poll(Math.max(...started));
     }
-    if (observed.some((p) => isPodAvailable(p, minReady, now))) n.available++;
+    const available = observed.some((p) => isPodAvailable(p, minReady, now));
+    if (available) n.available++;
     else if (view.ready) n.settling++;
-    if (hash !== undefined && observed.some((p) => podRevision(p) === hash)) n.updated++;
+    const current = hash === undefined
+      ? undefined
+      : observed.find((p) => podRevision(p) === hash);
+    n.reports.push({
+      node: view.name,
+      revision: current ? "new" : observed.length > 0 ? "old" : "none",
+      ...(current ?? observed[0] ? { pod: (current ?? observed[0]).metadata.name } : {}),
+      ready: observed.some(isPodReady),
+      available,
+      leaving: view.leaving.length > 0,
+      cutOff: !view.ready,
+      inScope: outcome.inScope.has(view.name),
+      ...(failedOn.has(view.name) ? { failed: failedOn.get(view.name) } : {}),
+    });
+    if (current) n.updated++;
     else {
       n.outdated++;
       if (observed.length > 0) n.onOld++;
@@ -592,6 +612,7 @@ export function finish(outcome: Outcome): Plan {
     events: [...builder.events, ...events],
     requeueAfterSeconds,
     awaited,
+    nodes: n.reports,
     burst: builder.burst,
   };
 }

@@ -84,6 +84,7 @@ export function onePodPerNode(snapshot: Snapshot): Plan {
       : [],
     requeueAfterSeconds: actions.length ? 5 : null,
     awaited: missing.map((n) => ({ what: `pod on node/${n}`, why: "created, not yet observed" })),
+    nodes: [],
     burst: 250,
   };
 }
