@@ -72,8 +72,8 @@ export function renderHistory(ref: SetRef, lines: RevisionLine[], current?: stri
   return [`${setKey(ref)} (* current)`, format(header), ...rows.map(format)].join("\n");
 }
 
-/** What every command of this file reads and writes with. */
-class SetAccess {
+/** What every command of this file (and the dashboard's actions) reads and writes with. */
+export class SetAccess {
   readonly kube: KubeClient;
   readonly #custom: k8s.CustomObjectsApi;
   readonly #apps: k8s.AppsV1Api;
@@ -144,6 +144,64 @@ function currentHash(ref: SetRef, set: KubeObject): string | undefined {
   return (writtenStatus(ref.kind, set) as { daemonSetHash?: string } | undefined)?.daemonSetHash;
 }
 
+/**
+ * Puts the template of revision `wanted` back (0: the revision before the current one); what
+ * was done, in a sentence.
+ */
+export async function undo(sets: SetAccess, wanted: number): Promise<string> {
+  const set = await sets.set();
+  const lines = await sets.history(set);
+  const current = currentHash(sets.ref, set);
+  const at = lines.findIndex((l) => l.hash === current);
+  const target = wanted > 0
+    ? lines.find((l) => l.revision === wanted)
+    : lines[(at === -1 ? lines.length - 1 : at) - 1];
+  if (!target) {
+    throw new UsageError(
+      wanted > 0
+        ? `${setKey(sets.ref)} has no revision ${wanted} (it has ${
+          lines.map((l) => l.revision).join(", ")
+        })`
+        : `${setKey(sets.ref)} has no revision before the current one`,
+    );
+  }
+  await sets.replaceTemplate(set, target.template);
+  return `${setKey(sets.ref)} rolled back to revision ${target.revision} (${target.hash})`;
+}
+
+/** Pauses updates: `paused`, or on a plain DaemonSet (which has no such field) an annotation. */
+export async function pause(sets: SetAccess): Promise<string> {
+  await sets.set();
+  await sets.patch(
+    sets.ref.kind === "daemonsets"
+      ? { metadata: { annotations: { [pausedAnnotation]: "true" } } }
+      : { spec: { updateStrategy: { rollingUpdate: { paused: true } } } },
+  );
+  return `${setKey(sets.ref)} paused`;
+}
+
+/** Unpauses, and lifts a stop by the failure budget by acknowledging its failures. */
+export async function resume(sets: SetAccess): Promise<string> {
+  const set = await sets.set();
+  const status = writtenStatus(sets.ref.kind, set) as {
+    rolloutStop?: { revision: string; reason: string };
+  } | undefined;
+  const stop = status?.rolloutStop;
+  // Each value resumes once (ADR 0035): a later stop needs a later resume.
+  const annotations = {
+    ...(sets.ref.kind === "daemonsets" ? { [pausedAnnotation]: null } : {}),
+    ...(stop ? { [resumeRevisionAnnotation]: `${stop.revision}/${Date.now()}` } : {}),
+  };
+  await sets.patch({
+    ...(Object.keys(annotations).length > 0 ? { metadata: { annotations } } : {}),
+    ...(sets.ref.kind === "daemonsets"
+      ? {}
+      : { spec: { updateStrategy: { rollingUpdate: { paused: false } } } }),
+  });
+  return `${setKey(sets.ref)} resumed` +
+    (stop ? `: the failures that stopped revision ${stop.revision} are acknowledged` : "");
+}
+
 export const historyCommand: Command = {
   name: "history",
   summary: "List a set's revisions (its ControllerRevisions) and what changed in each.",
@@ -166,26 +224,8 @@ export const undoCommand: Command = {
   options: { ...setOptions, "to-revision": { type: "string" } },
   help: { ...setHelp, "to-revision": "the revision to return to (default: the one before)" },
   async run(args) {
-    const sets = access(args);
-    const set = await sets.set();
-    const lines = await sets.history(set);
-    const current = currentHash(sets.ref, set);
-    const at = lines.findIndex((l) => l.hash === current);
     const wanted = intOption(args, "to-revision", 0, { min: 0, max: Number.MAX_SAFE_INTEGER });
-    const target = wanted > 0
-      ? lines.find((l) => l.revision === wanted)
-      : lines[(at === -1 ? lines.length - 1 : at) - 1];
-    if (!target) {
-      throw new UsageError(
-        wanted > 0
-          ? `${setKey(sets.ref)} has no revision ${wanted} (it has ${
-            lines.map((l) => l.revision).join(", ")
-          })`
-          : `${setKey(sets.ref)} has no revision before the current one`,
-      );
-    }
-    await sets.replaceTemplate(set, target.template);
-    console.log(`${setKey(sets.ref)} rolled back to revision ${target.revision} (${target.hash})`);
+    console.log(await undo(access(args), wanted));
     return 0;
   },
 };
@@ -198,14 +238,7 @@ export const pauseCommand: Command = {
   options: setOptions,
   help: setHelp,
   async run(args) {
-    const sets = access(args);
-    await sets.set();
-    await sets.patch(
-      sets.ref.kind === "daemonsets"
-        ? { metadata: { annotations: { [pausedAnnotation]: "true" } } }
-        : { spec: { updateStrategy: { rollingUpdate: { paused: true } } } },
-    );
-    console.log(`${setKey(sets.ref)} paused`);
+    console.log(await pause(access(args)));
     return 0;
   },
 };
@@ -218,27 +251,7 @@ export const resumeCommand: Command = {
   options: setOptions,
   help: setHelp,
   async run(args) {
-    const sets = access(args);
-    const set = await sets.set();
-    const status = writtenStatus(sets.ref.kind, set) as {
-      rolloutStop?: { revision: string; reason: string };
-    } | undefined;
-    const stop = status?.rolloutStop;
-    // Each value resumes once (ADR 0035): a later stop needs a later resume.
-    const annotations = {
-      ...(sets.ref.kind === "daemonsets" ? { [pausedAnnotation]: null } : {}),
-      ...(stop ? { [resumeRevisionAnnotation]: `${stop.revision}/${Date.now()}` } : {}),
-    };
-    await sets.patch({
-      ...(Object.keys(annotations).length > 0 ? { metadata: { annotations } } : {}),
-      ...(sets.ref.kind === "daemonsets"
-        ? {}
-        : { spec: { updateStrategy: { rollingUpdate: { paused: false } } } }),
-    });
-    console.log(
-      `${setKey(sets.ref)} resumed` +
-        (stop ? `: the failures that stopped revision ${stop.revision} are acknowledged` : ""),
-    );
+    console.log(await resume(access(args)));
     return 0;
   },
 };
