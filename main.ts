@@ -6,6 +6,7 @@
 import { type Command, runCommand } from "./lib/command.ts";
 import { crdCommand } from "./cli/crd-command.ts";
 import { openApiCommand } from "./cli/openapi-command.ts";
+import { dashboardCommand } from "./cli/dashboard/command.ts";
 import { simCommand } from "./sim/command.ts";
 import { demoCommand } from "./cli/demo.ts";
 import { serveCommand } from "./cli/serve.ts";
@@ -35,6 +36,7 @@ const commands: Command[] = [
   undoCommand,
   pauseCommand,
   resumeCommand,
+  dashboardCommand,
   clusterUpCommand,
   clusterDownCommand,
   clusterNodeCommand,

@@ -328,3 +328,22 @@ export async function withEdgeAgent(
     await Deno.remove(dir, { recursive: true });
   }
 }
+
+/**
+ * `edgeroll dashboard` against `kubeconfigPath` on a free loopback port, as a person starts it,
+ * for the length of `body`; returns once its list page answers.
+ */
+export async function withDashboard(
+  kubeconfigPath: string,
+  body: (url: string) => Promise<void>,
+): Promise<void> {
+  const port = freePort();
+  const child = spawnMain(["dashboard", `--port=${port}`, `--kubeconfig=${kubeconfigPath}`]);
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    await untilAnswers(`${url}/`, child);
+    await body(url);
+  } finally {
+    await stop([child]);
+  }
+}

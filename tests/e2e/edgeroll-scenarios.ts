@@ -15,6 +15,24 @@ import { withKruiseMode } from "../kruise/mode.ts";
 
 export const image = (version: string) => `edgeroll.test/edge-agent:${version}`;
 
+/** The set's image, changed as an operator changes it (a JSON patch through kubectl). */
+export function setImage(kube: Kube, ns: string, version: string): Promise<string> {
+  return kube.run([
+    "--namespace",
+    ns,
+    "patch",
+    "ads",
+    "edge-agent",
+    "--type=json",
+    "-p",
+    JSON.stringify([{
+      op: "replace",
+      path: "/spec/template/spec/containers/0/image",
+      value: image(version),
+    }]),
+  ]);
+}
+
 export interface SetStatus {
   updatedNumberScheduled?: number;
   numberAvailable?: number;

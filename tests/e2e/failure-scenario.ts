@@ -5,27 +5,9 @@
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { withEdgeroll } from "../processes.ts";
-import { advancedDaemonSet, completeOn, image, setStatus } from "./edgeroll-scenarios.ts";
+import { advancedDaemonSet, completeOn, image, setImage, setStatus } from "./edgeroll-scenarios.ts";
 import { eventually, type Kube } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
-
-/** The set's image, changed as an operator changes it (a JSON patch through kubectl). */
-function setImage(kube: Kube, ns: string, version: string): Promise<string> {
-  return kube.run([
-    "--namespace",
-    ns,
-    "patch",
-    "ads",
-    "edge-agent",
-    "--type=json",
-    "-p",
-    JSON.stringify([{
-      op: "replace",
-      path: "/spec/template/spec/containers/0/image",
-      value: image(version),
-    }]),
-  ]);
-}
 
 /**
  * The scenarios' set at v1 with a failure policy. A crashing container is Ready between its

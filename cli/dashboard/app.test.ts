@@ -1,0 +1,156 @@
+import { assertEquals, assertStringIncludes } from "@std/assert";
+import { memoryLogger } from "../../lib/log.ts";
+import type { SetRef } from "../../api/set-ref.ts";
+import { createDashboardApp, type DashboardAction } from "./app.tsx";
+import type { Fleet } from "./fleet.ts";
+import type { SetView, TileState } from "./tiles.ts";
+import { sseData } from "../../tests/sse.ts";
+
+const ref: SetRef = { kind: "advanceddaemonsets", namespace: "edge", name: "agent" };
+
+function viewWith(states: Record<string, TileState>): SetView {
+  const tiles = Object.entries(states).map(([node, state]) => ({ node, state, title: node }));
+  const counts = {
+    updated: 0,
+    updating: 0,
+    old: 0,
+    held: 0,
+    unavailable: 0,
+    "cut-off": 0,
+    failed: 0,
+  };
+  for (const t of tiles) counts[t.state]++;
+  return {
+    ref,
+    key: "advanceddaemonsets/edge/agent",
+    revision: "abc",
+    desired: tiles.length,
+    updated: counts.updated,
+    available: counts.updated + counts.old,
+    unavailable: counts.unavailable,
+    allowed: 1,
+    paused: false,
+    conditions: [{ type: "Progressing", status: "True", reason: "Updating", message: "1/2" }],
+    events: [{ type: "Warning", reason: "RolloutStopped", message: "pod x crashed", at: "t" }],
+    zones: [["zone-a", tiles]],
+    counts,
+  };
+}
+
+/** A fleet whose one set's view the test sets, and whose changes it announces. */
+function fakeFleet(initial: SetView) {
+  let current = initial;
+  const listeners = new Set<() => void>();
+  const fleet: Fleet = {
+    sets: () =>
+      Promise.resolve([{
+        ref,
+        key: current.key,
+        desired: current.desired,
+        updated: current.updated,
+        unavailable: current.unavailable,
+        conditions: ["Progressing"],
+      }]),
+    view: (r) => Promise.resolve(r.name === ref.name ? current : undefined),
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    close: () => Promise.resolve(),
+  };
+  return {
+    fleet,
+    change(next: SetView) {
+      current = next;
+      listeners.forEach((l) => l());
+    },
+  };
+}
+
+function dashboard(initial: SetView) {
+  const fake = fakeFleet(initial);
+  const acted: string[] = [];
+  const app = createDashboardApp({
+    fleet: fake.fleet,
+    logger: memoryLogger(),
+    token: "page-token",
+    throttleMs: 10,
+    refreshMs: 60_000,
+    act: (action: DashboardAction, r: SetRef) => {
+      acted.push(`${action} ${r.namespace}/${r.name}`);
+      return Promise.resolve(`${r.name} ${action}d`);
+    },
+  });
+  return { app, acted, change: fake.change };
+}
+
+Deno.test("the list page links each set; a set's page draws a tile per node in its zone, the budget, conditions and events, with no asset from elsewhere", async () => {
+  const { app } = dashboard(viewWith({ "edge-1": "updated", "edge-2": "cut-off" }));
+  const list = await (await app.request("/")).text();
+  assertStringIncludes(list, '<a href="/sets/advanceddaemonsets/edge/agent">');
+  const res = await app.request("/sets/advanceddaemonsets/edge/agent");
+  assertEquals(res.status, 200);
+  const page = await res.text();
+  assertStringIncludes(page, "<!DOCTYPE html>");
+  assertStringIncludes(page, '<span id="n-edge-1" class="tile updated" title="edge-1">');
+  assertStringIncludes(page, '<span id="n-edge-2" class="tile cut-off" title="edge-2">');
+  assertStringIncludes(page, "zone-a");
+  assertStringIncludes(page, "budget: 0/1 unavailable allowed");
+  assertStringIncludes(page, "Progressing True (Updating): 1/2");
+  assertStringIncludes(page, "RolloutStopped: pod x crashed");
+  assertStringIncludes(page, '<meta name="edgeroll-token" content="page-token"/>');
+  // Every src and href is this app's own.
+  const links = [...page.matchAll(/(?:src|href)="([^"]*)"/g)].map((m) => m[1]);
+  assertEquals(links.filter((l) => !l.startsWith("/")), []);
+  for (const asset of ["/assets/dashboard.js", "/assets/dashboard.css"]) {
+    assertEquals((await app.request(asset)).status, 200, asset);
+  }
+});
+
+Deno.test("a set that does not exist is a 404; a name Kubernetes could not hold is a 400", async () => {
+  const { app } = dashboard(viewWith({}));
+  assertEquals((await app.request("/sets/advanceddaemonsets/edge/other")).status, 404);
+  assertEquals((await app.request("/sets/advanceddaemonsets/Edge_1/agent")).status, 400);
+  assertEquals((await app.request("/sets/replicasets/edge/agent")).status, 400);
+});
+
+Deno.test("the stream sends every tile first, then only the tiles that changed", async () => {
+  const { app, change } = dashboard(viewWith({ "edge-1": "old", "edge-2": "old" }));
+  const res = await app.request("/sets/advanceddaemonsets/edge/agent/stream");
+  assertEquals(res.headers.get("content-type"), "text/event-stream");
+  const messages = sseData<{ tiles: [string, string][]; summary: string }>(res);
+  const first = await messages.next();
+  assertEquals(first.value!.tiles, [["edge-1", "old"], ["edge-2", "old"]]);
+  change(viewWith({ "edge-1": "updated", "edge-2": "old" }));
+  const second = await messages.next();
+  assertEquals(second.value!.tiles, [["edge-1", "updated"]]);
+  assertStringIncludes(second.value!.summary, '<b data-field="updated">1</b>/2 updated');
+  await messages.return(undefined);
+});
+
+Deno.test("an action needs the page's token and a same-origin request, then runs the CLI's", async () => {
+  const { app, acted } = dashboard(viewWith({}));
+  const path = "/sets/advanceddaemonsets/edge/agent/pause";
+  // app.request's URLs are http://localhost/...: a page of this dashboard sends that Origin.
+  const post = (headers: Record<string, string>) =>
+    app.request(path, { method: "POST", headers: { origin: "http://localhost", ...headers } });
+  assertEquals((await post({})).status, 403, "no token");
+  assertEquals((await post({ "x-edgeroll-dashboard": "guess" })).status, 403, "wrong token");
+  const elsewhere = await post({
+    "x-edgeroll-dashboard": "page-token",
+    origin: "http://evil.example",
+  });
+  assertEquals(elsewhere.status, 403, "another origin");
+  assertStringIncludes((await elsewhere.json()).error.message, "not from http://evil.example");
+  assertEquals(acted, []);
+  const ok = await post({ "x-edgeroll-dashboard": "page-token" });
+  assertEquals([ok.status, await ok.json()], [200, { message: "agent paused" }]);
+  assertEquals(acted, ["pause edge/agent"]);
+  assertEquals(
+    (await app.request("/sets/advanceddaemonsets/edge/agent/delete", {
+      method: "POST",
+      headers: { "x-edgeroll-dashboard": "page-token" },
+    })).status,
+    400,
+  );
+});
