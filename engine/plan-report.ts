@@ -258,9 +258,7 @@ function countNodes(outcome: Outcome): NodeCounts {
     const available = observed.some((p) => isPodAvailable(p, minReady, now));
     if (available) n.available++;
     else if (view.ready) n.settling++;
-    const current = hash === undefined
-      ? undefined
-      : observed.find((p) => podRevision(p) === hash);
+    const current = hash === undefined ? undefined : observed.find((p) => podRevision(p) === hash);
     n.reports.push({
       node: view.name,
       revision: current ? "new" : observed.length > 0 ? "old" : "none",
