@@ -6,7 +6,7 @@
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { withEdgeroll } from "../processes.ts";
 import { advancedDaemonSet, completeOn, image, setImage, setStatus } from "./edgeroll-scenarios.ts";
-import { eventually, type Kube } from "./kube.ts";
+import { eventually } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
 
 /**
