@@ -109,8 +109,7 @@ function adsManifest(
   maxUnavailable: number,
   badImage: boolean,
 ): k8s.KubernetesObject & { spec: unknown } {
-  // For --bad-image: a budget of one failed pod, a rollback when spent, and the few seconds a
-  // new pod must stay Ready, so a crashing one is judged before the next wave (ADR 0035).
+  // For --bad-image: a budget of one failed pod and a rollback when spent (ADR 0035).
   const failurePolicy = badImage ? { failurePolicy: { maxFailed: 1, rollback: true } } : {};
   return {
     apiVersion: "apps.edgeroll.dev/v1alpha1",
@@ -126,7 +125,6 @@ function adsManifest(
         type: "RollingUpdate",
         rollingUpdate: { rollingUpdateType: "Standard", maxUnavailable, ...failurePolicy },
       },
-      ...(badImage ? { minReadySeconds: 3 } : {}),
     },
   };
 }
@@ -208,6 +206,8 @@ class FleetView {
     const set = this.store.tryGet("advanceddaemonsets.apps.edgeroll.dev", NAMESPACE, SET);
     if (!set) return undefined;
     const status = (set.status ?? {}) as Record<string, unknown>;
+    // A status written for an older spec says nothing of this one.
+    if (status.observedGeneration !== set.metadata.generation) return undefined;
     const conditions = ((status.conditions ?? []) as { type: string; status: string }[])
       .filter((c) => c.status === "True").map((c) => c.type).join(",");
     return {
@@ -301,13 +301,18 @@ async function createSet(
   }, { timeoutMs: 10_000, intervalMs: 100 });
 }
 
-async function setImage(objects: k8s.KubernetesObjectApi, image: string) {
+async function setImage(
+  objects: k8s.KubernetesObjectApi,
+  image: string,
+  spec: { minReadySeconds?: number } = {},
+) {
   await objects.patch(
     {
       apiVersion: "apps.edgeroll.dev/v1alpha1",
       kind: "AdvancedDaemonSet",
       metadata: { name: SET, namespace: NAMESPACE },
       spec: {
+        ...spec,
         template: {
           metadata: { labels: { app: SET } },
           spec: { containers: [{ name: "agent", image }] },
@@ -399,6 +404,14 @@ async function rollBadImage(
   });
   try {
     const started = Date.now();
+    // The few seconds a new pod must stay Ready, so a crashing one is judged before the next
+    // wave (ADR 0035): set only now, so the rollout before keeps its pace, and waited for, as
+    // pods Ready for less count as unavailable and would be replaced outside the budget.
+    await setImage(objects, nextImage, { minReadySeconds: 3 });
+    await eventually("1.1 available for minReadySeconds", () => view.settled(nextImage), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     await setImage(objects, badImage);
     options.out.note(`rolling out ${badImage}, which crash-loops`);
     const status = () =>
