@@ -330,15 +330,25 @@ export async function withEdgeAgent(
 }
 
 /**
- * `edgeroll dashboard` against `kubeconfigPath` on a free loopback port, as a person starts it,
- * for the length of `body`; returns once its list page answers.
+ * `edgeroll dashboard` against `kubeconfigPath` on a free loopback port, as a person starts it
+ * (or `kubectl edgeroll dashboard`, through bin/kubectl-edgeroll on PATH), for the length of
+ * `body`; returns once its list page answers.
  */
 export async function withDashboard(
   kubeconfigPath: string,
   body: (url: string) => Promise<void>,
+  options: { kubectlPlugin?: boolean } = {},
 ): Promise<void> {
   const port = freePort();
-  const child = spawnMain(["dashboard", `--port=${port}`, `--kubeconfig=${kubeconfigPath}`]);
+  const args = ["dashboard", `--port=${port}`, `--kubeconfig=${kubeconfigPath}`];
+  const child = options.kubectlPlugin
+    ? new Deno.Command("kubectl", {
+      args: ["edgeroll", ...args],
+      env: { PATH: `${new URL("../bin", import.meta.url).pathname}:${Deno.env.get("PATH")}` },
+      stdout: "null",
+      stderr: "inherit",
+    }).spawn()
+    : spawnMain(args);
   try {
     const url = `http://127.0.0.1:${port}`;
     await untilAnswers(`${url}/`, child);

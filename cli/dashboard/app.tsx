@@ -30,6 +30,8 @@ export interface DashboardDeps {
   throttleMs?: number;
   /** A stream reads its set at least this often, for what no cache watches (default 5 s). */
   refreshMs?: number;
+  /** Ends every stream (the server's graceful shutdown waits for open ones). */
+  closing?: AbortSignal;
 }
 
 export const dashboardActions = ["pause", "resume", "undo"] as const;
@@ -138,19 +140,24 @@ const SetPage: FC<{ view: SetView }> = ({ view }) => (
       ))}
       <span id="notice"></span>
     </nav>
-    <Summary view={view} />
-    {view.zones.map(([zone, tiles]) => (
-      <section key={zone} class="zone">
-        <h2>
-          {zone} <small>{tiles.length} nodes</small>
-        </h2>
-        <div class="tiles">
-          {tiles.map((t) => (
-            <span key={t.node} id={`n-${t.node}`} class={`tile ${t.state}`} title={t.title}></span>
-          ))}
-        </div>
-      </section>
-    ))}
+    <div class="set">
+      <div class="fleet">
+        {view.zones.map(([zone, tiles]) => (
+          <section key={zone} class="zone">
+            <h2>
+              {zone} <small>{tiles.length} nodes</small>
+            </h2>
+            <div class="tiles">
+              {tiles.map((t) => (
+                <span key={t.node} id={`n-${t.node}`} class={`tile ${t.state}`} title={t.title}>
+                </span>
+              ))}
+            </div>
+          </section>
+        ))}
+      </div>
+      <Summary view={view} />
+    </div>
   </div>
 );
 
@@ -214,7 +221,7 @@ export function createDashboardApp(deps: DashboardDeps): Hono {
       const stop = fleet.onChange(() => dirty = true);
       stream.onAbort(stop);
       try {
-        while (!stream.aborted) {
+        while (!stream.aborted && !deps.closing?.aborted) {
           if (dirty || Date.now() - readAt >= refreshMs) {
             dirty = false;
             readAt = Date.now();

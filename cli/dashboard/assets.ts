@@ -11,6 +11,10 @@ header a { color: #fff; font-weight: bold; margin-right: 12px; text-decoration: 
 main { padding: 12px 16px; }
 table.sets { border-collapse: collapse; }
 table.sets td, table.sets th { border-bottom: 1px solid #ddd; padding: 4px 12px; text-align: left; }
+.set { display: grid; grid-template-columns: minmax(0, 1fr) 420px; gap: 24px; align-items: start; }
+#summary { border-left: 1px solid #ddd; padding-left: 16px; }
+#summary h3 { font-size: 14px; margin: 12px 0 4px; }
+#summary ul { padding-left: 18px; margin: 0; }
 .tiles { display: flex; flex-wrap: wrap; gap: 2px; }
 .tile { display: inline-block; width: 10px; height: 10px; border-radius: 2px; background: #ccc; }
 .tile.updated { background: #2e9e4f; }
@@ -45,6 +49,7 @@ export const dashboardScript = `
       const summary = document.getElementById("summary");
       if (summary && message.summary) summary.outerHTML = message.summary;
       document.body.dataset.updates = String(++updates);
+      document.body.dataset.updatedAt = String(Date.now());
     });
   }
   for (const button of document.querySelectorAll("button[data-action]")) {

@@ -32,9 +32,11 @@ export const dashboardCommand: Command = {
       resume,
       undo: (sets) => undo(sets, 0),
     };
+    const closing = new AbortController();
     const app = createDashboardApp({
       fleet,
       logger,
+      closing: closing.signal,
       token: crypto.randomUUID(),
       act: (action, ref) => run[action](new SetAccess(ref, kubeconfig)),
     });
@@ -46,6 +48,7 @@ export const dashboardCommand: Command = {
       },
     }, app.fetch);
     await untilStopSignal();
+    closing.abort();
     await server.shutdown();
     await fleet.close();
     return 0;

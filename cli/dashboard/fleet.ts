@@ -36,6 +36,10 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
+/** RFC 3339 to the second, as kubectl shows times. */
+const timeOf = (at: Date | string | undefined) =>
+  at === undefined ? "" : new Date(at).toISOString().replace(/\.\d{3}Z$/, "Z");
+
 /** Events shown on a set's page, newest first. */
 const eventsShown = 12;
 
@@ -59,7 +63,7 @@ export function kubeFleet(kc: k8s.KubeConfig, logger: Logger, clock = Date.now):
         type: e.type ?? "Normal",
         reason: e.reason ?? "",
         message: e.message ?? "",
-        at: String(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? ""),
+        at: timeOf(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp),
       }))
       .sort((a, b) => b.at.localeCompare(a.at))
       .slice(0, eventsShown);

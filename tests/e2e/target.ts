@@ -55,7 +55,10 @@ export function targetKindFromEnv(): TargetKind {
   return value as TargetKind;
 }
 
-export function startTarget(kind: TargetKind, options: { nodes: number }): Promise<E2eTarget> {
+export function startTarget(
+  kind: TargetKind,
+  options: { nodes: number; zones?: number },
+): Promise<E2eTarget> {
   return kind === "cluster" ? startClusterTarget(options) : startSimTarget(options);
 }
 
@@ -123,9 +126,10 @@ async function startClusterTarget(options: { nodes: number }): Promise<E2eTarget
  */
 const simSpeed = 20;
 
-async function startSimTarget(options: { nodes: number }): Promise<E2eTarget> {
+async function startSimTarget(options: { nodes: number; zones?: number }): Promise<E2eTarget> {
   const sim = await startSim({
     nodes: options.nodes,
+    zones: options.zones,
     speed: simSpeed,
     behaviour: (store, behaviourOptions) => startClusterBehaviour(store, behaviourOptions),
   });
