@@ -1,0 +1,51 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium driven by playwright-core (drive.mjs, under
+ * Node) on a set's page while sim rolls it: every tile turns to updated through the stream, a
+ * node cut off from the cloud turns to cut off, and no request leaves loopback. The screenshot is
+ * kept at .ci/output/dashboard.png. `deno task test:browser` (a CI stage).
+ */
+import { assertEquals } from "@std/assert";
+import { withDashboardOnSim } from "../dashboard-fixture.ts";
+import { setImage } from "../e2e/edgeroll-scenarios.ts";
+import { nodeDriver } from "./driver.ts";
+
+const screenshot = new URL("../../.ci/output/dashboard.png", import.meta.url).pathname;
+
+Deno.test({
+  name:
+    "dashboard in Chromium: tiles turn to updated as the rollout goes, a cut-off node shows, nothing is fetched from elsewhere",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    await Deno.mkdir(new URL("../../.ci/output/", import.meta.url), { recursive: true });
+    const ns = "browser";
+    await withDashboardOnSim(
+      { nodes: 24, zones: 3, ns },
+      async ({ target, kube, url, setPath }) => {
+        const browser = await nodeDriver("drive.mjs", [
+          `${url}${setPath}`,
+          screenshot,
+        ]);
+        try {
+          const loaded = await browser.read();
+          assertEquals(Object.keys(loaded.tiles!).length, 24);
+          assertEquals(Object.values(loaded.tiles!).every((s) => s === "updated"), true);
+          await setImage(kube, ns, "v2");
+          // The page shows the new revision rolling, then every node on it.
+          const updated = await browser.step("all-updated");
+          assertEquals(Object.values(updated.tiles!).every((s) => s === "updated"), true);
+          const node = target.nodes[0];
+          await target.disconnect(node);
+          const cut = await browser.step("cut-off", { node });
+          assertEquals(cut.tiles![node], "cut-off");
+          const done = await browser.step("done");
+          assertEquals(done.elsewhere, []);
+        } finally {
+          await browser.close();
+        }
+        const shot = await Deno.stat(screenshot);
+        assertEquals(shot.size > 10_000, true, `a screenshot of ${shot.size} bytes`);
+      },
+    );
+  },
+});
