@@ -1,7 +1,7 @@
 /**
  * The OTA routes (routes/ota.ts) as the OpenAPI document describes them, on the controller and
  * on the edge agent. Kept apart from the routes: these use zod, whose code the edge agent does
- * not load (ADR 0019); its document is generated ahead (docs/openapi/). The names' schemas are
+ * not load (ADR 0019); its document is generated ahead (routes/openapi/). The names' schemas are
  * built from the same rules the routes check (routes/names.ts).
  */
 import { z } from "zod";

@@ -16,8 +16,7 @@ const mayImport: Record<string, string[] | "*"> = {
   controller: ["api", "engine", "kube", "lib"],
   routes: ["api", "controller", "lib"],
   relay: ["api", "kube", "lib"],
-  // docs: the agent serves its generated OpenAPI document, JSON (ADR 0036).
-  edge: ["api", "kube", "controller", "routes", "lib", "docs"],
+  edge: ["api", "kube", "controller", "routes", "lib"],
   sim: ["api", "lib"],
   cluster: ["lib"],
   cli: "*",
