@@ -17,7 +17,8 @@ import {
   setQueueKey,
 } from "./keys.ts";
 import { Metrics } from "./metrics.ts";
-import { kruiseSetKind } from "../api/set-ref.ts";
+import { kruiseSetKind, setKey } from "../api/set-ref.ts";
+import { KeyedLock } from "../lib/keyed-lock.ts";
 import { Ota } from "./ota.ts";
 import { type ActionReport, createReconciler, type Planner, type Reconcile } from "./reconciler.ts";
 import { createTicker, listManagedSets } from "./tick.ts";
@@ -50,10 +51,14 @@ export function createController(deps: ControllerDeps) {
    * what the act changed (a pod created, deleted, patched, its gate opened) is counted only by
    * the next step, which must not wait for an event or the engine's next look (ADR 0033).
    * Asked while the queue runs that set, it is the one run after (folded with the events the
-   * writes raise).
+   * writes raise). Runs of one set take turns, whoever calls them: a route's run beside the
+   * queue's would each lose the other's claims (a curl loop got 409 after three lost).
    */
+  const turns = new KeyedLock();
   const reconcile: Reconcile = async (ref, options) => {
-    const answer = await step(ref, options);
+    const answer = options?.dryRun
+      ? await step(ref, options)
+      : await turns.run(setKey(ref), () => step(ref, options));
     if (!answer.dryRun && answer.actions.some(landedOnPod)) enqueue(setQueueKey(ref));
     return answer;
   };

@@ -132,6 +132,34 @@ Deno.test("a set that keeps changing answers 409 and acts not at all", async () 
   assertEquals(h.api.writes.filter((w) => w.startsWith("create pods")), []);
 });
 
+Deno.test("reconciles of one set take turns, whoever calls them: none loses a claim to another", async () => {
+  // Each step's status differs from the last (a step count), so each writes its claim; a read
+  // answered late lets concurrent steps hold the same resourceVersion, as a curl loop beside the
+  // queue's follow-up did on cluster/ (409 after three lost claims).
+  let steps = 0;
+  await using h = harness({
+    nodes: 3,
+    overrides: {
+      getSet: async (param, next) => {
+        const set = await next(param);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return set;
+      },
+    },
+    plan: (snapshot) => {
+      const plan = onePodPerNode(snapshot);
+      return { ...plan, status: { ...plan.status, numberReady: ++steps } };
+    },
+  });
+  const answers = await Promise.all(
+    Array.from({ length: 5 }, async () => await (await h.request(path)).json()),
+  );
+  await h.controller.queue.idle();
+  assertEquals(answers.map((a) => a.conflicts), [0, 0, 0, 0, 0]);
+  assertEquals(h.logs.lines.filter((l) => l.msg === "status claim lost, reading again"), []);
+  assertEquals(h.api.writes.filter((w) => w === "create pods").length, 3);
+});
+
 Deno.test("an API server that keeps failing answers 503, retryable", async () => {
   await using h = harness({
     overrides: {

@@ -187,7 +187,10 @@ type Trigger = (
 
 const nothing: Trigger = () => ({ stop: () => Promise.resolve() });
 
-/** Repeats `work` every `ms` until stopped; the last run is awaited. */
+/**
+ * Repeats `work` every `ms` until stopped or until a run fails; the last run is awaited and
+ * its failure thrown by `stop` (not left to reject unheard, which fails the whole module).
+ */
 function every(ms: number, work: () => Promise<void>): { stop(): Promise<void> } {
   let stopped = false;
   const loop = (async () => {
@@ -196,10 +199,12 @@ function every(ms: number, work: () => Promise<void>): { stop(): Promise<void> }
       await new Promise((resolve) => setTimeout(resolve, ms));
     }
   })();
+  const failure = loop.then(() => undefined, (err: unknown) => ({ err }));
   return {
     async stop() {
       stopped = true;
-      await loop;
+      const failed = await failure;
+      if (failed) throw failed.err;
     },
   };
 }
@@ -246,7 +251,9 @@ const knativeEvents: Trigger = (target, controllers, rolled) => {
     ...rolled.map(({ set, namespace }) => set.watched(namespace)),
     { path: "/api/v1/nodes", apiVersion: "v1", kind: "Node" },
   ];
+  // A refused post is kept for stop (a rejection nobody awaits yet would fail the module).
   let posts = Promise.resolve();
+  const failures: unknown[] = [];
   const watches = sources.map(({ path, apiVersion, kind }) =>
     new k8s.Watch(kc).watch(path, {}, (type: string, object: k8s.KubernetesObject) => {
       if (!(type in types)) return;
@@ -269,6 +276,8 @@ const knativeEvents: Trigger = (target, controllers, rolled) => {
           body: JSON.stringify(body),
         });
         assertEquals(res.status, 202, await res.text());
+      }).catch((err) => {
+        failures.push(err);
       });
     }, () => {})
   );
@@ -276,6 +285,7 @@ const knativeEvents: Trigger = (target, controllers, rolled) => {
     async stop() {
       for (const watch of watches) (await watch).abort();
       await posts;
+      if (failures.length > 0) throw failures[0];
     },
   };
 };
