@@ -5,7 +5,9 @@
  * kept at .ci/output/dashboard.png. `deno task test:browser` (a CI stage).
  */
 import { assertEquals } from "@std/assert";
-import { withDashboardOnSim } from "../dashboard-fixture.ts";
+import { withRollingDashboard } from "../dashboard-fixture.ts";
+import { startTarget } from "../e2e/target.ts";
+import { Kube } from "../e2e/kube.ts";
 import { setImage } from "../e2e/edgeroll-scenarios.ts";
 import { nodeDriver } from "./driver.ts";
 
@@ -19,9 +21,10 @@ Deno.test({
   async fn() {
     await Deno.mkdir(new URL("../../.ci/output/", import.meta.url), { recursive: true });
     const ns = "browser";
-    await withDashboardOnSim(
-      { nodes: 24, zones: 3, ns },
-      async ({ target, kube, url, setPath }) => {
+    const target = await startTarget("sim", { nodes: 24, zones: 3 });
+    try {
+      const kube = new Kube(target.kubeconfigPath);
+      await withRollingDashboard(target, kube, ns, async (url, setPath) => {
         const browser = await nodeDriver("drive.mjs", [
           `${url}${setPath}`,
           screenshot,
@@ -45,7 +48,9 @@ Deno.test({
         }
         const shot = await Deno.stat(screenshot);
         assertEquals(shot.size > 10_000, true, `a screenshot of ${shot.size} bytes`);
-      },
-    );
+      });
+    } finally {
+      await target.stop();
+    }
   },
 });

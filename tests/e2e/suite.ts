@@ -10,6 +10,7 @@ import { triggerScenarios } from "./trigger-scenarios.ts";
 import { otaScenarios } from "./ota-scenarios.ts";
 import { preDownloadScenario } from "./predownload-scenario.ts";
 import { failureBudgetScenario, rollbackScenario } from "./failure-scenario.ts";
+import { dashboardScenario } from "./dashboard-scenario.ts";
 import { startTarget, type TargetKind } from "./target.ts";
 
 export function e2eSuite(kind: TargetKind): void {
@@ -30,6 +31,7 @@ export function e2eSuite(kind: TargetKind): void {
           preDownloadScenario,
           failureBudgetScenario,
           rollbackScenario,
+          dashboardScenario,
           ...otaScenarios,
           ...triggerScenarios,
         ];

@@ -1,30 +1,27 @@
 /**
- * `edgeroll dashboard` as a person runs it, against sim with a controller rolling a set: the
- * list links the set, the page draws its nodes, the stream turns tiles as pods update and shows
- * a node cut off from the cloud, and the pause button (its POST, with the page's token and
- * origin) pauses the set through the CLI's own code.
+ * `edgeroll dashboard` as a person runs it while the controller rolls a set: the list links the
+ * set, the page draws its nodes, the stream turns tiles as pods update and shows a node cut off
+ * from the cloud, and the pause button (its POST, with the page's token and origin) pauses the set
+ * through the CLI's own code. On sim and on cluster/ (ADR 0036).
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
-import { withDashboard } from "./processes.ts";
-import { withDashboardOnSim } from "./dashboard-fixture.ts";
-import { startTarget } from "./e2e/target.ts";
-import { Kube } from "./e2e/kube.ts";
-import { advancedDaemonSet, setImage } from "./e2e/edgeroll-scenarios.ts";
-import { sseData } from "./sse.ts";
+import { withRollingDashboard } from "../dashboard-fixture.ts";
+import { sseData } from "../sse.ts";
+import { setImage } from "./edgeroll-scenarios.ts";
+import type { Scenario } from "./scenarios.ts";
 
 type Update = { tiles: [string, string][]; summary: string };
 
-Deno.test({
+export const dashboardScenario: Scenario = {
   name:
-    "dashboard on sim: tiles turn as pods update, a cut-off node shows as cut off, pause works from the page",
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const ns = "dashboard";
-    await withDashboardOnSim({ nodes: 3, ns }, async ({ target, kube, url, setPath }) => {
+    "dashboard: tiles turn as pods update, a cut-off node shows as cut off, pause works from the page",
+  async run(target, kube) {
+    const ns = "e2e-dashboard";
+    const nodes = target.nodes.length;
+    await withRollingDashboard(target, kube, ns, async (url, setPath) => {
       assertStringIncludes(await (await fetch(`${url}/`)).text(), `href="${setPath}"`);
       const page = await (await fetch(`${url}${setPath}`)).text();
-      assertEquals(page.match(/id="n-[^"]+" class="tile updated"/g)?.length, 3, page);
+      assertEquals(page.match(/id="n-[^"]+" class="tile updated"/g)?.length, nodes, page);
       const token = /name="edgeroll-token" content="([^"]+)"/.exec(page)![1];
 
       const stream = sseData<Update>(await fetch(`${url}${setPath}/stream`));
@@ -42,7 +39,7 @@ Deno.test({
           }
         }
       };
-      await until("every tile", () => states.size === 3);
+      await until("every tile", () => states.size === nodes);
       await setImage(kube, ns, "v2");
       await until(
         "the rollout to pass through the tiles and end with all updated",
@@ -50,8 +47,12 @@ Deno.test({
       );
       const node = target.nodes[0];
       await target.disconnect(node);
-      await until(`${node} cut off`, () => states.get(node) === "cut-off");
-      await stream.return(undefined);
+      try {
+        await until(`${node} cut off`, () => states.get(node) === "cut-off");
+      } finally {
+        await target.reconnect(node);
+        await stream.return(undefined);
+      }
 
       const pause = await fetch(`${url}${setPath}/pause`, {
         method: "POST",
@@ -73,27 +74,7 @@ Deno.test({
         "json",
       ]);
       assertEquals(set.spec.updateStrategy.rollingUpdate.paused, true);
+      await kube.run(["--namespace", ns, "delete", "ads", "edge-agent", "--wait=false"]);
     });
   },
-});
-
-Deno.test({
-  name: "kubectl edgeroll dashboard serves the same pages (bin/kubectl-edgeroll on PATH)",
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const target = await startTarget("sim", { nodes: 1 });
-    try {
-      const kube = new Kube(target.kubeconfigPath);
-      await kube.installCrd();
-      await kube.createNamespace("plugin");
-      await kube.apply(advancedDaemonSet("plugin", "v1"));
-      await withDashboard(target.kubeconfigPath, async (url) => {
-        const list = await (await fetch(`${url}/`)).text();
-        assertStringIncludes(list, 'href="/sets/advanceddaemonsets/plugin/edge-agent"');
-      }, { kubectlPlugin: true });
-    } finally {
-      await target.stop();
-    }
-  },
-});
+};
