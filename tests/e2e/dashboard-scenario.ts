@@ -24,15 +24,27 @@ export const dashboardScenario: Scenario = {
       assertEquals(page.match(/id="n-[^"]+" class="tile updated"/g)?.length, nodes, page);
       const token = /name="edgeroll-token" content="([^"]+)"/.exec(page)![1];
 
-      const stream = sseData<Update>(await fetch(`${url}${setPath}/stream`));
+      // Aborted at the end: a read still waiting for an update ends with it.
+      const streaming = new AbortController();
+      const stream = sseData<Update>(
+        await fetch(`${url}${setPath}/stream`, { signal: streaming.signal }),
+      );
       const states = new Map<string, string>();
       const seen = new Set<string>();
-      /** Reads updates until `done` holds of the tiles. */
+      /** Reads updates until `done` holds of the tiles, for a minute at most. */
       const until = async (what: string, done: () => boolean) => {
         const deadline = Date.now() + 60_000;
         while (!done()) {
-          if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-          const { value } = await stream.next();
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          const timeout = new Promise<never>((_, reject) => {
+            timer = setTimeout(
+              () => reject(new Error(`timed out waiting for ${what}`)),
+              Math.max(0, deadline - Date.now()),
+            );
+          });
+          const { value } = await Promise.race([stream.next(), timeout]).finally(() =>
+            clearTimeout(timer)
+          );
           for (const [node, state] of value!.tiles) {
             states.set(node, state);
             seen.add(state);
@@ -40,10 +52,14 @@ export const dashboardScenario: Scenario = {
         }
       };
       await until("every tile", () => states.size === nodes);
+      seen.clear();
       await setImage(kube, ns, "v2");
+      // The new revision shows on tiles not yet on it (old, or updating), then every tile on it.
       await until(
-        "the rollout to pass through the tiles and end with all updated",
-        () => seen.has("updating") && [...states.values()].every((s) => s === "updated"),
+        "the rollout to show on the tiles and end with all updated",
+        () =>
+          [...seen].some((s) => s !== "updated") &&
+          [...states.values()].every((s) => s === "updated"),
       );
       const node = target.nodes[0];
       await target.disconnect(node);
@@ -51,7 +67,7 @@ export const dashboardScenario: Scenario = {
         await until(`${node} cut off`, () => states.get(node) === "cut-off");
       } finally {
         await target.reconnect(node);
-        await stream.return(undefined);
+        streaming.abort();
       }
 
       const pause = await fetch(`${url}${setPath}/pause`, {
