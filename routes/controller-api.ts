@@ -16,6 +16,7 @@ import {
   ErrorBodySchema,
   limitResponses,
   openApiDocument,
+  openApiRouteDoc,
   type RouteDoc,
 } from "./openapi.ts";
 import { otaRouteDocs } from "./ota-docs.ts";
@@ -172,14 +173,7 @@ export function controllerRouteDocs({ kruise }: { kruise: boolean }): RouteDoc[]
       auth: false,
       responses: { 200: { description: "The Prometheus text format." } },
     },
-    {
-      method: "get",
-      path: "/openapi.json",
-      summary: "This document",
-      tag: "health",
-      auth: false,
-      responses: { 200: { description: "OpenAPI 3.1.", json: z.looseObject({}) } },
-    },
+    openApiRouteDoc,
     ...(kruise ? [convertRoute] : []),
     ...otaRouteDocs("controller"),
     {

@@ -41,6 +41,16 @@ export interface ApiInfo {
   description: string;
 }
 
+/** `GET /openapi.json`, which both apps serve. */
+export const openApiRouteDoc: RouteDoc = {
+  method: "get",
+  path: "/openapi.json",
+  summary: "This document",
+  tag: "health",
+  auth: false,
+  responses: { 200: { description: "OpenAPI 3.1.", json: z.looseObject({}) } },
+};
+
 /** The error every JSON route answers with (routes/errors.ts `ErrorBody`). */
 export const ErrorBodySchema = z.object({
   error: z.object({

@@ -11,6 +11,7 @@ import {
   authResponses,
   limitResponses,
   openApiDocument,
+  openApiRouteDoc,
   type ResponseDoc,
   type RouteDoc,
 } from "./openapi.ts";
@@ -148,14 +149,7 @@ export function edgeAgentRouteDocs(): RouteDoc[] {
         },
       },
     },
-    {
-      method: "get",
-      path: "/openapi.json",
-      summary: "This document",
-      tag: "health",
-      auth: false,
-      responses: { 200: { description: "OpenAPI 3.1.", json: z.looseObject({}) } },
-    },
+    openApiRouteDoc,
     ...otaRouteDocs("edge agent"),
   ];
 }
