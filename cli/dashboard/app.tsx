@@ -217,6 +217,8 @@ export function createDashboardApp(deps: DashboardDeps): Hono {
     return streamSSE(c, async (stream) => {
       let dirty = true;
       let last: SetView | undefined;
+      /** The summary `last` was rendered as: compared, not rendered again. */
+      let lastSummary = "";
       let readAt = 0;
       const stop = fleet.onChange(() => dirty = true);
       stream.onAbort(stop);
@@ -228,13 +230,11 @@ export function createDashboardApp(deps: DashboardDeps): Hono {
             const view = await fleet.view(ref);
             if (!view) break;
             const message = updateMessage(last, view);
-            if (
-              message.tiles.length > 0 || !last ||
-              message.summary !== String(<Summary view={last} />)
-            ) {
+            if (message.tiles.length > 0 || !last || message.summary !== lastSummary) {
               await stream.writeSSE({ event: "view", data: JSON.stringify(message) });
             }
             last = view;
+            lastSummary = message.summary;
           }
           await stream.sleep(throttleMs);
         }
