@@ -184,3 +184,61 @@ Deno.test("queued upgrades: a delete refused for a pod the node's list has (an A
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a direct upgrade the API server refuses for a pod the node's list has answers 503 to be asked again; a pod it does not list stays 404", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const api = memoryApi();
+    api.put("pods", marked("lagging", "uid-lagging"));
+    api.put("pods", marked("unbound", "uid-unbound"));
+    let deletes = 0;
+    const lean = leanApiOver(interceptApi(api, {
+      // The Node authorizer's graph, behind for one pod; NodeRestriction's lister, for one delete.
+      getPod: (p, next) => {
+        if (p.name === "unbound") {
+          throw new KubeError(403, "Forbidden", "no relationship found", "get pods");
+        }
+        return next(p);
+      },
+      deletePod: (p, next) => {
+        if (++deletes === 1) {
+          throw new KubeError(404, "NotFound", `pods "${p.name}" not found`, "delete pods");
+        }
+        return next(p);
+      },
+    }));
+    const cache = new NodePodCache({
+      api: lean,
+      node: "edge-1",
+      stateDir: dir,
+      logger: memoryLogger(),
+    });
+    const journal = new UpgradeJournal(dir, "edge-1");
+    const ota = new EdgeOta({ api: lean, cache, journal, node: "edge-1", logger: memoryLogger() });
+    cache.start();
+    try {
+      await eventually(
+        "the node's pods listed",
+        () => cache.pod("default", "unbound") !== undefined,
+      );
+      const answer = (name: string) =>
+        ota.upgrade("default", name, { whenConnected: false }).then(
+          (ok) => ok.status,
+          (err: OtaError) => `${err.status} ${err.message}`,
+        );
+      const first = await answer("lagging");
+      assertEquals(String(first).startsWith("503 "), true, String(first));
+      assertEquals(String(first).includes("try again"), true);
+      assertEquals(await answer("lagging"), 200);
+      assertEquals(api.objects.pods.has("default/lagging"), false);
+      assertEquals(String(await answer("unbound")).startsWith("503 "), true);
+      // A pod the node does not list: the API server's word stands.
+      assertEquals(String(await answer("never-there")).startsWith("404 "), true);
+    } finally {
+      ota.close();
+      await cache.stop();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -167,9 +167,36 @@ export class EdgeOta implements OtaService {
 
   /** YurtHub's upgrade: the live pod, its pre-checks, the delete with its UID. */
   async #upgradeNow(namespace: string, name: string): Promise<void> {
-    const pod = await this.#livePod(namespace, name);
+    const pod = await this.#notYetAdmitted(namespace, name, () => this.#livePod(namespace, name));
     checkUpgradable(pod, this.#d.node);
-    await this.#delete(pod);
+    await this.#notYetAdmitted(namespace, name, () => this.#delete(pod));
+  }
+
+  /**
+   * `call`, with a 404 or 403 of the API server for a pod this node's list has (bound here, not
+   * going) answered 503, to be asked again: a restarted API server whose NodeRestriction pod
+   * lister or Node authorizer graph has not caught up, as a queued upgrade defers it (ADR 0017).
+   * A person's request is not held while it catches up; a pod really gone answers 404 next time.
+   */
+  async #notYetAdmitted<T>(namespace: string, name: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      const listed = this.#d.cache.pod(namespace, name);
+      const refused = err instanceof OtaError && (err.status === 404 || err.status === 403);
+      if (
+        refused && listed && !listed.metadata.deletionTimestamp &&
+        listed.spec.nodeName === this.#d.node
+      ) {
+        throw new OtaError(
+          503,
+          `Apply update failed, the API server does not admit it yet for pod ${namespace}/${name}, which this node's pod list has (${
+            (err as Error).message
+          }): try again in a few seconds`,
+        );
+      }
+      throw err;
+    }
   }
 
   async #carryOut(request: UpgradeRequest): Promise<void> {
