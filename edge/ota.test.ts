@@ -1,6 +1,7 @@
 import { assertEquals, assertThrows } from "@std/assert";
-import { interceptApi } from "../kube/api.ts";
+import { interceptApi, type Overrides } from "../kube/api.ts";
 import { KubeError } from "../kube/errors.ts";
+import type { KubeObject } from "../kube/objects.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { memoryApi } from "../tests/doubles/memory-api.ts";
 import { leanApiOver } from "../tests/doubles/lean-api.ts";
@@ -37,40 +38,27 @@ const request = (name: string, uid: string) => ({
   requestedAt: "2026-11-26T10:00:00.000Z",
 });
 
-Deno.test("queued upgrades: carried out once when the link returns; a pod gone, replaced or going counts as done (an earlier run's delete); a failed pre-check is refused", async () => {
+/**
+ * An edge agent's OTA over a memory API holding `pods` (with `overrides`), its node's pod cache
+ * started, the journal `journal` returns for the state directory; stopped after `body`.
+ */
+async function withEdgeOta(
+  setup: {
+    pods: KubeObject[];
+    overrides?: Overrides;
+    journal?: (dir: string) => UpgradeJournal;
+    retryBaseMs?: number;
+  },
+  body: (
+    agent: { api: ReturnType<typeof memoryApi>; ota: EdgeOta; cache: NodePodCache; dir: string },
+  ) => Promise<void>,
+): Promise<void> {
   const dir = await Deno.makeTempDir();
   try {
     const api = memoryApi();
-    api.put("pods", marked("ready", "uid-ready"));
-    api.put("pods", marked("replaced", "uid-new"));
-    api.put("pods", {
-      ...marked("going", "uid-going"),
-      metadata: {
-        ...marked("going", "uid-going").metadata,
-        deletionTimestamp: "2026-11-26T10:00:01Z",
-      },
-    });
-    api.put("pods", marked("unmarked", "uid-unmarked", "False"));
-    // As left by an agent that stopped while cut off, or right after a delete it did not record.
-    const journal = new UpgradeJournal(dir, "edge-1");
-    for (
-      const [name, uid] of [["ready", "uid-ready"], ["gone", "uid-gone"], ["replaced", "uid-old"], [
-        "going",
-        "uid-going",
-      ], ["unmarked", "uid-unmarked"]]
-    ) {
-      journal.add(request(name, uid));
-    }
-    const deletes: string[] = [];
-    const lean = leanApiOver(interceptApi(api, {
-      deletePod: (p, next) => {
-        deletes.push(p.uid);
-        return next(p);
-      },
-    }));
-    const restarted = new UpgradeJournal(dir, "edge-1");
-    restarted.load();
-    assertEquals(restarted.pending().length, 5);
+    for (const pod of setup.pods) api.put("pods", pod);
+    const journal = setup.journal?.(dir) ?? new UpgradeJournal(dir, "edge-1");
+    const lean = leanApiOver(interceptApi(api, setup.overrides ?? {}));
     const cache = new NodePodCache({
       api: lean,
       node: "edge-1",
@@ -80,41 +68,73 @@ Deno.test("queued upgrades: carried out once when the link returns; a pod gone, 
     const ota = new EdgeOta({
       api: lean,
       cache,
-      journal: restarted,
+      journal,
       node: "edge-1",
       logger: memoryLogger(),
+      ...(setup.retryBaseMs === undefined ? {} : { retryBaseMs: setup.retryBaseMs }),
     });
     cache.start();
     try {
-      await eventually("every request settled", () => restarted.pending().length === 0);
-      await ota.carryOutPending(); // A second reconnection: nothing left to do.
-      const outcome = Object.fromEntries(restarted.list().map((r) => [r.name, r.state]));
-      assertEquals(outcome, {
-        ready: "started",
-        gone: "replaced",
-        replaced: "replaced",
-        going: "replaced",
-        unmarked: "refused",
-      });
-      assertEquals(deletes, ["uid-ready"]);
-      const refused = restarted.list().find((r) => r.name === "unmarked");
-      assertEquals(refused?.detail?.includes("update status is False"), true);
-      // Written down: a third agent reads the same outcome.
-      const reread = new UpgradeJournal(dir, "edge-1");
-      reread.load();
-      assertEquals(reread.list().map((r) => r.state).sort(), [
-        "refused",
-        "replaced",
-        "replaced",
-        "replaced",
-        "started",
-      ]);
+      await body({ api, ota, cache, dir });
     } finally {
+      ota.close();
       await cache.stop();
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+Deno.test("queued upgrades: carried out once when the link returns; a pod gone, replaced or going counts as done (an earlier run's delete); a failed pre-check is refused", async () => {
+  const going = marked("going", "uid-going");
+  const deletes: string[] = [];
+  await withEdgeOta({
+    pods: [
+      marked("ready", "uid-ready"),
+      marked("replaced", "uid-new"),
+      { ...going, metadata: { ...going.metadata, deletionTimestamp: "2026-11-26T10:00:01Z" } },
+      marked("unmarked", "uid-unmarked", "False"),
+    ],
+    overrides: {
+      deletePod: (p, next) => {
+        deletes.push(p.uid);
+        return next(p);
+      },
+    },
+    journal: (dir) => {
+      // As left by an agent that stopped while cut off, or right after a delete it did not record.
+      const left = new UpgradeJournal(dir, "edge-1");
+      const asked = [["ready", "uid-ready"], ["gone", "uid-gone"], ["replaced", "uid-old"], [
+        "going",
+        "uid-going",
+      ], ["unmarked", "uid-unmarked"]];
+      for (const [name, uid] of asked) left.add(request(name, uid));
+      const restarted = new UpgradeJournal(dir, "edge-1");
+      restarted.load();
+      assertEquals(restarted.pending().length, 5);
+      return restarted;
+    },
+  }, async ({ ota, dir }) => {
+    const journal = () => {
+      const read = new UpgradeJournal(dir, "edge-1");
+      read.load();
+      return read;
+    };
+    await eventually("every request settled", () => journal().pending().length === 0);
+    await ota.carryOutPending(); // A second reconnection: nothing left to do.
+    // Written down: another agent reads the same outcome.
+    const outcome = Object.fromEntries(journal().list().map((r) => [r.name, r.state]));
+    assertEquals(outcome, {
+      ready: "started",
+      gone: "replaced",
+      replaced: "replaced",
+      going: "replaced",
+      unmarked: "refused",
+    });
+    assertEquals(deletes, ["uid-ready"]);
+    const refused = journal().list().find((r) => r.name === "unmarked");
+    assertEquals(refused?.detail?.includes("update status is False"), true);
+  });
 });
 
 Deno.test("queued upgrades are bounded: one per pod, at most maxPendingUpgrades", async () => {
@@ -134,16 +154,11 @@ Deno.test("queued upgrades are bounded: one per pod, at most maxPendingUpgrades"
 });
 
 Deno.test("queued upgrades: a delete refused for a pod the node's list has (an API server just restarted) is tried again with backoff; one always forbidden is refused in the end", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const api = memoryApi();
-    api.put("pods", marked("lagging", "uid-lagging"));
-    api.put("pods", marked("forbidden", "uid-forbidden"));
-    const journal = new UpgradeJournal(dir, "edge-1");
-    journal.add(request("lagging", "uid-lagging"));
-    journal.add(request("forbidden", "uid-forbidden"));
-    const tries: string[] = [];
-    const lean = leanApiOver(interceptApi(api, {
+  const tries: string[] = [];
+  let journal: UpgradeJournal | undefined;
+  await withEdgeOta({
+    pods: [marked("lagging", "uid-lagging"), marked("forbidden", "uid-forbidden")],
+    overrides: {
       deletePod: (p, next) => {
         tries.push(p.name);
         // NodeRestriction's pod lister, behind for two tries; the Node authorizer, for ever.
@@ -155,44 +170,33 @@ Deno.test("queued upgrades: a delete refused for a pod the node's list has (an A
         }
         return next(p);
       },
-    }));
-    const cache = new NodePodCache({
-      api: lean,
-      node: "edge-1",
-      stateDir: dir,
-      logger: memoryLogger(),
+    },
+    journal: (dir) => {
+      journal = new UpgradeJournal(dir, "edge-1");
+      journal.add(request("lagging", "uid-lagging"));
+      journal.add(request("forbidden", "uid-forbidden"));
+      return journal;
+    },
+    retryBaseMs: 1,
+  }, async ({ api }) => {
+    await eventually("every request settled", () => journal!.pending().length === 0, {
+      timeoutMs: 10_000,
     });
-    const logger = memoryLogger();
-    const ota = new EdgeOta({ api: lean, cache, journal, node: "edge-1", logger, retryBaseMs: 1 });
-    cache.start();
-    try {
-      await eventually("every request settled", () => journal.pending().length === 0, {
-        timeoutMs: 10_000,
-      });
-      const outcome = Object.fromEntries(journal.list().map((r) => [r.name, r.state]));
-      assertEquals(outcome, { lagging: "started", forbidden: "refused" });
-      assertEquals(tries.filter((n) => n === "lagging").length, 3);
-      assertEquals(tries.filter((n) => n === "forbidden").length, 9);
-      const refused = journal.list().find((r) => r.name === "forbidden");
-      assertEquals(refused?.detail?.includes("the API server forbids it"), true);
-      assertEquals(api.objects.pods.has("default/lagging"), false);
-    } finally {
-      ota.close();
-      await cache.stop();
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    const outcome = Object.fromEntries(journal!.list().map((r) => [r.name, r.state]));
+    assertEquals(outcome, { lagging: "started", forbidden: "refused" });
+    assertEquals(tries.filter((n) => n === "lagging").length, 3);
+    assertEquals(tries.filter((n) => n === "forbidden").length, 9);
+    const refused = journal!.list().find((r) => r.name === "forbidden");
+    assertEquals(refused?.detail?.includes("the API server forbids it"), true);
+    assertEquals(api.objects.pods.has("default/lagging"), false);
+  });
 });
 
 Deno.test("a direct upgrade the API server refuses for a pod the node's list has answers 503 to be asked again; a pod it does not list stays 404", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const api = memoryApi();
-    api.put("pods", marked("lagging", "uid-lagging"));
-    api.put("pods", marked("unbound", "uid-unbound"));
-    let deletes = 0;
-    const lean = leanApiOver(interceptApi(api, {
+  let deletes = 0;
+  await withEdgeOta({
+    pods: [marked("lagging", "uid-lagging"), marked("unbound", "uid-unbound")],
+    overrides: {
       // The Node authorizer's graph, behind for one pod; NodeRestriction's lister, for one delete.
       getPod: (p, next) => {
         if (p.name === "unbound") {
@@ -206,39 +210,21 @@ Deno.test("a direct upgrade the API server refuses for a pod the node's list has
         }
         return next(p);
       },
-    }));
-    const cache = new NodePodCache({
-      api: lean,
-      node: "edge-1",
-      stateDir: dir,
-      logger: memoryLogger(),
-    });
-    const journal = new UpgradeJournal(dir, "edge-1");
-    const ota = new EdgeOta({ api: lean, cache, journal, node: "edge-1", logger: memoryLogger() });
-    cache.start();
-    try {
-      await eventually(
-        "the node's pods listed",
-        () => cache.pod("default", "unbound") !== undefined,
+    },
+  }, async ({ api, ota, cache }) => {
+    await eventually("the node's pods listed", () => cache.pod("default", "unbound") !== undefined);
+    const answer = (name: string) =>
+      ota.upgrade("default", name, { whenConnected: false }).then(
+        (ok) => ok.status,
+        (err: OtaError) => `${err.status} ${err.message}`,
       );
-      const answer = (name: string) =>
-        ota.upgrade("default", name, { whenConnected: false }).then(
-          (ok) => ok.status,
-          (err: OtaError) => `${err.status} ${err.message}`,
-        );
-      const first = await answer("lagging");
-      assertEquals(String(first).startsWith("503 "), true, String(first));
-      assertEquals(String(first).includes("try again"), true);
-      assertEquals(await answer("lagging"), 200);
-      assertEquals(api.objects.pods.has("default/lagging"), false);
-      assertEquals(String(await answer("unbound")).startsWith("503 "), true);
-      // A pod the node does not list: the API server's word stands.
-      assertEquals(String(await answer("never-there")).startsWith("404 "), true);
-    } finally {
-      ota.close();
-      await cache.stop();
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    const first = await answer("lagging");
+    assertEquals(String(first).startsWith("503 "), true, String(first));
+    assertEquals(String(first).includes("try again"), true);
+    assertEquals(await answer("lagging"), 200);
+    assertEquals(api.objects.pods.has("default/lagging"), false);
+    assertEquals(String(await answer("unbound")).startsWith("503 "), true);
+    // A pod the node does not list: the API server's word stands.
+    assertEquals(String(await answer("never-there")).startsWith("404 "), true);
+  });
 });
