@@ -5,7 +5,7 @@
  */
 import { assertStringIncludes } from "@std/assert";
 import { withDashboard } from "./processes.ts";
-import { startTarget } from "./e2e/target.ts";
+import { withTarget } from "./e2e/target.ts";
 import { Kube } from "./e2e/kube.ts";
 import { advancedDaemonSet } from "./e2e/edgeroll-scenarios.ts";
 
@@ -14,8 +14,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const target = await startTarget("sim", { nodes: 1 });
-    try {
+    await withTarget("sim", { nodes: 1 }, async (target) => {
       const kube = new Kube(target.kubeconfigPath);
       await kube.installCrd();
       await kube.createNamespace("plugin");
@@ -24,8 +23,6 @@ Deno.test({
         const list = await (await fetch(`${url}/`)).text();
         assertStringIncludes(list, 'href="/sets/advanceddaemonsets/plugin/edge-agent"');
       }, { kubectlPlugin: true });
-    } finally {
-      await target.stop();
-    }
+    });
   },
 });

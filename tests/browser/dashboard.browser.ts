@@ -6,7 +6,7 @@
  */
 import { assertEquals } from "@std/assert";
 import { withRollingDashboard } from "../dashboard-fixture.ts";
-import { startTarget } from "../e2e/target.ts";
+import { withTarget } from "../e2e/target.ts";
 import { Kube } from "../e2e/kube.ts";
 import { setImage } from "../e2e/edgeroll-scenarios.ts";
 import { nodeDriver } from "./driver.ts";
@@ -21,8 +21,7 @@ Deno.test({
   async fn() {
     await Deno.mkdir(new URL("../../.ci/output/", import.meta.url), { recursive: true });
     const ns = "browser";
-    const target = await startTarget("sim", { nodes: 24, zones: 3 });
-    try {
+    await withTarget("sim", { nodes: 24, zones: 3 }, async (target) => {
       const kube = new Kube(target.kubeconfigPath);
       await withRollingDashboard(target, kube, ns, async (url, setPath) => {
         const browser = await nodeDriver("drive.mjs", [
@@ -49,8 +48,6 @@ Deno.test({
         const shot = await Deno.stat(screenshot);
         assertEquals(shot.size > 10_000, true, `a screenshot of ${shot.size} bytes`);
       });
-    } finally {
-      await target.stop();
-    }
+    });
   },
 });

@@ -11,7 +11,7 @@ import { otaScenarios } from "./ota-scenarios.ts";
 import { preDownloadScenario } from "./predownload-scenario.ts";
 import { failureBudgetScenario, rollbackScenario } from "./failure-scenario.ts";
 import { dashboardScenario } from "./dashboard-scenario.ts";
-import { startTarget, type TargetKind } from "./target.ts";
+import { type TargetKind, withTarget } from "./target.ts";
 
 export function e2eSuite(kind: TargetKind): void {
   Deno.test({
@@ -20,8 +20,7 @@ export function e2eSuite(kind: TargetKind): void {
     sanitizeResources: false,
     sanitizeOps: false,
     async fn(t) {
-      const target = await startTarget(kind, { nodes: 3 });
-      try {
+      await withTarget(kind, { nodes: 3 }, async (target) => {
         const kube = new Kube(target.kubeconfigPath);
         // EDGEROLL_E2E_ONLY=text runs the scenarios whose name holds it, while one is written.
         const only = Deno.env.get("EDGEROLL_E2E_ONLY");
@@ -38,9 +37,7 @@ export function e2eSuite(kind: TargetKind): void {
         for (const scenario of all.filter((s) => !only || s.name.includes(only))) {
           await t.step(scenario.name, () => scenario.run(target, kube));
         }
-      } finally {
-        await target.stop();
-      }
+      });
     },
   });
 }

@@ -62,6 +62,20 @@ export function startTarget(
   return kind === "cluster" ? startClusterTarget(options) : startSimTarget(options);
 }
 
+/** `body` on a target started for it, stopped after, whatever `body` does. */
+export async function withTarget<T>(
+  kind: TargetKind,
+  options: { nodes: number; zones?: number },
+  body: (target: E2eTarget) => Promise<T>,
+): Promise<T> {
+  const target = await startTarget(kind, options);
+  try {
+    return await body(target);
+  } finally {
+    await target.stop();
+  }
+}
+
 function withVerbs(
   base: Omit<E2eTarget, NodeLinkVerb>,
   apply: (node: string, verb: NodeLinkVerb) => Promise<void>,

@@ -7,7 +7,7 @@
  */
 import { assertEquals } from "@std/assert";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
-import { startTarget } from "../e2e/target.ts";
+import { withTarget } from "../e2e/target.ts";
 import { eventually, Kube } from "../e2e/kube.ts";
 import { advancedDaemonSet } from "../e2e/edgeroll-scenarios.ts";
 import { otaDaemonSet, otaPodsMarked } from "../edge-ota.ts";
@@ -77,8 +77,7 @@ Deno.test({
   async fn() {
     const st = await schemathesisPath();
     await Deno.mkdir(reportDir, { recursive: true });
-    const target = await startTarget("sim", { nodes: 2 });
-    try {
+    await withTarget("sim", { nodes: 2 }, async (target) => {
       const kube = new Kube(target.kubeconfigPath);
       await kube.installCrd();
       await kube.createNamespace("edge");
@@ -102,8 +101,6 @@ Deno.test({
         assertEquals([controller.success, edge.success], [true, true]);
         assertEquals(controller.cases > 100 && edge.cases > 100, true, "cases generated");
       });
-    } finally {
-      await target.stop();
-    }
+    });
   },
 });

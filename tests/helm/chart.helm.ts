@@ -8,7 +8,7 @@
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { parseAllDocuments } from "yaml";
 import { APISERVERSOURCE_CRD, kustomize, root, split } from "../kustomize.ts";
-import { startTarget } from "../e2e/target.ts";
+import { withTarget } from "../e2e/target.ts";
 import { Kube } from "../e2e/kube.ts";
 import { runKubectl, runPiped as run } from "../../cluster/kubectl.ts";
 
@@ -107,8 +107,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const target = await startTarget("cluster", { nodes: 1 });
-    try {
+    await withTarget("cluster", { nodes: 1 }, async (target) => {
       const kube = new Kube(target.kubeconfigPath);
       await kube.createNamespace("edgeroll-system");
       for (const install of installs) {
@@ -131,8 +130,6 @@ Deno.test({
         assertEquals(accepted.length, objects.length, dry.stdout);
         assertEquals(accepted.every((line) => line.endsWith("(server dry run)")), true, dry.stdout);
       }
-    } finally {
-      await target.stop();
-    }
+    });
   },
 });
