@@ -42,10 +42,16 @@ Deno.test("status of a converged set: full bar, Complete, nothing waited for", (
   assertEquals(isComplete(planned), true);
 });
 
-Deno.test("parseSetArg takes ns/name or kind/ns/name and nothing else", () => {
+Deno.test("parseSetArg takes ns/name or kind/ns/name, the kind as kubectl names it, and nothing else", () => {
   assertEquals(parseSetArg("edge/agent", "advanceddaemonsets"), ref);
   assertEquals(parseSetArg("daemonsets/kube-system/yurt", "advanceddaemonsets").kind, "daemonsets");
-  for (const bad of [undefined, "agent", "pods/edge/x", "a/b/c/d", "edge/"]) {
+  assertEquals(parseSetArg("ds/kube-system/yurt", "advanceddaemonsets").kind, "daemonsets");
+  assertEquals(parseSetArg("ads/edge/agent", "daemonsets"), ref);
+  assertEquals(
+    parseSetArg("daemonset.apps.kruise.io/edge/agent", "advanceddaemonsets").kind,
+    "daemonsets.apps.kruise.io",
+  );
+  for (const bad of [undefined, "agent", "pods/edge/x", "constructor/edge/x", "a/b/c/d", "edge/"]) {
     assertThrows(() => parseSetArg(bad, "advanceddaemonsets"), UsageError);
   }
 });

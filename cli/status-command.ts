@@ -11,7 +11,7 @@ import type { Plan, Snapshot } from "../api/plan.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
-import { setKey, type SetKind, setKinds, type SetRef } from "../api/set-ref.ts";
+import { kruiseSetKind, setKey, type SetKind, setKinds, type SetRef } from "../api/set-ref.ts";
 
 const barWidth = 30;
 const maxWaitingShown = 15;
@@ -65,16 +65,30 @@ export function isComplete(planned: Plan): boolean {
   return planned.conditions.some((c) => c.type === "Complete" && c.status === "True");
 }
 
-/** `ns/name`, or `kind/ns/name` to name the kind. */
+/** The names kubectl users give each kind, beside the resource's own. */
+const kindAliases = new Map<string, SetKind>([
+  ["ads", "advanceddaemonsets"],
+  ["advanceddaemonset", "advanceddaemonsets"],
+  ["advanceddaemonsets.apps.edgeroll.dev", "advanceddaemonsets"],
+  ["ds", "daemonsets"],
+  ["daemonset", "daemonsets"],
+  ["daemonsets.apps", "daemonsets"],
+  ["daemonset.apps.kruise.io", kruiseSetKind],
+]);
+
+/** `ns/name`, or `kind/ns/name` to name the kind (as kubectl names it: `ads`, `ds`, …). */
 export function parseSetArg(text: string | undefined, defaultKind: SetKind): SetRef {
   const parts = (text ?? "").split("/");
-  const [kind, namespace, name] = parts.length === 3 ? parts : [defaultKind, ...parts];
-  if (!setKinds.includes(kind as SetKind) || !namespace || !name || parts.length > 3) {
+  const [named, namespace, name] = parts.length === 3 ? parts : [defaultKind, ...parts];
+  const kind = setKinds.find((k) => k === named) ?? kindAliases.get(named);
+  if (!kind || !namespace || !name || parts.length > 3) {
     throw new UsageError(
-      `expected [advanceddaemonsets|daemonsets/]NAMESPACE/NAME, got "${text ?? ""}"`,
+      `expected [KIND/]NAMESPACE/NAME with KIND one of ${
+        [...setKinds, ...kindAliases.keys()].join(", ")
+      }, got "${text ?? ""}"`,
     );
   }
-  return { kind: kind as SetKind, namespace, name };
+  return { kind, namespace, name };
 }
 
 export const statusCommand: Command = {
