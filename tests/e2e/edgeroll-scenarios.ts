@@ -5,6 +5,7 @@
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { KubectlError } from "../../cluster/kubectl.ts";
+import { rolloutStatusAnnotation } from "../../api/advanced-daemonset.ts";
 import { conditionStatus, eventually, Kube, patchArgs, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
@@ -15,13 +16,24 @@ import { withKruiseMode } from "../kruise/mode.ts";
 
 export const image = (version: string) => `edgeroll.test/edge-agent:${version}`;
 
+/**
+ * The resources a scenario's set `edge-agent` may be: edgeroll's own kind, or OpenYurt's
+ * annotated DaemonSet, whose status edgeroll writes in an annotation.
+ */
+export type SetResource = "advanceddaemonsets" | "daemonsets";
+
 /** The set's image, changed as an operator changes it (a JSON patch through kubectl). */
-export function setImage(kube: Kube, ns: string, version: string): Promise<string> {
+export function setImage(
+  kube: Kube,
+  ns: string,
+  version: string,
+  resource: SetResource = "advanceddaemonsets",
+): Promise<string> {
   return kube.run([
     "--namespace",
     ns,
     "patch",
-    "ads",
+    resource,
     "edge-agent",
     "--type=json",
     "-p",
@@ -80,15 +92,17 @@ export function advancedDaemonSet(namespace: string, version: string) {
   };
 }
 
-export async function setStatus(kube: Kube, namespace: string): Promise<SetStatus> {
-  const set = await kube.json<{ status?: SetStatus }>([
-    "--namespace",
-    namespace,
-    "get",
-    "advanceddaemonsets",
-    "edge-agent",
-  ]);
-  return set.status ?? {};
+export async function setStatus(
+  kube: Kube,
+  namespace: string,
+  resource: SetResource = "advanceddaemonsets",
+): Promise<SetStatus> {
+  const set = await kube.json<
+    { status?: SetStatus; metadata: { annotations?: Record<string, string> } }
+  >(["--namespace", namespace, "get", resource, "edge-agent"]);
+  if (resource === "advanceddaemonsets") return set.status ?? {};
+  const written = set.metadata.annotations?.[rolloutStatusAnnotation];
+  return written === undefined ? {} : JSON.parse(written);
 }
 
 /** Waits for the set to say Complete with every node on `version`, Ready. */
@@ -97,9 +111,10 @@ export async function completeOn(
   kube: Kube,
   namespace: string,
   version: string,
+  resource: SetResource = "advanceddaemonsets",
 ) {
   await eventually(`edge-agent ${version} on every node`, async () => {
-    const status = await setStatus(kube, namespace);
+    const status = await setStatus(kube, namespace, resource);
     const byNode = podsByNode(await kube.pods(namespace, "app=edge-agent"));
     const complete = status.conditions?.find((c) => c.type === "Complete")?.status === "True";
     return complete && status.updatedNumberScheduled === target.nodes.length &&

@@ -5,7 +5,19 @@
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { withEdgeroll } from "../processes.ts";
-import { advancedDaemonSet, completeOn, image, setImage, setStatus } from "./edgeroll-scenarios.ts";
+import {
+  advancedDaemonSet,
+  completeOn,
+  image,
+  setImage,
+  type SetResource,
+  setStatus,
+} from "./edgeroll-scenarios.ts";
+import {
+  failureAnnotations,
+  maxUnavailableAnnotation,
+  updateStrategyAnnotation,
+} from "../../api/openyurt.ts";
 import { eventually } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
 
@@ -87,57 +99,154 @@ async function kubectlEdgeroll(kubeconfig: string, args: string[]): Promise<stri
   return text;
 }
 
-export const rollbackScenario: Scenario = {
-  name:
-    "rollback: a crash-looping image stops and the last good revision comes back on every node; the deadline sets its condition; kubectl edgeroll history, pause, undo and resume",
-  async run(target, kube) {
-    const ns = "e2e-rollback";
-    await kube.installCrd();
-    await kube.createNamespace(ns);
-    await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
-      await kube.apply(budgetedSet(ns, { maxFailed: 0, rollback: true }));
-      await completeOn(target, kube, ns, "v1");
+/** A kind of set the rollback scenario runs on: how it is written with a failure policy. */
+interface KindUnderTest {
+  /** For the scenario's name. */
+  article: string;
+  resource: SetResource;
+  /** The kind as an operator types it to kubectl edgeroll. */
+  shortName: string;
+  /** The set at v1, at most one node updating at a time, with this policy. */
+  manifest(ns: string, policy: FailurePolicy): unknown;
+  /** A merge patch that sets a progress deadline and a budget the deadline case does not spend. */
+  deadline(seconds: number, policy: FailurePolicy): unknown;
+}
 
-      // A crash-looping image: stopped in the first wave, v1's template back, v1 everywhere.
-      await setImage(kube, ns, "crash");
-      const rolledBack = await eventually("the rollback", async () => {
-        const status = await setStatus(kube, ns) as { rollback?: { to: string; reason: string } };
-        return status.rollback;
-      }, 120_000);
-      assertEquals(rolledBack.reason, "FailureBudgetExceeded");
-      await completeOn(target, kube, ns, "v1");
-      const history = await kubectlEdgeroll(target.kubeconfigPath, ["history", `${ns}/edge-agent`]);
-      assertStringIncludes(history, `agent=${image("crash")}`);
+interface FailurePolicy {
+  maxFailed: number;
+  rollback?: boolean;
+  podStartTimeoutSeconds?: number;
+}
 
-      // Paused, moved to v2, nothing replaced; undone to v1 from the command line; resumed.
-      await kubectlEdgeroll(target.kubeconfigPath, ["pause", `${ns}/edge-agent`]);
-      await setImage(kube, ns, "v2");
-      await new Promise((resolve) => setTimeout(resolve, 3_000));
-      const pods = (await kube.pods(ns, "app=edge-agent")).filter((p) =>
-        !p.metadata.deletionTimestamp
-      );
-      assertEquals(pods.every((p) => p.spec.containers[0].image === image("v1")), true, "paused");
-      const undone = await kubectlEdgeroll(target.kubeconfigPath, ["undo", `${ns}/edge-agent`]);
-      assertStringIncludes(undone, "rolled back to revision");
-      await kubectlEdgeroll(target.kubeconfigPath, ["resume", `${ns}/edge-agent`]);
-      await completeOn(target, kube, ns, "v1");
-
-      // The deadline: pods that never become Ready, no failure by reason, Progressing says so.
-      await kube.patch(ns, "ads", "edge-agent", "merge", {
-        spec: {
-          progressDeadlineSeconds: 5,
-          updateStrategy: {
-            rollingUpdate: { failurePolicy: { maxFailed: 10, podStartTimeoutSeconds: 3600 } },
-          },
-        },
-      });
-      await setImage(kube, ns, "unready");
-      const late = await eventually("ProgressDeadlineExceeded", async () => {
-        const c = (await setStatus(kube, ns)).conditions?.find((c) => c.type === "Progressing");
-        return c?.reason === "ProgressDeadlineExceeded" ? c : undefined;
-      }, 120_000);
-      assertEquals(late.status, "False");
-    });
-    await kube.run(["delete", "namespace", ns, "--wait=false"]);
-  },
+const advancedDaemonSets: KindUnderTest = {
+  article: "an AdvancedDaemonSet",
+  resource: "advanceddaemonsets",
+  shortName: "ads",
+  manifest: (ns, policy) => budgetedSet(ns, { ...policy }),
+  deadline: (seconds, policy) => ({
+    spec: {
+      progressDeadlineSeconds: seconds,
+      updateStrategy: { rollingUpdate: { failurePolicy: policy } },
+    },
+  }),
 };
+
+/** OpenYurt's policy in edgeroll's annotations (ADR 0035), its pods made by the DaemonSet controller. */
+const openYurtDaemonSets: KindUnderTest = {
+  article: "an OpenYurt DaemonSet",
+  resource: "daemonsets",
+  shortName: "ds",
+  manifest(ns, policy) {
+    const { metadata, spec } = budgetedSet(ns, {});
+    return {
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      metadata: {
+        ...metadata,
+        annotations: {
+          [updateStrategyAnnotation]: "AdvancedRollingUpdate",
+          [maxUnavailableAnnotation]: "1",
+          ...failureAnnotationsOf(policy),
+        },
+      },
+      spec: {
+        selector: spec.selector,
+        template: spec.template,
+        minReadySeconds: spec.minReadySeconds,
+        updateStrategy: { type: "OnDelete" },
+      },
+    };
+  },
+  deadline: (seconds, policy) => ({
+    metadata: {
+      annotations: {
+        [failureAnnotations.progressDeadlineSeconds]: String(seconds),
+        ...failureAnnotationsOf(policy),
+      },
+    },
+  }),
+};
+
+function failureAnnotationsOf(policy: FailurePolicy): Record<string, string> {
+  return {
+    [failureAnnotations.maxFailed]: String(policy.maxFailed),
+    ...(policy.rollback === undefined
+      ? {}
+      : { [failureAnnotations.rollback]: String(policy.rollback) }),
+    ...(policy.podStartTimeoutSeconds === undefined
+      ? {}
+      : { [failureAnnotations.podStartTimeoutSeconds]: String(policy.podStartTimeoutSeconds) }),
+  };
+}
+
+function rollbackScenario(kind: KindUnderTest): Scenario {
+  const { resource } = kind;
+  return {
+    name:
+      `rollback of ${kind.article}: a crash-looping image stops and the last good revision comes back on every node; the deadline sets its condition; kubectl edgeroll history, status, pause, undo and resume`,
+    async run(target, kube) {
+      const ns = `e2e-rollback-${resource}`;
+      const cliRef = `${kind.shortName}/${ns}/edge-agent`;
+      await kube.installCrd();
+      await kube.createNamespace(ns);
+      await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
+        await kube.apply(kind.manifest(ns, { maxFailed: 0, rollback: true }));
+        await completeOn(target, kube, ns, "v1", resource);
+
+        // A crash-looping image: stopped in the first wave, v1's template back, v1 everywhere.
+        await setImage(kube, ns, "crash", resource);
+        const rolledBack = await eventually("the rollback", async () => {
+          const status = await setStatus(kube, ns, resource) as {
+            rollback?: { to: string; reason: string };
+          };
+          return status.rollback;
+        }, 120_000);
+        assertEquals(rolledBack.reason, "FailureBudgetExceeded");
+        await completeOn(target, kube, ns, "v1", resource);
+        const history = await kubectlEdgeroll(target.kubeconfigPath, ["history", cliRef]);
+        assertStringIncludes(history, `agent=${image("crash")}`);
+        const status = await kubectlEdgeroll(target.kubeconfigPath, ["status", cliRef]);
+        const nodes = target.nodes.length;
+        assertStringIncludes(status, `${nodes}/${nodes} updated`);
+        assertStringIncludes(status, "Complete");
+
+        // Paused, moved to v2, nothing replaced; undone to v1 from the command line; resumed.
+        await kubectlEdgeroll(target.kubeconfigPath, ["pause", cliRef]);
+        await setImage(kube, ns, "v2", resource);
+        await new Promise((resolve) => setTimeout(resolve, 3_000));
+        const pods = (await kube.pods(ns, "app=edge-agent")).filter((p) =>
+          !p.metadata.deletionTimestamp
+        );
+        assertEquals(
+          pods.map((p) => p.spec.containers[0].image),
+          target.nodes.map(() => image("v1")),
+          "paused",
+        );
+        const undone = await kubectlEdgeroll(target.kubeconfigPath, ["undo", cliRef]);
+        assertStringIncludes(undone, "rolled back to revision");
+        await kubectlEdgeroll(target.kubeconfigPath, ["resume", cliRef]);
+        await completeOn(target, kube, ns, "v1", resource);
+
+        // The deadline: pods that never become Ready, no failure by reason, Progressing says so.
+        await kube.patch(
+          ns,
+          resource,
+          "edge-agent",
+          "merge",
+          kind.deadline(5, { maxFailed: 10, podStartTimeoutSeconds: 3600 }),
+        );
+        await setImage(kube, ns, "unready", resource);
+        const late = await eventually("ProgressDeadlineExceeded", async () => {
+          const c = (await setStatus(kube, ns, resource)).conditions?.find((c) =>
+            c.type === "Progressing"
+          );
+          return c?.reason === "ProgressDeadlineExceeded" ? c : undefined;
+        }, 120_000);
+        assertEquals(late.status, "False");
+      });
+      await kube.run(["delete", "namespace", ns, "--wait=false"]);
+    },
+  };
+}
+
+export const rollbackScenarios = [advancedDaemonSets, openYurtDaemonSets].map(rollbackScenario);

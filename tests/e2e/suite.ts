@@ -9,7 +9,7 @@ import { edgerollScenarios } from "./edgeroll-scenarios.ts";
 import { triggerScenarios } from "./trigger-scenarios.ts";
 import { otaScenarios } from "./ota-scenarios.ts";
 import { preDownloadScenario } from "./predownload-scenario.ts";
-import { failureBudgetScenario, rollbackScenario } from "./failure-scenario.ts";
+import { failureBudgetScenario, rollbackScenarios } from "./failure-scenario.ts";
 import { dashboardScenario } from "./dashboard-scenario.ts";
 import { type TargetKind, withTarget } from "./target.ts";
 
@@ -29,7 +29,7 @@ export function e2eSuite(kind: TargetKind): void {
           ...edgerollScenarios,
           preDownloadScenario,
           failureBudgetScenario,
-          rollbackScenario,
+          ...rollbackScenarios,
           dashboardScenario,
           ...otaScenarios,
           ...triggerScenarios,
