@@ -46,6 +46,7 @@ export function setImage(
 }
 
 export interface SetStatus {
+  observedGeneration?: number;
   updatedNumberScheduled?: number;
   numberAvailable?: number;
   desiredNumberScheduled?: number;

@@ -2,11 +2,19 @@
  * Kruise's image pre-download as an operator uses it on a slow link: an AdvancedDaemonSet moved
  * to a new image while paused pulls it on every node ahead of the update, `parallelism` at a
  * time, once `min-updated-ready-pods` allows; then resumed, it rolls onto images already there.
+ * Then, unpaused, a new image pulls on the nodes not yet updated once one of its pods is Ready.
  */
 import { assert, assertEquals } from "@std/assert";
 import { withEdgeroll } from "../processes.ts";
-import { advancedDaemonSet, completeOn, image, setStatus } from "./edgeroll-scenarios.ts";
-import { eventually } from "./kube.ts";
+import {
+  advancedDaemonSet,
+  completeOn,
+  image,
+  setImage,
+  type SetStatus,
+  setStatus,
+} from "./edgeroll-scenarios.ts";
+import { conditionStatus, eventually } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
 import { pullJobs } from "./ota-scenarios.ts";
 
@@ -15,7 +23,7 @@ const minUpdatedReady = "apps.kruise.io/image-predownload-min-updated-ready-pods
 
 export const preDownloadScenario: Scenario = {
   name:
-    "Kruise's image pre-download: paused on a new image, the set waits for min-updated-ready-pods, then pulls on every node one at a time (parallelism 1), and resumed, rolls out",
+    "Kruise's image pre-download: paused on a new image, the set waits for min-updated-ready-pods, then pulls on every node one at a time (parallelism 1), and resumed, rolls out; unpaused, the rest of the fleet pulls once the first new pod is Ready",
   async run(target, kube) {
     const ns = "e2e-predownload";
     await kube.installCrd();
@@ -92,6 +100,47 @@ export const preDownloadScenario: Scenario = {
         spec: { updateStrategy: { rollingUpdate: { paused: false } } },
       });
       await completeOn(target, kube, ns, "v2");
+
+      // Unpaused, v3 with min-updated-ready-pods 1: no Job until the first v3 pod is Ready (and
+      // available: minReadySeconds holds the next wave meanwhile), then the nodes not yet
+      // updated pull while the rollout goes on.
+      await kube.patch(ns, "ads", "edge-agent", "merge", {
+        metadata: { annotations: { [minUpdatedReady]: "1" } },
+        spec: { minReadySeconds: 5 },
+      });
+      // Until the v2 pods have been Ready that long they are unavailable, and an old pod that
+      // is unavailable is replaced outside the budget (as upstream): wait for them first.
+      await eventually("v2 available under minReadySeconds", async () => {
+        const set = await kube.json<
+          { metadata: { generation: number }; status?: SetStatus }
+        >(["--namespace", ns, "get", "ads", "edge-agent"]);
+        return set.status?.observedGeneration === set.metadata.generation &&
+            set.status.numberAvailable === target.nodes.length
+          ? true
+          : undefined;
+      });
+      await setImage(kube, ns, "v3");
+      const firstUpdated = new Set<string>(); // nodes with a Ready v3 pod before any Job
+      const pulledOn = new Set<string>();
+      await eventually("v3 rolled out, pre-downloaded ahead of the update", async () => {
+        const jobs = (await pullJobs(kube, ns)).filter((job) =>
+          job.spec?.template?.spec?.containers?.[0]?.image === image("v3")
+        );
+        const readyV3 = (await kube.pods(ns, "app=edge-agent")).filter((p) =>
+          p.spec.containers[0].image === image("v3") && conditionStatus(p, "Ready") === "True"
+        );
+        if (pulledOn.size === 0 && jobs.length === 0) {
+          for (const pod of readyV3) firstUpdated.add(pod.spec.nodeName ?? "");
+        }
+        for (const job of jobs) pulledOn.add(job.spec?.template?.spec?.nodeName ?? "");
+        return readyV3.length === target.nodes.length ? true : undefined;
+      }, 180_000);
+      assert(firstUpdated.size > 0, "a v3 pod was Ready before the first Job");
+      assert(pulledOn.size > 0, "the nodes not yet updated pulled v3");
+      for (const node of pulledOn) {
+        assert(!firstUpdated.has(node), `${node} pulled after its v3 pod was Ready`);
+      }
+      await completeOn(target, kube, ns, "v3");
     });
     await kube.run(["delete", "namespace", ns, "--wait=false"]);
   },
