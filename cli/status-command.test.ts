@@ -47,10 +47,12 @@ Deno.test("parseSetArg takes ns/name or kind/ns/name, the kind as kubectl names 
   assertEquals(parseSetArg("daemonsets/kube-system/yurt", "advanceddaemonsets").kind, "daemonsets");
   assertEquals(parseSetArg("ds/kube-system/yurt", "advanceddaemonsets").kind, "daemonsets");
   assertEquals(parseSetArg("ads/edge/agent", "daemonsets"), ref);
-  assertEquals(
-    parseSetArg("daemonset.apps.kruise.io/edge/agent", "advanceddaemonsets").kind,
-    "daemonsets.apps.kruise.io",
-  );
+  for (const kruise of ["daemonset.apps.kruise.io", "daemon"]) {
+    assertEquals(
+      parseSetArg(`${kruise}/edge/agent`, "advanceddaemonsets").kind,
+      "daemonsets.apps.kruise.io",
+    );
+  }
   for (const bad of [undefined, "agent", "pods/edge/x", "constructor/edge/x", "a/b/c/d", "edge/"]) {
     assertThrows(() => parseSetArg(bad, "advanceddaemonsets"), UsageError);
   }

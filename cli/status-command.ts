@@ -73,6 +73,7 @@ const kindAliases = new Map<string, SetKind>([
   ["ds", "daemonsets"],
   ["daemonset", "daemonsets"],
   ["daemonsets.apps", "daemonsets"],
+  ["daemon", kruiseSetKind], // Kruise's CRD's short name ("ads", its other one, is edgeroll's)
   ["daemonset.apps.kruise.io", kruiseSetKind],
 ]);
 
