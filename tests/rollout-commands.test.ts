@@ -5,7 +5,8 @@
  * stop by the failure budget acknowledged (ADR 0035).
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
-import { advancedDaemonSetCrd } from "../api/crd.ts";
+import { advancedDaemonSetCrd, kruiseDaemonSetCrd } from "../api/crd.ts";
+import { kruiseApiVersion, kruiseGroup, kruiseKind, kruisePlural } from "../api/kruise.ts";
 import { startSim } from "../sim/start.ts";
 import type { Sim } from "../sim/start.ts";
 
@@ -39,15 +40,38 @@ const template = (image: string) => ({
   spec: { containers: [{ name: "agent", image }] },
 });
 
-/** An AdvancedDaemonSet on v2 with the revisions of v1 and v2, v2 current. */
-function seed(sim: Sim): { uid: string } {
-  sim.store.create(
-    "customresourcedefinitions.apiextensions.k8s.io",
-    advancedDaemonSetCrd() as never,
-  );
-  const set = sim.store.create(ads, {
-    apiVersion: "apps.edgeroll.dev/v1alpha1",
-    kind: "AdvancedDaemonSet",
+/** How a kind of custom set is stored: its CRD, resource, version and where its hash is. */
+interface CustomKind {
+  crd: unknown;
+  resource: string;
+  apiVersion: string;
+  kind: string;
+  status: (hash: string) => Record<string, string>;
+}
+
+const advancedDaemonSets: CustomKind = {
+  crd: advancedDaemonSetCrd(),
+  resource: ads,
+  apiVersion: "apps.edgeroll.dev/v1alpha1",
+  kind: "AdvancedDaemonSet",
+  status: (hash) => ({ daemonSetHash: hash }),
+};
+
+/** Kruise's DaemonSet at its storage version (no conversion asked of the webhook). */
+const kruiseDaemonSets: CustomKind = {
+  crd: kruiseDaemonSetCrd({ url: "https://127.0.0.1:9/" }),
+  resource: `${kruisePlural}.${kruiseGroup}`,
+  apiVersion: kruiseApiVersion,
+  kind: kruiseKind,
+  status: (hash) => ({ updateRevision: hash }),
+};
+
+/** A set on v2 with the revisions of v1 and v2, v2 current. */
+function seed(sim: Sim, kind = advancedDaemonSets): { uid: string } {
+  sim.store.create("customresourcedefinitions.apiextensions.k8s.io", kind.crd as never);
+  const set = sim.store.create(kind.resource, {
+    apiVersion: kind.apiVersion,
+    kind: kind.kind,
     metadata: { name: "agent", namespace: "default" },
     spec: {
       selector: { matchLabels: { app: "agent" } },
@@ -65,8 +89,8 @@ function seed(sim: Sim): { uid: string } {
         namespace: "default",
         labels: { app: "agent", "controller-revision-hash": hash },
         ownerReferences: [{
-          apiVersion: "apps.edgeroll.dev/v1alpha1",
-          kind: "AdvancedDaemonSet",
+          apiVersion: kind.apiVersion,
+          kind: kind.kind,
           name: "agent",
           uid,
           controller: true,
@@ -76,13 +100,13 @@ function seed(sim: Sim): { uid: string } {
       revision: n,
     } as never);
   }
-  const stored = sim.store.get(ads, "default", "agent")!;
-  sim.store.update(ads, { ...stored, status: { daemonSetHash: "h2" } } as never);
+  const stored = sim.store.get(kind.resource, "default", "agent")!;
+  sim.store.update(kind.resource, { ...stored, status: kind.status("h2") } as never);
   return { uid };
 }
 
-const spec = (sim: Sim) =>
-  sim.store.get(ads, "default", "agent")!.spec as {
+const spec = (sim: Sim, resource = ads) =>
+  sim.store.get(resource, "default", "agent")!.spec as {
     template: { spec: { containers: { image: string }[] } };
     updateStrategy: { rollingUpdate: { paused?: boolean } };
   };
@@ -137,6 +161,29 @@ Deno.test("edgeroll pause and resume: paused, unpaused, and a stop by the failur
     assertEquals(spec(sim).updateStrategy.rollingUpdate.paused, false);
     const value = after.metadata.annotations?.["apps.edgeroll.dev/resume-revision"] ?? "";
     assertEquals(value.startsWith("h2/"), true, value);
+  } finally {
+    await sim.stop();
+  }
+});
+
+Deno.test("kubectl edgeroll on a Kruise DaemonSet by Kruise's short name: history, undo, pause and resume", async () => {
+  const sim = await startSim({ nodes: 1 });
+  try {
+    seed(sim, kruiseDaemonSets);
+    const kruise = kruiseDaemonSets.resource;
+    const history = await kubectlEdgeroll(sim, ["history", "daemon/default/agent"]);
+    assertEquals(history.code, 0, history.stderr);
+    const lines = history.stdout.trim().split("\n");
+    assertEquals(lines[0], "daemonsets.apps.kruise.io/default/agent (* current)");
+    assertEquals(lines.slice(2).map((l) => l.split(/\s+/)[0]), ["1", "2*"]);
+    const undo = await kubectlEdgeroll(sim, ["undo", "daemon/default/agent"]);
+    assertEquals(undo.code, 0, undo.stderr);
+    assertStringIncludes(undo.stdout, "rolled back to revision 1 (h1)");
+    assertEquals(spec(sim, kruise).template.spec.containers[0].image, "agent:v1");
+    assertEquals((await kubectlEdgeroll(sim, ["pause", "daemon/default/agent"])).code, 0);
+    assertEquals(spec(sim, kruise).updateStrategy.rollingUpdate.paused, true);
+    assertEquals((await kubectlEdgeroll(sim, ["resume", "daemon/default/agent"])).code, 0);
+    assertEquals(spec(sim, kruise).updateStrategy.rollingUpdate.paused, false);
   } finally {
     await sim.stop();
   }
