@@ -41,6 +41,14 @@ export interface EdgeOtaDeps {
   now?: () => number;
 }
 
+/**
+ * The API server's 404 or 403 for a pod: gone, or (for a pod this node's list has) not admitted
+ * yet by a restarted API server's NodeRestriction or Node authorizer.
+ */
+function refusedByApiServer(err: unknown): err is OtaError {
+  return err instanceof OtaError && (err.status === 404 || err.status === 403);
+}
+
 export class EdgeOta implements OtaService {
   readonly #d: EdgeOtaDeps & { deadlineMs: number; retryBaseMs: number; now: () => number };
   /** The run carrying out pending requests, if one is going; at most one at a time. */
@@ -183,9 +191,8 @@ export class EdgeOta implements OtaService {
       return await call();
     } catch (err) {
       const listed = this.#d.cache.pod(namespace, name);
-      const refused = err instanceof OtaError && (err.status === 404 || err.status === 403);
       if (
-        refused && listed && !listed.metadata.deletionTimestamp &&
+        refusedByApiServer(err) && listed && !listed.metadata.deletionTimestamp &&
         listed.spec.nodeName === this.#d.node
       ) {
         throw new OtaError(
@@ -222,7 +229,7 @@ export class EdgeOta implements OtaService {
         // refused as not found or forbidden: a restarted API server whose NodeRestriction pod
         // lister or Node authorizer graph has not caught up (seen on cluster/: 404 for a pod
         // that stood). Tried again with backoff; given up after maxDeferrals.
-        if (err instanceof OtaError && (err.status === 404 || err.status === 403)) {
+        if (refusedByApiServer(err)) {
           const tries = (this.#deferrals.get(request.uid) ?? 0) + 1;
           if (tries <= maxDeferrals) {
             this.#deferrals.set(request.uid, tries);
