@@ -1,10 +1,13 @@
 /**
  * The end-to-end suite, written once: every scenario on one target, started and stopped here
- * (in `finally`). `on-sim.test.ts` runs it on sim within `deno task test`; `suite.e2e.ts`
- * runs it on the target `EDGEROLL_E2E_TARGET` names (`deno task test:cluster`).
+ * (in `finally`). On sim, `deno task test` runs it in parts, one file each (`on-sim-*.test.ts`),
+ * each on a sim of its own, so `deno test --parallel` runs the parts side by side; every part's
+ * test bears the same name, so each scenario keeps its full name. `suite.e2e.ts` runs every part
+ * in one test on the target `EDGEROLL_E2E_TARGET` names (`deno task test:cluster`: cluster/ has
+ * one control plane).
  */
 import { Kube } from "./kube.ts";
-import { scenarios } from "./scenarios.ts";
+import { type Scenario, scenarios } from "./scenarios.ts";
 import { edgerollScenarios } from "./edgeroll-scenarios.ts";
 import { triggerScenarios } from "./trigger-scenarios.ts";
 import { otaScenarios } from "./ota-scenarios.ts";
@@ -13,7 +16,19 @@ import { failureBudgetScenario, rollbackScenarios } from "./failure-scenario.ts"
 import { dashboardScenario } from "./dashboard-scenario.ts";
 import { type TargetKind, withTarget } from "./target.ts";
 
-export function e2eSuite(kind: TargetKind): void {
+/** The suite's parts, in the order a single run takes them; together, every scenario once. */
+export const e2eParts = {
+  /** The cluster's behaviour, edgeroll's rollouts, the dashboard and OTA. */
+  fleet: [...scenarios, ...edgerollScenarios, dashboardScenario, ...otaScenarios],
+  /** Rollouts that wait on the controller's clock: pre-download, the failure budget, rollback. */
+  waits: [preDownloadScenario, failureBudgetScenario, ...rollbackScenarios],
+  /** Each trigger alone, then at rest. */
+  triggers: triggerScenarios,
+} satisfies Record<string, Scenario[]>;
+
+export type E2ePart = keyof typeof e2eParts;
+
+export function e2eSuite(kind: TargetKind, parts: E2ePart[] = Object.keys(e2eParts) as E2ePart[]) {
   Deno.test({
     name: `e2e scenarios on ${kind}`,
     // kubectl children and the cluster's detached processes are ours to stop, not the sanitizer's.
@@ -24,16 +39,7 @@ export function e2eSuite(kind: TargetKind): void {
         const kube = new Kube(target.kubeconfigPath);
         // EDGEROLL_E2E_ONLY=text runs the scenarios whose name holds it, while one is written.
         const only = Deno.env.get("EDGEROLL_E2E_ONLY");
-        const all = [
-          ...scenarios,
-          ...edgerollScenarios,
-          preDownloadScenario,
-          failureBudgetScenario,
-          ...rollbackScenarios,
-          dashboardScenario,
-          ...otaScenarios,
-          ...triggerScenarios,
-        ];
+        const all = parts.flatMap((part) => e2eParts[part]);
         for (const scenario of all.filter((s) => !only || s.name.includes(only))) {
           await t.step(scenario.name, () => scenario.run(target, kube));
         }

@@ -1,0 +1,4 @@
+/** The end-to-end suite's `triggers` part on a sim of its own, within `deno task test` (suite.ts). */
+import { e2eSuite } from "./suite.ts";
+
+e2eSuite("sim", ["triggers"]);
