@@ -75,16 +75,20 @@ binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 stage_crd="kwok-stage-crd.yaml"
 stage_crd_in_module="${cache}/mod/sigs.k8s.io/kwok@${kwok_version}/kustomize/crd/bases/kwok.x-k8s.io_stages.yaml"
 
+# Puts a cached file into cluster/bin: a hard link costs no space, a copy crosses file systems.
+# One already there is left be, so two builds at once (CI's background build beside a stage's own
+# call) never replace a binary under each other.
+place() { # place FILE-IN-CACHE NAME-IN-BIN
+  [ "$1" -ef "${bin_out}/$2" ] || ln -f "$1" "${bin_out}/$2" 2>/dev/null || cp -f "$1" "${bin_out}/$2"
+}
+
 link_binaries() {
   mkdir -p "$bin_out"
   # Builds cached before the CRD was needed have it only in their module cache.
   if [ ! -f "${cache}/bin/${stage_crd}" ]; then
     install -m 0644 "$stage_crd_in_module" "${cache}/bin/${stage_crd}"
   fi
-  for b in "${binaries[@]}" "$stage_crd"; do
-    # A hard link costs no space; fall back to a copy across file systems.
-    ln -f "${cache}/bin/${b}" "${bin_out}/${b}" 2>/dev/null || cp -f "${cache}/bin/${b}" "${bin_out}/${b}"
-  done
+  for b in "${binaries[@]}" "$stage_crd"; do place "${cache}/bin/${b}" "$b"; done
   printf '%s\n' "$key" >"${bin_out}/VERSIONS"
 }
 
@@ -112,7 +116,7 @@ build_e2e() {
     touch "${cache}/bin/.e2e-complete"
     log "built e2e.test in $((SECONDS - t))s"
   fi
-  ln -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test" 2>/dev/null || cp -f "${cache}/bin/e2e.test" "${bin_out}/e2e.test"
+  place "${cache}/bin/e2e.test" e2e.test
 }
 
 # Helm, at the version cluster/go/helm/go.mod requires, under a marker naming that version.
@@ -138,7 +142,7 @@ build_helm() {
     touch "$marker"
     log "built helm in $((SECONDS - t))s"
   fi
-  ln -f "${cache}/bin/helm" "${bin_out}/helm" 2>/dev/null || cp -f "${cache}/bin/helm" "${bin_out}/helm"
+  place "${cache}/bin/helm" helm
 }
 
 # OpenKruise, at the version cluster/go/kruise-e2e/go.mod requires, compiled inside a copy of that
@@ -223,8 +227,7 @@ build_kruise() {
     touch "$marker"
     log "built ${output} in $((SECONDS - t))s"
   fi
-  ln -f "${cache}/bin/${output}" "${bin_out}/${output}" 2>/dev/null ||
-    cp -f "${cache}/bin/${output}" "${bin_out}/${output}"
+  place "${cache}/bin/${output}" "$output"
   if [ "$#" -gt 0 ]; then
     rm -rf "${bin_out}/kruise-config"
     cp -R -l "${cache}/bin/kruise-config" "${bin_out}/kruise-config" 2>/dev/null ||
