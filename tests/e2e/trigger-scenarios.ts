@@ -15,6 +15,9 @@ import type { Scenario } from "./scenarios.ts";
 import { type ControllerProcesses, withControllers } from "../processes.ts";
 import { type NodeProxy, startNodeProxy } from "../../cluster/node-proxy.ts";
 import { withKruiseMode } from "../kruise/mode.ts";
+import { writtenStatus } from "../../api/written-status.ts";
+import type { SetKind } from "../../api/set-ref.ts";
+import type { KubeObject } from "../../kube/objects.ts";
 
 const image = (version: string) => `edgeroll.test/trigger-agent:${version}`;
 const app = "trigger-agent";
@@ -38,6 +41,10 @@ interface WrittenStatus {
   nextCheckAt?: string;
 }
 
+/** A set's rollout status wherever its kind keeps it, read as the controller reads it. */
+const statusOf = (set: SetUnderTest, object: KubeObject) =>
+  writtenStatus(set.reconcileKind, object) as WrittenStatus | undefined;
+
 /** One kind of set a case rolls: how it is written, addressed and read back. */
 interface SetUnderTest {
   /** The namespace's suffix. */
@@ -46,13 +53,10 @@ interface SetUnderTest {
   /** Its resource as `kubectl` names it. */
   resource: string;
   /** Its kind in `POST /reconcile/:kind/...`. */
-  reconcileKind: string;
+  reconcileKind: SetKind;
   /** The collection Knative's ApiServerSource would watch in a namespace, and the kind it sends. */
   watched(namespace: string): { path: string; apiVersion: string; kind: string };
-  status(object: Record<string, unknown>): WrittenStatus | undefined;
 }
-
-const statusField = (object: { status?: WrittenStatus }) => object.status;
 
 const advancedDaemonSet: SetUnderTest = {
   name: "ads",
@@ -73,7 +77,6 @@ const advancedDaemonSet: SetUnderTest = {
     apiVersion: "apps.edgeroll.dev/v1alpha1",
     kind: "AdvancedDaemonSet",
   }),
-  status: statusField,
 };
 
 const openYurtDaemonSet: SetUnderTest = {
@@ -102,11 +105,6 @@ const openYurtDaemonSet: SetUnderTest = {
     apiVersion: "apps/v1",
     kind: "DaemonSet",
   }),
-  status: (object) => {
-    const metadata = object.metadata as { annotations?: Record<string, string> };
-    const written = metadata.annotations?.["apps.edgeroll.dev/rollout-status"];
-    return written === undefined ? undefined : JSON.parse(written);
-  },
 };
 
 /** Kruise's DaemonSet as its documents write it (v1alpha1), read by edgeroll --kruise. */
@@ -129,7 +127,6 @@ const kruiseDaemonSet: SetUnderTest = {
     apiVersion: "apps.kruise.io/v1alpha1",
     kind: "DaemonSet",
   }),
-  status: statusField,
 };
 
 const isReady = (pod: Pod) => conditionStatus(pod, "Ready") === "True";
@@ -211,15 +208,16 @@ function every(ms: number, work: () => Promise<void>): { stop(): Promise<void> }
   };
 }
 
-/** A POST to the first controller, with its token. */
+/** A POST to a controller (the first unless `url` names another), with its token. */
 async function post(
   controllers: ControllerProcesses,
   path: string,
   init: RequestInit = {},
+  url = controllers.urls[0],
 ): Promise<Response> {
   const headers = new Headers(init.headers);
   headers.set("authorization", `Bearer ${controllers.token}`);
-  return await controllers.fetch(`${controllers.urls[0]}${path}`, {
+  return await controllers.fetch(`${url}${path}`, {
     method: "POST",
     ...init,
     headers,
@@ -362,10 +360,10 @@ const QUIET_TICKS = 8;
 /** Every set's written status asks for no later look: the rollout holds no timer. */
 async function noLookAsked(kube: Kube, rolled: Rolled[]): Promise<void> {
   for (const { set, namespace } of rolled) {
-    const object = await kube.json<Record<string, unknown>>(
+    const object = await kube.json<KubeObject>(
       ["--namespace", namespace, "get", set.resource, app],
     );
-    const status = set.status(object);
+    const status = statusOf(set, object);
     assertEquals(status?.nextCheckAt, undefined, `${namespace}: a set at rest asks to look again`);
   }
 }
@@ -374,10 +372,7 @@ async function noLookAsked(kube: Kube, rolled: Rolled[]): Promise<void> {
 async function fullTicks(controllers: ControllerProcesses): Promise<void> {
   for (let round = 0; round < QUIET_TICKS; round++) {
     for (const url of controllers.urls) {
-      const res = await controllers.fetch(`${url}/tick?full=true`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${controllers.token}` },
-      });
+      const res = await post(controllers, "/tick?full=true", {}, url);
       assertEquals(res.status, 200, await res.text());
     }
     await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -396,10 +391,11 @@ async function rolledTo(target: E2eTarget, kube: Kube, rolled: Rolled[], version
       if (onVersion.length !== target.nodes.length || pods.length !== target.nodes.length) {
         return undefined;
       }
-      const object = await kube.json<Record<string, unknown>>(
+      const object = await kube.json<KubeObject>(
         ["--namespace", namespace, "get", set.resource, app],
       );
-      const complete = set.status(object)?.conditions?.find((c) => c.type === "Complete")?.status;
+      const complete = statusOf(set, object)?.conditions?.find((c) => c.type === "Complete")
+        ?.status;
       if (complete !== "True") return undefined;
     }
     return true;
