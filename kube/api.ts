@@ -12,6 +12,7 @@ import {
   type CustomSetResource,
   customSetResources,
   kruiseSetKind,
+  setCollectionPath,
   type SetKind,
   type SetRef,
 } from "../api/set-ref.ts";
@@ -68,6 +69,11 @@ export interface KubeApi {
   getVersion(p: Record<string, never>): Promise<{ gitVersion: string }>;
   /** Discovery (`GET /apis`): every API group the server serves, with its versions. */
   listApiGroups(p: Record<string, never>): Promise<ApiGroup[]>;
+  /** The coordination.k8s.io Lease one replica holds to do the work (`serve --lease`). */
+  getLease(p: { namespace: string; name: string }): Promise<KubeObject>;
+  createLease(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
+  /** PUT; `body.metadata.resourceVersion` is the precondition. */
+  replaceLease(p: { namespace: string; name: string; body: KubeObject }): Promise<KubeObject>;
 }
 
 /** One entry of discovery's `APIGroupList`, as far as edgeroll reads it. */
@@ -92,6 +98,11 @@ const kruise = custom(kruiseSetKind);
 const apps = (resource: string, verb: string): Access => ({ group: "apps", resource, verb });
 const core = (resource: string, verb: string): Access => ({ group: "", resource, verb });
 const batch = (resource: string, verb: string): Access => ({ group: "batch", resource, verb });
+const lease = (verb: string): Access => ({
+  group: "coordination.k8s.io",
+  resource: "leases",
+  verb,
+});
 
 /**
  * What each method may ask of the API server, for both kinds of set where the kind is a
@@ -122,7 +133,16 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   createTokenReview: [{ group: "authentication.k8s.io", resource: "tokenreviews", verb: "create" }],
   getVersion: [],
   listApiGroups: [],
+  getLease: [lease("get")],
+  createLease: [lease("create")],
+  replaceLease: [lease("update")],
 };
+
+/**
+ * The Lease calls: granted by a Role in the controller's own namespace, on its own Lease, not by
+ * the ClusterRole (a ClusterRole's update on leases could renew any node's; tests/rbac.test.ts).
+ */
+export const leaseMethods: readonly KubeMethod[] = ["getLease", "createLease", "replaceLease"];
 
 /**
  * What the set methods also ask in Kruise compatibility mode (`serve --kruise`): granted by the
@@ -229,6 +249,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   const batchApi = kc.makeApiClient(k8s.BatchV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const authn = kc.makeApiClient(k8s.AuthenticationV1Api);
+  const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
   const versionApi = kc.makeApiClient(k8s.VersionApi);
   const preconditions = (uid: string) => ({ body: { preconditions: { uid } } });
   const getJson = jsonGetter(kc);
@@ -253,12 +274,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         : toWire(await apps.readNamespacedDaemonSet({ namespace, name }));
     },
     listSets({ kind }) {
-      const resource = customResource(kind);
-      return listJson(
-        resource
-          ? `/apis/${resource.group}/${resource.version}/${resource.plural}`
-          : "/apis/apps/v1/daemonsets",
-      );
+      return listJson(setCollectionPath(kind));
     },
     async replaceSetStatus({ kind, object }) {
       const resource = customResource(kind);
@@ -380,6 +396,25 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         name: g.name,
         versions: (g.versions ?? []).map((v) => v.groupVersion),
       }));
+    },
+    getLease({ namespace, name }) {
+      return getJson<KubeObject>(
+        inNamespace(
+          namespace,
+          "/apis/coordination.k8s.io/v1",
+          `leases/${encodeURIComponent(name)}`,
+        ),
+      );
+    },
+    async createLease({ namespace, body }) {
+      return toWire(
+        await coordination.createNamespacedLease({ namespace, body: body as k8s.V1Lease }),
+      );
+    },
+    async replaceLease({ namespace, name, body }) {
+      return toWire(
+        await coordination.replaceNamespacedLease({ namespace, name, body: body as k8s.V1Lease }),
+      );
     },
   };
 }

@@ -9,7 +9,14 @@ import { KubeError } from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/objects.ts";
 import { customSetResources, kruiseSetKind, type SetKind } from "../../api/set-ref.ts";
 
-type Resource = SetKind | "pods" | "nodes" | "controllerrevisions" | "events" | "jobs";
+type Resource =
+  | SetKind
+  | "pods"
+  | "nodes"
+  | "controllerrevisions"
+  | "events"
+  | "jobs"
+  | "leases";
 
 export interface MemoryApi extends KubeApi {
   /** Objects by resource; edit freely between calls. */
@@ -57,6 +64,7 @@ export function memoryApi(): MemoryApi {
     controllerrevisions: new Map(),
     jobs: new Map(),
     events: new Map(),
+    leases: new Map(),
   } as Record<Resource, Map<string, KubeObject>>;
   const writes: string[] = [];
   const tokens = new Map<string, { username: string; groups?: string[]; audiences?: string[] }>();
@@ -220,5 +228,18 @@ export function memoryApi(): MemoryApi {
     },
     getVersion: () => Promise.resolve({ gitVersion: "v1.32.0-memory" }),
     listApiGroups: () => Promise.resolve(structuredClone(apiGroups)),
+    getLease: ({ namespace, name }) =>
+      Promise.resolve().then(() => copy(get("leases", namespace, name))),
+    createLease: ({ namespace, body }) =>
+      Promise.resolve().then(() => create("leases", namespace, body)),
+    replaceLease: ({ namespace, name, body }) =>
+      Promise.resolve().then(() => {
+        const found = get("leases", namespace, name);
+        if (body.metadata.resourceVersion !== found.metadata.resourceVersion) {
+          throw new KubeError(409, "Conflict", "the object has been modified", "memory");
+        }
+        writes.push("update leases");
+        return put("leases", { ...body, metadata: { ...found.metadata } });
+      }),
   };
 }
