@@ -34,6 +34,14 @@ export const customSetResources: Partial<Record<SetKind, CustomSetResource>> = {
   [kruiseSetKind]: { group: kruiseGroup, version: kruiseStorageVersion, plural: kruisePlural },
 };
 
+/** The collection a kind of set is listed and watched at, across namespaces. */
+export function setCollectionPath(kind: SetKind): string {
+  const resource = customSetResources[kind];
+  return resource
+    ? `/apis/${resource.group}/${resource.version}/${resource.plural}`
+    : "/apis/apps/v1/daemonsets";
+}
+
 export interface SetRef {
   kind: SetKind;
   namespace: string;

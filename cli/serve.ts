@@ -30,6 +30,8 @@ import {
 import { listen, type TlsFiles } from "../routes/listener.ts";
 import { Metrics } from "../controller/metrics.ts";
 import { kruiseSetKind, type SetKind } from "../api/set-ref.ts";
+import { LeaderElection, type LeaseTimes, leaseTimesFor } from "../controller/leader.ts";
+import { realTimers } from "../lib/timers.ts";
 
 export interface ControllerOptions {
   kubeConfig: k8s.KubeConfig;
@@ -53,12 +55,19 @@ export interface ControllerOptions {
   limits?: Partial<RequestLimits>;
   /** Kruise compatibility mode: reconcile `daemonsets.apps.kruise.io` too (ADR 0027). */
   kruise?: boolean;
+  /**
+   * Do the work only while holding this Lease (ADR 0038): watch and tick then, answer calls by
+   * a claim before. Without it, the replica does the work from the start.
+   */
+  lease?: { namespace: string; name: string; identity: string; times?: LeaseTimes };
 }
 
 export interface RunningController {
   url: string;
   controller: ControllerApp;
   kube: KubeClient;
+  /** Resolves when the Lease was lost: the replica must stop (controller-runtime exits). */
+  leaseLost: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -70,14 +79,20 @@ export function meteredKubeClient(
   kubeConfig: k8s.KubeConfig,
   metrics: Metrics,
   logger: Logger,
-  options: { cache: boolean; kruise?: boolean },
+  options: { cache: boolean; kruise?: boolean; cacheActive?: boolean },
 ): KubeClient {
   return new KubeClient(clientNodeApi(kubeConfig), {
     onRequest: (record) => metrics.observeRequest(record),
     onServedChange: (served) => logger.info(servedMessage(served, options.kruise), { served }),
     kruise: options.kruise,
     cache: options.cache
-      ? (api) => new SnapshotCache({ api, watch: clientNodeWatch(kubeConfig), logger })
+      ? (api) =>
+        new SnapshotCache({
+          api,
+          watch: clientNodeWatch(kubeConfig),
+          logger,
+          active: options.cacheActive,
+        })
       : undefined,
   });
 }
@@ -105,6 +120,7 @@ export function startController(options: ControllerOptions): RunningController {
   const kube = meteredKubeClient(options.kubeConfig, metrics, logger, {
     cache: options.cache !== false,
     kruise: options.kruise,
+    cacheActive: options.lease === undefined,
   });
   const controller = createApp({
     kube,
@@ -131,32 +147,63 @@ export function startController(options: ControllerOptions): RunningController {
   });
 
   let ticking: Promise<unknown> = Promise.resolve();
-  const timer = options.tickEveryMs === undefined ? undefined : setInterval(() => {
-    // One tick at a time: a slow tick is not stacked on by the next.
-    ticking = ticking.then(() =>
-      controller.tick().then(
-        (answer) =>
-          logger.info("tick", {
-            full: answer.full,
-            served: answer.served,
-            sets: answer.sets,
-            reconciled: answer.reconciled.length,
-          }),
-        (err) => logger.error("tick failed", { error: (err as Error).message }),
-      )
-    );
-  }, options.tickEveryMs);
+  let timer: ReturnType<typeof setInterval> | undefined;
+  /** What the replica doing the work starts: its watches and its tick. */
+  const startWork = () => {
+    if (kube.cache) {
+      kube.cache.activate();
+      // The kinds of set to watch; /readyz and the tick ask again and keep them current.
+      kube.servedSetKinds().catch((err) =>
+        logger.warn("discovery failed; the next tick or readiness probe asks again", {
+          error: (err as Error).message,
+        })
+      );
+    }
+    if (options.tickEveryMs === undefined || timer !== undefined) return;
+    timer = setInterval(() => {
+      // One tick at a time: a slow tick is not stacked on by the next.
+      ticking = ticking.then(() =>
+        controller.tick().then(
+          (answer) =>
+            logger.info("tick", {
+              full: answer.full,
+              served: answer.served,
+              sets: answer.sets,
+              reconciled: answer.reconciled.length,
+            }),
+          (err) => logger.error("tick failed", { error: (err as Error).message }),
+        )
+      );
+    }, options.tickEveryMs);
+  };
+
+  let loseLease = () => {};
+  const leaseLost = new Promise<void>((resolve) => loseLease = resolve);
+  const election = options.lease &&
+    new LeaderElection({
+      api: kube.api,
+      ...options.lease,
+      timers: realTimers,
+      logger,
+      onStartedLeading: startWork,
+      onStoppedLeading: loseLease,
+    });
+  if (election) election.start();
+  else startWork();
 
   let stopped: Promise<void> | undefined;
   return {
     url,
     controller,
     kube,
+    leaseLost,
     stop() {
       stopped ??= (async () => {
         if (timer !== undefined) clearInterval(timer);
         await ticking;
         await controller.close();
+        // After the work stopped: the next holder starts where this one's last claim left off.
+        await election?.stop();
         await kube.cache?.close();
         await listener.close();
       })();
@@ -191,7 +238,7 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s] [--kruise]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s] [--kruise] [--lease NAMESPACE/NAME [--lease-identity ID] [--lease-duration 15s]]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
@@ -209,6 +256,9 @@ export const serveCommand: Command = {
     "max-header-bytes": { type: "string" },
     "request-timeout": { type: "string" },
     kruise: { type: "boolean" },
+    lease: { type: "string" },
+    "lease-identity": { type: "string" },
+    "lease-duration": { type: "string" },
   },
   help: {
     kubeconfig: kubeconfigHelp,
@@ -235,6 +285,12 @@ export const serveCommand: Command = {
     }s)`,
     kruise:
       "also reconcile Kruise's DaemonSets (daemonsets.apps.kruise.io) and serve their conversion at /convert, in place of kruise-manager's DaemonSet controller (manifests/overlays/kruise-compat)",
+    lease:
+      "do the work (watches, tick) only while holding this coordination.k8s.io Lease, e.g. edgeroll-system/edgeroll-controller; other replicas answer calls by a claim and take over when it expires",
+    "lease-identity":
+      "this replica's name in the Lease (default: POD_NAME from the environment, else the host name and process id)",
+    "lease-duration":
+      "how long a Lease not renewed stays its holder's (default 15s; renewed every 2/15 of it, given up after 2/3)",
   },
   async run(args) {
     const tick = stringOption(args, "tick");
@@ -254,6 +310,7 @@ export const serveCommand: Command = {
       cache: args.values["no-cache"] !== true,
       kruise: args.values.kruise === true,
       tls: certFile === undefined ? undefined : { certFile, keyFile: keyFile! },
+      lease: leaseFromArgs(args),
       limits: {
         bodyBytes: intOption(args, "max-body-bytes", defaultLimits.bodyBytes, { min: 1024 }),
         events: intOption(args, "max-events", defaultLimits.events, { min: 1 }),
@@ -266,8 +323,38 @@ export const serveCommand: Command = {
         ),
       },
     });
-    await untilStopSignal();
+    const lost = await Promise.race([
+      untilStopSignal().then(() => false),
+      running.leaseLost.then(() => true),
+    ]);
     await running.stop();
-    return 0;
+    // A replica that lost its Lease exits non-zero and is restarted as a candidate, as
+    // controller-runtime's managers are: nothing it started outlives its leading.
+    return lost ? 1 : 0;
   },
 };
+
+/** `--lease NAMESPACE/NAME` and its identity and duration, or undefined without it. */
+function leaseFromArgs(args: ParsedArgs): ControllerOptions["lease"] {
+  const lease = stringOption(args, "lease");
+  const identity = stringOption(args, "lease-identity");
+  const duration = stringOption(args, "lease-duration");
+  if (lease === undefined) {
+    if (identity !== undefined || duration !== undefined) {
+      throw new UsageError("--lease-identity and --lease-duration go with --lease");
+    }
+    return undefined;
+  }
+  const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(lease);
+  if (!match) throw new UsageError(`--lease ${lease}: expected NAMESPACE/NAME`);
+  const durationMs = duration === undefined ? undefined : parseDuration(duration, "lease-duration");
+  if (durationMs !== undefined && durationMs < 1000) {
+    throw new UsageError("--lease-duration must be at least 1s");
+  }
+  return {
+    namespace: match[1],
+    name: match[3],
+    identity: identity ?? Deno.env.get("POD_NAME") ?? `${Deno.hostname()}-${Deno.pid}`,
+    times: durationMs === undefined ? undefined : leaseTimesFor(durationMs),
+  };
+}

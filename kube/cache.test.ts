@@ -2,6 +2,7 @@ import { assertEquals } from "@std/assert";
 import { eventually } from "../lib/eventually.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { type CacheChange, isAtLeast, SnapshotCache } from "./cache.ts";
+import { pullSetLabel } from "../api/image-pull.ts";
 import type { KubeList, KubeObject } from "./objects.ts";
 import type { WatchFn } from "./watcher.ts";
 
@@ -12,7 +13,7 @@ type Done = (err: unknown) => void;
 function fakeServer() {
   const watches: { path: string; query: Record<string, unknown>; onLine: OnLine; done: Done }[] =
     [];
-  const listed: Record<string, KubeObject[]> = { nodes: [], pods: [] };
+  const listed: Record<string, KubeObject[]> = { nodes: [], pods: [], daemonsets: [] };
   let rv = 10;
   const answer = (items: KubeObject[]): Promise<KubeList> =>
     Promise.resolve({ items: structuredClone(items), resourceVersion: String(rv++) });
@@ -26,6 +27,7 @@ function fakeServer() {
     api: {
       listNodes: () => answer(listed.nodes),
       listPods: () => answer(listed.pods),
+      listSets: ({ kind }: { kind: string }) => answer(listed[kind] ?? []),
     },
     watch,
   };
@@ -252,6 +254,92 @@ Deno.test("a cache keeps of each node and pod only what the planner reads", asyn
         containerStatuses: [{ name: "agent", image: "agent:1", ready: true }],
       },
     }]);
+  } finally {
+    await cache.close();
+  }
+});
+
+const daemonSet = (name: string, rv: string, extra: Partial<KubeObject> = {}): KubeObject => ({
+  metadata: {
+    name,
+    namespace: "edge",
+    resourceVersion: rv,
+    annotations: { "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate" },
+  },
+  spec: { template: { spec: { containers: [{ name: "a", image: "a:1" }] } } },
+  ...extra,
+});
+
+Deno.test("an inactive cache (a replica without the Lease) reads and watches nothing until activated", async () => {
+  const server = fakeServer();
+  server.listed.nodes = [node("a", "1")];
+  server.listed.daemonsets = [daemonSet("agent", "5")];
+  const changes: CacheChange[] = [];
+  const cache = new SnapshotCache({
+    api: server.api,
+    watch: server.watch,
+    logger: memoryLogger(),
+    active: false,
+  });
+  cache.onChange((change) => changes.push(change));
+  try {
+    cache.setKindsServed(["daemonsets"]);
+    assertEquals(cache.nodes(), undefined);
+    assertEquals(cache.pods("edge", "app=a"), undefined);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assertEquals(server.watches.length, 0, "no watch while inactive");
+    assertEquals(cache.active, false);
+
+    cache.activate();
+    await opened(() => cache.nodes());
+    await eventually("every watch open", () => server.watches.length === 3 || undefined);
+    assertEquals(server.watches.map((w) => [w.path, w.query.labelSelector ?? ""]).sort(), [
+      ["/api/v1/nodes", ""],
+      ["/api/v1/pods", pullSetLabel],
+      ["/apis/apps/v1/daemonsets", ""],
+    ]);
+    // The first list of sets reports each, typed as a watch event's object would be.
+    assertEquals(
+      changes.map((c) => [c.object.apiVersion, c.object.kind, c.object.metadata.name]),
+      [["apps/v1", "DaemonSet", "agent"]],
+    );
+  } finally {
+    await cache.close();
+  }
+});
+
+Deno.test("a set's change calls a reconcile, a DaemonSet's status written by its controller does not", async () => {
+  const server = fakeServer();
+  server.listed.daemonsets = [daemonSet("agent", "5")];
+  const changes: CacheChange[] = [];
+  const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
+  cache.onChange((change) => changes.push(change));
+  try {
+    cache.setKindsServed(["daemonsets"]);
+    await eventually("the set watch open", () => server.watches.length === 1 || undefined);
+    await eventually("listed", () => changes.length === 1 || undefined);
+    const { onLine } = server.watches[0];
+    const typed = (o: KubeObject) => ({ apiVersion: "apps/v1", kind: "DaemonSet", ...o });
+    // The DaemonSet controller's status writes: only status and resourceVersion move.
+    onLine("MODIFIED", typed(daemonSet("agent", "6", { status: { numberReady: 1 } })));
+    onLine("MODIFIED", typed(daemonSet("agent", "7", { status: { numberReady: 2 } })));
+    assertEquals(changes.length, 1, "status alone is nothing");
+    // A user's change of the template, then edgeroll's status annotation: each is something.
+    const changed = daemonSet("agent", "8");
+    (changed.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec
+      .containers[0].image = "a:2";
+    onLine("MODIFIED", typed(changed));
+    const annotated = structuredClone(changed);
+    annotated.metadata.resourceVersion = "9";
+    annotated.metadata.annotations!["apps.edgeroll.dev/rollout-status"] = "{}";
+    onLine("MODIFIED", typed(annotated));
+    onLine("DELETED", typed(annotated));
+    assertEquals(
+      changes.map((c) => `${c.object.metadata.resourceVersion}:${c.deleted}`),
+      ["5:false", "8:false", "9:false", "9:true"],
+    );
+    cache.setKindsServed([]);
+    await eventually("the set watch stopped", () => cache.size === 0 || undefined);
   } finally {
     await cache.close();
   }

@@ -13,15 +13,53 @@
  * the cache after that change.
  */
 import type { Logger } from "../lib/log.ts";
+import { fnv1a64 } from "../api/hash.ts";
+import { pullSetLabel } from "../api/image-pull.ts";
+import {
+  customSetResources,
+  kruiseSetKind,
+  setCollectionPath,
+  type SetKind,
+} from "../api/set-ref.ts";
+import { kruiseApiVersion, kruiseKind } from "../api/kruise.ts";
+import { group, version } from "../api/advanced-daemonset.ts";
+import { RecentMap } from "../lib/recent-map.ts";
 import type { Access, KubeApi } from "./api.ts";
-import { type KubeList, type KubeObject, nodeAsCached, podAsCached } from "./objects.ts";
+import {
+  type KubeList,
+  type KubeObject,
+  nodeAsCached,
+  podAsCached,
+  setChangeView,
+} from "./objects.ts";
 import { type RunningWatch, startWatch, type WatchFn } from "./watcher.ts";
 
 /** The watches a cache adds to the lists `accessOf` names (the controller's ClusterRole). */
 export const cacheAccess: Access[] = [
   { group: "", resource: "nodes", verb: "watch" },
   { group: "", resource: "pods", verb: "watch" },
+  { group, resource: customSetResources.advanceddaemonsets!.plural, verb: "watch" },
+  { group: "apps", resource: "daemonsets", verb: "watch" },
 ];
+
+/** What the cache watches of Kruise's DaemonSets in Kruise mode (the kruise-compat overlay's). */
+export const kruiseCacheAccess: Access[] = [
+  {
+    group: customSetResources[kruiseSetKind]!.group,
+    resource: customSetResources[kruiseSetKind]!.plural,
+    verb: "watch",
+  },
+];
+
+/** The type a set kind's objects carry (a list's items carry none). */
+const setTypes: Record<SetKind, { apiVersion: string; kind: string }> = {
+  advanceddaemonsets: { apiVersion: `${group}/${version}`, kind: "AdvancedDaemonSet" },
+  daemonsets: { apiVersion: "apps/v1", kind: "DaemonSet" },
+  [kruiseSetKind]: { apiVersion: kruiseApiVersion, kind: kruiseKind },
+};
+
+/** Objects whose last sameness is remembered, per watch: far above any fleet's set count. */
+const maxRemembered = 50_000;
 
 export interface CacheChange {
   object: KubeObject;
@@ -29,7 +67,13 @@ export interface CacheChange {
 }
 
 export interface SnapshotCacheOptions {
-  api: Pick<KubeApi, "listNodes" | "listPods">;
+  api: Pick<KubeApi, "listNodes" | "listPods" | "listSets">;
+  /**
+   * Whether the cache reads and watches from the start (default true). An inactive cache (a
+   * replica that does not hold the Lease) answers undefined and opens no watch until
+   * `activate()`.
+   */
+  active?: boolean;
   watch: WatchFn;
   logger: Logger;
   /** A set's pod cache not read for this long is stopped (default 15 minutes). */
@@ -117,6 +161,63 @@ class CollectionCache {
 }
 
 /**
+ * A collection watched only for its changes, kept as nothing but a fingerprint of each object's
+ * `sameness`: sets, whose reconcile reads them from the API server, and image pull pods. Every
+ * list reports what it shows changed or gone, the first one everything, so a replica that
+ * starts watching looks at every set once.
+ */
+class ChangeWatch {
+  readonly #watch: RunningWatch;
+
+  constructor(
+    path: string,
+    labelSelector: string | undefined,
+    type: { apiVersion: string; kind: string },
+    sameness: (object: KubeObject) => unknown,
+    list: () => Promise<KubeList>,
+    options: SnapshotCacheOptions,
+    onChange: (change: CacheChange) => void,
+  ) {
+    const seen = new RecentMap<string, bigint>(maxRemembered);
+    const key = (o: KubeObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+    const report = (raw: KubeObject, deleted: boolean) => {
+      const object = { ...raw, ...type };
+      const k = key(object);
+      if (deleted) {
+        seen.delete(k);
+      } else {
+        const fingerprint = fnv1a64(JSON.stringify(sameness(object)));
+        if (seen.get(k) === fingerprint) return;
+        seen.set(k, fingerprint);
+      }
+      onChange({ object, deleted });
+    };
+    this.#watch = startWatch(options.watch, {
+      path,
+      labelSelector,
+      logger: options.logger,
+      // Sets may change seldom: an idle watch is restarted after this long, at the cost of a list.
+      idleMs: 5 * 60_000,
+      timeoutSeconds: 240,
+      relist: async () => {
+        const listed = await list();
+        // Gone while the watch was down: forgotten, not reported (a deleted set has nothing
+        // left to reconcile; its pods go with it).
+        const present = new Set(listed.items.map(key));
+        for (const k of seen.keys()) if (!present.has(k)) seen.delete(k);
+        for (const object of listed.items) report(object, false);
+        return listed.resourceVersion;
+      },
+      onEvent: (eventType, object) => report(object, eventType === "DELETED"),
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.#watch.stop();
+  }
+}
+
+/**
  * Whether resourceVersion `rv` is at least `min`. Kubernetes calls them opaque; every built-in
  * store hands out etcd's revision, one counter for all objects, so they compare as integers.
  * Anything else is not known to be newer: the reader lists.
@@ -131,10 +232,74 @@ export class SnapshotCache {
   readonly #listeners: ((change: CacheChange) => void)[] = [];
   #nodes: CollectionCache | undefined;
   readonly #pods = new Map<string, CollectionCache>();
+  /** The kinds of set discovery serves, and the watch of each that is open. */
+  #setKinds: SetKind[] = [];
+  readonly #sets = new Map<SetKind, ChangeWatch>();
+  #pulls: ChangeWatch | undefined;
+  #active: boolean;
   #closed = false;
 
   constructor(options: SnapshotCacheOptions) {
     this.#options = options;
+    this.#active = options.active ?? true;
+  }
+
+  /** Whether the cache reads and watches (see `SnapshotCacheOptions.active`). */
+  get active(): boolean {
+    return this.#active;
+  }
+
+  /**
+   * Starts reading and watching: the nodes, the served kinds of set and image pull pods at once,
+   * so their changes call reconciles without a relay (the relay's watches, in-process).
+   */
+  activate(): void {
+    if (this.#closed) return;
+    this.#active = true;
+    this.nodes();
+    this.#pulls ??= new ChangeWatch(
+      "/api/v1/pods",
+      pullSetLabel,
+      { apiVersion: "v1", kind: "Pod" },
+      (pod) => pod,
+      () => this.#options.api.listPods({ labelSelector: pullSetLabel }),
+      this.#options,
+      (change) => this.#notify(change),
+    );
+    this.#watchSets();
+  }
+
+  /**
+   * The kinds of set discovery serves: each is watched while the cache is active, and one no
+   * longer served stops being watched (a watch of a CRD gone would only answer 404).
+   */
+  setKindsServed(kinds: SetKind[]): void {
+    this.#setKinds = [...kinds];
+    if (this.#active && !this.#closed) this.#watchSets();
+  }
+
+  #watchSets() {
+    for (const [kind, watch] of this.#sets) {
+      if (!this.#setKinds.includes(kind)) {
+        this.#sets.delete(kind);
+        void watch.stop();
+      }
+    }
+    for (const kind of this.#setKinds) {
+      if (this.#sets.has(kind)) continue;
+      this.#sets.set(
+        kind,
+        new ChangeWatch(
+          setCollectionPath(kind),
+          undefined,
+          setTypes[kind],
+          setChangeView,
+          () => this.#options.api.listSets({ kind }),
+          this.#options,
+          (change) => this.#notify(change),
+        ),
+      );
+    }
   }
 
   /** Calls `listener` for every change any cache applies. */
@@ -144,7 +309,7 @@ export class SnapshotCache {
 
   /** All nodes; the first call starts the cache and answers undefined. */
   nodes(): KubeObject[] | undefined {
-    if (this.#closed) return undefined;
+    if (this.#closed || !this.#active) return undefined;
     this.#nodes ??= new CollectionCache(
       "/api/v1/nodes",
       undefined,
@@ -161,7 +326,7 @@ export class SnapshotCache {
    * when that is at least `notOlderThan`; the first call starts that cache.
    */
   pods(namespace: string, labelSelector: string, notOlderThan?: string): KubeList | undefined {
-    if (this.#closed) return undefined;
+    if (this.#closed || !this.#active) return undefined;
     const now = this.#now();
     this.#stopUnused(now);
     const key = `${namespace}?${labelSelector}`;
@@ -187,9 +352,16 @@ export class SnapshotCache {
 
   async close(): Promise<void> {
     this.#closed = true;
-    const caches = [...this.#pods.values(), ...(this.#nodes ? [this.#nodes] : [])];
+    const caches = [
+      ...this.#pods.values(),
+      ...(this.#nodes ? [this.#nodes] : []),
+      ...this.#sets.values(),
+      ...(this.#pulls ? [this.#pulls] : []),
+    ];
     this.#pods.clear();
+    this.#sets.clear();
     this.#nodes = undefined;
+    this.#pulls = undefined;
     await Promise.all(caches.map((c) => c.stop()));
   }
 

@@ -321,6 +321,7 @@ export class KubeClient {
     const seen = served.join(",");
     if (seen !== this.#servedSeen) {
       this.#servedSeen = seen;
+      this.cache?.setKindsServed(served);
       this.#onServedChange?.(served);
     }
     return served;

@@ -29,4 +29,9 @@ export class RecentMap<K, V> {
   delete(key: K): void {
     this.#entries.delete(key);
   }
+
+  /** The keys, oldest first (a copy: deleting while going through them is safe). */
+  keys(): K[] {
+    return [...this.#entries.keys()];
+  }
 }

@@ -17,7 +17,7 @@ import {
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { Logger } from "../lib/log.ts";
 import { fnv1a64 } from "../api/hash.ts";
-import { type KubeObject, nodeSchedulingView } from "../kube/objects.ts";
+import { type KubeObject, nodeSchedulingView, setChangeView } from "../kube/objects.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 import { pullForAnnotation } from "../api/image-pull.ts";
 import { type BearerToken, EventSender } from "./sender.ts";
@@ -58,12 +58,12 @@ interface Source {
   /** The part of the object the controller reads, or undefined to send nothing. */
   trim(object: KubeObject): KubeObject | undefined;
   /**
-   * The trim holds all the controller may act on, so an update that leaves it as it was is
-   * not sent. Nodes: their heartbeats (every 10 s per node, 500 a second at 5,000 nodes)
-   * change nothing edgeroll reads. Not pods: their events matter by status, which the trim
-   * leaves out.
+   * What of the object, unchanged, means nothing to send: nodes, their scheduling view (their
+   * heartbeats, every 10 s per node, 500 a second at 5,000 nodes, change none of it); sets, all
+   * but what the controller never reads (`setChangeView`: a DaemonSet's status the DaemonSet
+   * controller writes). Not pods: their events matter by status, which the trim leaves out.
    */
-  unchangedIsNothing?: boolean;
+  sameness?: (object: KubeObject) => unknown;
 }
 
 /** Objects whose last trim is remembered, per source: far above any fleet's node count. */
@@ -74,6 +74,7 @@ const kruiseSource: Source = {
   apiVersion: kruiseApiVersion,
   kind: kruiseKind,
   trim: (o) => ({ metadata: o.metadata }),
+  sameness: setChangeView,
 };
 
 /** A controller owner reference to a set the relay reports; Kruise's only in Kruise mode. */
@@ -95,12 +96,14 @@ const baseSources = (kruise: boolean): Source[] => [
     apiVersion: `${group}/${version}`,
     kind: "AdvancedDaemonSet",
     trim: (o) => ({ metadata: o.metadata }),
+    sameness: setChangeView,
   },
   {
     path: "/apis/apps/v1/daemonsets",
     apiVersion: "apps/v1",
     kind: "DaemonSet",
     trim: (o) => isManagedDaemonSet(o) ? { metadata: o.metadata } : undefined,
+    sameness: setChangeView,
   },
   {
     path: "/api/v1/pods",
@@ -123,7 +126,7 @@ const baseSources = (kruise: boolean): Source[] => [
     apiVersion: "v1",
     kind: "Node",
     trim: nodeSchedulingView,
-    unchangedIsNothing: true,
+    sameness: nodeSchedulingView,
   },
 ];
 
@@ -160,7 +163,7 @@ export function startRelay(options: RelayOptions): RunningRelay {
   const sources = sourcesOf(options.kruise ?? false);
   const watches = sources.map((source) => {
     /**
-     * A 64-bit hash of the trim last sent, by object, for sources where an unchanged trim is
+     * A 64-bit hash of what was last sent, by object, for sources where its sameness is
      * nothing; bounded, since a DELETED missed across a relist would leave its entry behind.
      */
     const lastSent = new RecentMap<string, bigint>(maxRemembered);
@@ -175,8 +178,8 @@ export function startRelay(options: RelayOptions): RunningRelay {
         const { namespace, name } = object.metadata;
         // Kruise's DaemonSet and apps/v1's share a kind: the path tells them apart.
         const key = `${source.path}/${namespace ?? ""}/${name}`;
-        if (source.unchangedIsNothing) {
-          const fingerprint = fnv1a64(JSON.stringify(trimmed));
+        if (source.sameness) {
+          const fingerprint = fnv1a64(JSON.stringify(source.sameness(object)));
           if (type === "DELETED") lastSent.delete(key);
           else if (lastSent.get(key) === fingerprint) return;
           else lastSent.set(key, fingerprint);
