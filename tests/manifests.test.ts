@@ -8,21 +8,39 @@ import { parseAllDocuments } from "yaml";
 import { kubectl, withSim } from "./sim/helpers.ts";
 import { APISERVERSOURCE_CRD, kinds, kustomize, root, split } from "./kustomize.ts";
 
-Deno.test("manifests: base renders the controller, relay, tick, RBAC and CRD", async () => {
+Deno.test("manifests: base renders the controller behind its Lease, tick, RBAC and CRD; no relay", async () => {
   const rendered = kinds(await kustomize("base"));
   for (
     const expected of [
       "CronJob/edgeroll-tick",
       "CustomResourceDefinition/advanceddaemonsets.apps.edgeroll.dev",
       "Deployment/edgeroll-controller",
-      "Deployment/edgeroll-relay",
       "Namespace/edgeroll-system",
+      "Role/edgeroll-controller-lease",
       "Service/edgeroll-controller",
     ]
   ) assertEquals(rendered.includes(expected), true, `${expected} missing from ${rendered}`);
+  // The holder of the Lease watches for itself (ADR 0038): the relay is an overlay's.
+  assertEquals(rendered.includes("Deployment/edgeroll-relay"), false);
+  assertEquals(
+    kinds(await kustomize("overlays/relay")).includes("Deployment/edgeroll-relay"),
+    true,
+  );
+  const controller = parseAllDocuments(await kustomize("base")).map((doc) => doc.toJS())
+    .find((o) => o.kind === "Deployment" && o.metadata.name === "edgeroll-controller");
+  const container = controller.spec.template.spec.containers[0];
+  assertEquals(controller.spec.replicas, 2);
+  assertEquals(container.args.includes("--lease=$(POD_NAMESPACE)/edgeroll-controller"), true);
+  assertEquals(
+    container.env.map((e: { name: string; valueFrom: unknown }) => [e.name, e.valueFrom]),
+    [
+      ["POD_NAME", { fieldRef: { fieldPath: "metadata.name" } }],
+      ["POD_NAMESPACE", { fieldRef: { fieldPath: "metadata.namespace" } }],
+    ],
+  );
 });
 
-Deno.test("manifests: knative overlay swaps the relay for an ApiServerSource", async () => {
+Deno.test("manifests: knative overlay adds an ApiServerSource", async () => {
   const rendered = kinds(await kustomize("overlays/knative"));
   assertEquals(rendered.includes("Deployment/edgeroll-relay"), false);
   assertEquals(rendered.includes("ApiServerSource/edgeroll-events"), true);
@@ -84,6 +102,7 @@ Deno.test("manifests: edge-agent runs the controller's image on every node, on l
 const dryRuns: [dir: string, created: string][] = [
   ["base", "deployment.apps/edgeroll-controller"],
   ["overlays/knative", "deployment.apps/edgeroll-controller"],
+  ["overlays/relay", "deployment.apps/edgeroll-relay"],
   ["edge-agent", "daemonset.apps/edgeroll-edge"],
 ];
 
@@ -116,7 +135,7 @@ function podSpec(object: any): any {
 
 Deno.test("manifests: the controller serves TLS from its Secret; every caller uses https with its CA; every workload is seccomp RuntimeDefault", async () => {
   const objects = [
-    ...parseAllDocuments(await kustomize("base")),
+    ...parseAllDocuments(await kustomize("overlays/relay")),
     ...parseAllDocuments(await kustomize("edge-agent")),
   ].map((doc) => doc.toJS());
   const workloads = objects.filter((o) => ["Deployment", "DaemonSet", "CronJob"].includes(o.kind));
@@ -170,7 +189,7 @@ Deno.test("the image's ignore files keep credentials, build output and caches ou
 
 Deno.test("manifests: each workload of the image may read its mounts and reach its peers only", async () => {
   const objects = [
-    ...parseAllDocuments(await kustomize("base")),
+    ...parseAllDocuments(await kustomize("overlays/relay")),
     ...parseAllDocuments(await kustomize("edge-agent")),
   ].map((doc) => doc.toJS());
   const container = (kind: string, name: string) =>

@@ -6,14 +6,15 @@
  */
 import { assertEquals } from "@std/assert";
 import { parseAllDocuments } from "yaml";
-import { accessOf, kruiseAccessOf } from "../kube/api.ts";
-import { cacheAccess } from "../kube/cache.ts";
+import { accessOf, kruiseAccessOf, leaseMethods } from "../kube/api.ts";
+import { cacheAccess, kruiseCacheAccess } from "../kube/cache.ts";
 import { kruiseWatchedPaths, watchedPaths } from "../relay/relay.ts";
 import { leanClientAccess } from "../kube/lean-client.ts";
 
 interface Rule {
   apiGroups: string[];
   resources: string[];
+  resourceNames?: string[];
   verbs: string[];
 }
 
@@ -21,25 +22,51 @@ const readRbac = (dir: string) =>
   Deno.readTextFile(new URL(`../manifests/${dir}/rbac.yaml`, import.meta.url));
 const rbac = await readRbac("base");
 
-/** Every (group, resource, verb) a ClusterRole grants, as `group/resource:verb`. */
-function granted(role: string, yaml = rbac): string[] {
+/**
+ * Every (group, resource, verb) a ClusterRole (or a Role) grants, as `group/resource:verb`, with
+ * `@name` after the resource where the rule names its objects.
+ */
+function granted(role: string, yaml = rbac, kind = "ClusterRole"): string[] {
   const found = parseAllDocuments(yaml)
     .map((doc) => doc.toJS() as { kind: string; metadata: { name: string }; rules?: Rule[] })
-    .find((o) => o.kind === "ClusterRole" && o.metadata.name === role);
-  if (!found) throw new Error(`no ClusterRole ${role} in rbac.yaml`);
+    .find((o) => o.kind === kind && o.metadata.name === role);
+  if (!found) throw new Error(`no ${kind} ${role} in rbac.yaml`);
   return found.rules!.flatMap((rule) =>
     rule.apiGroups.flatMap((group) =>
-      rule.resources.flatMap((resource) => rule.verbs.map((verb) => `${group}/${resource}:${verb}`))
+      rule.resources.flatMap((resource) =>
+        (rule.resourceNames ?? [""]).flatMap((name) =>
+          rule.verbs.map((verb) => `${group}/${resource}${name && `@${name}`}:${verb}`)
+        )
+      )
     )
   ).sort();
 }
 
+const asGranted = ({ group, resource, verb }: { group: string; resource: string; verb: string }) =>
+  `${group}/${resource}:${verb}`;
+
 const unique = (items: string[]) => [...new Set(items)].sort();
 
-Deno.test("rbac: the controller's ClusterRole is exactly what kube/api.ts and its caches call", () => {
-  const needed = [...Object.values(accessOf).flat(), ...cacheAccess]
-    .map(({ group, resource, verb }) => `${group}/${resource}:${verb}`);
+Deno.test("rbac: the controller's ClusterRole is exactly what kube/api.ts and its caches call, but its Lease", () => {
+  const needed = [
+    ...Object.entries(accessOf).filter(([method]) => !leaseMethods.includes(method as never))
+      .flatMap(([, access]) => access),
+    ...cacheAccess,
+  ].map(asGranted);
   assertEquals(unique(granted("edgeroll-controller")), unique(needed));
+});
+
+Deno.test("rbac: the controller's Lease is a Role's, in its namespace, on that one Lease but its create", () => {
+  const needed = leaseMethods.flatMap((method) => accessOf[method]).map((access) =>
+    access.verb === "create"
+      ? asGranted(access)
+      : asGranted({ ...access, resource: `${access.resource}@edgeroll-controller` })
+  );
+  assertEquals(unique(granted("edgeroll-controller-lease", rbac, "Role")), unique(needed));
+  const controller = Deno.readTextFileSync(
+    new URL("../manifests/base/controller.yaml", import.meta.url),
+  );
+  assertEquals(controller.includes("--lease=$(POD_NAMESPACE)/edgeroll-controller"), true);
 });
 
 /** list and watch on each collection path: /api/v1/pods or /apis/<group>/<version>/<resource>. */
@@ -56,8 +83,7 @@ Deno.test("rbac: the relay's ClusterRole is list and watch on what it watches", 
 
 Deno.test("rbac: the kruise-compat overlay adds exactly what --kruise asks, for the controller and the relay", async () => {
   const overlay = await readRbac("overlays/kruise-compat");
-  const needed = Object.values(kruiseAccessOf).flat()
-    .map(({ group, resource, verb }) => `${group}/${resource}:${verb}`);
+  const needed = [...Object.values(kruiseAccessOf).flat(), ...kruiseCacheAccess].map(asGranted);
   assertEquals(unique(granted("edgeroll-controller-kruise", overlay)), unique(needed));
   assertEquals(
     unique(granted("edgeroll-relay-kruise", overlay)),

@@ -24,6 +24,11 @@ const installs: { name: string; set: string[]; kustomize: string[] }[] = [
     kustomize: ["overlays/kruise-compat"],
   },
   {
+    name: "the relay",
+    set: ["events.source=relay"],
+    kustomize: ["overlays/relay"],
+  },
+  {
     name: "Knative's ApiServerSource",
     set: ["events.source=knative"],
     kustomize: ["overlays/knative"],
