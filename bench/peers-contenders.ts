@@ -2,13 +2,15 @@
  * The controllers `bench/peers.ts` sets side by side, each as its users run it against the same
  * cluster/: kube-controller-manager's DaemonSet controller (a kube-controller-manager of its
  * own, `--controllers=daemonset`, while the cluster's runs every other controller),
- * kruise-manager (out of cluster, ADR 0030), and edgeroll (two `serve` replicas and the relay).
+ * kruise-manager (out of cluster, ADR 0030), and edgeroll (two `serve` replicas, one holding the
+ * Lease and doing the work, ADR 0038).
  * Each talks to the API server through a forwarder of its own (its bytes read) as a user of its
  * own (its requests in the audit log), and each row names the set it rolls.
  */
 import { clientKubeconfig, type ClusterState } from "../cluster/control-plane.ts";
 import { kruiseManagerUser, startKruiseManager } from "../cluster/kruise-manager.ts";
 import { type NodeProxy, startNodeProxy } from "../cluster/node-proxy.ts";
+import { kubectlJson } from "../cluster/kubectl.ts";
 import { freePort, startDetached, stopProcesses } from "../cluster/processes.ts";
 import { imageEnv, withControllers } from "../tests/processes.ts";
 
@@ -23,8 +25,13 @@ export interface BenchCluster {
 
 /** What runs for a row: the processes to measure and what they read through their forwarder. */
 export interface Running {
+  /** The processes doing the work. */
   pids: number[];
+  /** Hot standbys, reported apart (as a peer's would be): they only wait for a Lease. */
+  standbyPids?: number[];
   bytesRead(): number;
+  /** Throws when the processes did not work as `pids` says (the standby took the Lease). */
+  verify?(): Promise<void>;
 }
 
 type WithRunning = (cluster: BenchCluster, body: (running: Running) => Promise<void>) => Promise<
@@ -142,7 +149,14 @@ const withKruiseManager: WithRunning = (cluster, body) =>
     }
   });
 
-/** edgeroll as deployed: two `serve` replicas with their caches, and the relay (ADR 0026). */
+/** The Lease edgeroll's replicas take turns at (ADR 0038). */
+const edgerollLease = "default/edgeroll-peers";
+
+/**
+ * edgeroll as deployed (manifests/base, ADR 0038): two `serve` replicas behind one Lease, the
+ * first started taking it and doing the work (its watches in-process, no relay), the second a
+ * hot standby, measured apart. A bench in which the standby took the Lease fails.
+ */
 const withEdgeroll: WithRunning = (cluster, body) =>
   withOwnWay(
     cluster,
@@ -151,12 +165,29 @@ const withEdgeroll: WithRunning = (cluster, body) =>
     (kubeconfig, proxy) =>
       withControllers(kubeconfig, {
         replicas: 2,
-        relay: true,
         // As deployed: a CronJob posts /tick every minute, and the image's V8 flags.
-        serveArgs: ["--tick=60s"],
+        serveArgs: ["--tick=60s", `--lease=${edgerollLease}`],
         env: imageEnv(),
         logPath: `${cluster.logDir}/peers-edgeroll.log`,
-      }, (controllers) => body({ pids: controllers.pids, bytesRead: () => proxy.bytesRead })),
+      }, (controllers) => {
+        const [working, standby] = controllers.pids;
+        return body({
+          pids: [working],
+          standbyPids: [standby],
+          bytesRead: () => proxy.bytesRead,
+          verify: async () => {
+            const [namespace, name] = edgerollLease.split("/");
+            const lease = await kubectlJson<{ spec?: { holderIdentity?: string } }>(
+              cluster.state.kubeconfigPath,
+              ["--namespace", namespace, "get", "lease", name],
+            );
+            const holder = lease.spec?.holderIdentity ?? "";
+            if (!holder.endsWith(`-${working}`)) {
+              throw new Error(`the Lease is held by ${holder}, not the first replica (${working})`);
+            }
+          },
+        });
+      }),
   );
 
 /** OpenYurt's split: the DaemonSet controller creates pods, edgeroll deletes old ones. */
@@ -165,7 +196,9 @@ const withDaemonSetControllerAndEdgeroll: WithRunning = (cluster, body) =>
     withEdgeroll(cluster, (edgeroll) =>
       body({
         pids: [...kcm.pids, ...edgeroll.pids],
+        standbyPids: edgeroll.standbyPids,
         bytesRead: () => kcm.bytesRead() + edgeroll.bytesRead(),
+        verify: edgeroll.verify,
       })));
 
 const kcmUsers = [kcmUser, "system:serviceaccount:kube-system:daemon-set-controller"];

@@ -96,6 +96,8 @@ interface Row {
   bytesRead: number;
   cpuSeconds: number;
   peakRssMiB: number[];
+  /** Hot standbys' peak RSS, apart from the processes doing the work. */
+  standbyPeakRssMiB: number[];
   maxUnavailable: number;
   budgetUnavailable: number;
 }
@@ -174,6 +176,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
   ]);
   const completed = await watch.until(Math.max(20 * minimum * 1000, 5 * 60_000));
   const ended = watch.doneAt ?? Date.now();
+  await running.verify?.();
   const cpu = running.pids.reduce((sum, pid, i) => sum + (cpuSeconds(pid) ?? 0) - cpuBefore[i], 0);
   const bytesRead = running.bytesRead() - bytesBefore;
   await sleep(3000); // the audit log's batches are written within a second
@@ -197,6 +200,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     bytesRead,
     cpuSeconds: cpu,
     peakRssMiB: peakResidentMiB(running.pids),
+    standbyPeakRssMiB: peakResidentMiB(running.standbyPids ?? []),
     maxUnavailable: watch.maxUnavailable,
     budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
   };
@@ -286,6 +290,7 @@ function printTable(rows: Row[]) {
     "MiB read",
     "CPU s",
     "peak RSS MiB (largest, sum)",
+    "standby RSS MiB",
     "max unavailable / budget",
   ];
   const cells = rows.map((r) => [
@@ -303,6 +308,7 @@ function printTable(rows: Row[]) {
     `${Math.max(...r.peakRssMiB).toFixed(0)}, ${
       r.peakRssMiB.reduce((a, b) => a + b, 0).toFixed(0)
     }`,
+    r.standbyPeakRssMiB.length ? r.standbyPeakRssMiB.map((m) => m.toFixed(0)).join(", ") : "—",
     `${r.maxUnavailable} / ${r.budgetUnavailable}`,
   ]);
   console.log(markdownTable(header, cells));
