@@ -209,7 +209,7 @@ function every(ms: number, work: () => Promise<void>): { stop(): Promise<void> }
 }
 
 /** A POST to a controller (the first unless `url` names another), with its token. */
-async function post(
+export async function post(
   controllers: ControllerProcesses,
   path: string,
   init: RequestInit = {},
