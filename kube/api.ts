@@ -19,6 +19,12 @@ import {
 
 export type MergePatch = Record<string, unknown>;
 
+export interface JsonPatchOperation {
+  op: "test" | "add" | "replace" | "remove";
+  path: string;
+  value?: unknown;
+}
+
 export interface TokenReviewResult {
   authenticated: boolean;
   username?: string;
@@ -39,6 +45,13 @@ export interface KubeApi {
   replaceSetStatus(p: { kind: SetKind; object: KubeObject }): Promise<KubeObject>;
   /** JSON merge patch of the set itself (its annotations, for plain DaemonSets). */
   patchSet(p: SetRef & { patch: MergePatch }): Promise<KubeObject>;
+  /**
+   * JSON patch (RFC 6902) of a plain DaemonSet: its `test` operations are the preconditions of
+   * the claim of its status annotation (ADR 0038).
+   */
+  jsonPatchDaemonSet(
+    p: { namespace: string; name: string; operations: JsonPatchOperation[] },
+  ): Promise<KubeObject>;
   /**
    * Pods of one namespace, or of all when `namespace` is absent; `nodeName` keeps those bound
    * to that node (field selector `spec.nodeName`).
@@ -115,6 +128,7 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   listSets: [ads("list"), apps("daemonsets", "list")],
   replaceSetStatus: [ads("update", "/status")],
   patchSet: [ads("patch"), apps("daemonsets", "patch")],
+  jsonPatchDaemonSet: [apps("daemonsets", "patch")],
   listPods: [core("pods", "list")],
   getPod: [core("pods", "get")],
   listNodes: [core("nodes", "list")],
@@ -190,6 +204,7 @@ function bindAll(api: KubeApi): KubeApi {
 }
 
 const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
+const jsonPatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch);
 const strategicMergePatch = k8s.setHeaderOptions(
   "Content-Type",
   k8s.PatchStrategy.StrategicMergePatch,
@@ -294,6 +309,11 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
           mergePatch,
         )
         : toWire(await apps.patchNamespacedDaemonSet({ namespace, name, body: patch }, mergePatch));
+    },
+    async jsonPatchDaemonSet({ namespace, name, operations }) {
+      return toWire(
+        await apps.patchNamespacedDaemonSet({ namespace, name, body: operations }, jsonPatch),
+      );
     },
     listPods({ namespace, labelSelector, nodeName }) {
       return listJson(

@@ -153,7 +153,42 @@ Deno.test("claimStatus PUTs the status with the read resourceVersion; 409 is a c
   );
 });
 
-Deno.test("claimStatus of a plain DaemonSet merge-patches an annotation under the resourceVersion", async () => {
+Deno.test("claimStatus of a plain DaemonSet tests its generation and annotations, not its resourceVersion", async () => {
+  await withClient(() => ({ body: {} }), async (client, requests) => {
+    const annotations = { "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate" };
+    const ds = {
+      metadata: {
+        namespace: "edge",
+        name: "yurt",
+        resourceVersion: "5",
+        generation: 3,
+        annotations,
+      },
+    };
+    await client.claimStatus("daemonsets", ds, { nextCheckAt: "2026-01-01T00:00:00Z" });
+    assertEquals(requests[0].contentType, "application/json-patch+json");
+    assertEquals(requests[0].body, [
+      { op: "test", path: "/metadata/generation", value: 3 },
+      { op: "test", path: "/metadata/annotations", value: annotations },
+      {
+        op: "add",
+        path: "/metadata/annotations/apps.edgeroll.dev~1rollout-status",
+        value: '{"nextCheckAt":"2026-01-01T00:00:00Z"}',
+      },
+    ]);
+  });
+  // A failed test (422 Invalid, as kube-apiserver answers it) is a lost claim.
+  await withClient(
+    () => statusAnswer(422, "Invalid", "testing value /metadata/annotations failed"),
+    async (client) => {
+      const ds = { metadata: { name: "yurt", namespace: "edge", generation: 1, annotations: {} } };
+      const err = await assertRejects(() => client.claimStatus("daemonsets", ds, {}), KubeError);
+      assertEquals(isConflict(err), true);
+    },
+  );
+});
+
+Deno.test("claimStatus of a plain DaemonSet without annotations merge-patches one under the resourceVersion", async () => {
   await withClient(() => ({ body: {} }), async (client, requests) => {
     const ds = { metadata: { namespace: "edge", name: "yurt", resourceVersion: "5" } };
     await client.claimStatus("daemonsets", ds, { nextCheckAt: "2026-01-01T00:00:00Z" });

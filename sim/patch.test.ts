@@ -68,3 +68,18 @@ Deno.test("strategic merge: $retainKeys drops keys not listed, $patch replace sw
   });
   assertEquals(replaced, { m: { c: 3 } });
 });
+
+Deno.test("json patch: test compares objects as the API server does, their members in any order", () => {
+  const doc = { metadata: { annotations: { a: "1", b: "2" } } };
+  const patched = applyJsonPatch(doc, [
+    { op: "test", path: "/metadata/annotations", value: { b: "2", a: "1" } },
+    { op: "add", path: "/metadata/annotations/c", value: "3" },
+  ]);
+  assertEquals(patched, { metadata: { annotations: { a: "1", b: "2", c: "3" } } });
+  for (const value of [{ a: "1" }, { a: "1", b: "2", c: "3" }, { a: "1", b: 2 }, ["1", "2"]]) {
+    assertThrows(
+      () => applyJsonPatch(doc, [{ op: "test", path: "/metadata/annotations", value }]),
+      ApiError,
+    );
+  }
+});

@@ -15,6 +15,16 @@ function invalidPatch(message: string): ApiError {
   return new ApiError(422, "Invalid", message);
 }
 
+/** JSON equality as the API server's `test` has it: an object's members in any order. */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (typeof a !== "object" || a === null || typeof b !== "object" || b === null) return a === b;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const aKeys = Object.keys(a);
+  const bRecord = b as Record<string, unknown>;
+  return aKeys.length === Object.keys(b).length &&
+    aKeys.every((k) => k in bRecord && sameJson((a as Record<string, unknown>)[k], bRecord[k]));
+}
+
 function parsePointer(pointer: string): string[] {
   if (pointer === "") return [];
   if (!pointer.startsWith("/")) throw invalidPatch(`invalid JSON pointer "${pointer}"`);
@@ -113,7 +123,7 @@ export function applyJsonPatch(original: Json, operations: unknown): Json {
         break;
       case "test": {
         const actual = walk(doc, parsePointer(raw.path), raw.path);
-        if (JSON.stringify(actual) !== JSON.stringify(raw.value)) {
+        if (!sameJson(actual, raw.value)) {
           throw invalidPatch(`testing value ${raw.path} failed`);
         }
         break;

@@ -6,6 +6,7 @@
  */
 import type { ApiGroup, KubeApi, MergePatch } from "../../kube/api.ts";
 import { KubeError } from "../../kube/errors.ts";
+import { applyJsonPatch, type Json } from "../../sim/patch.ts";
 import type { KubeObject } from "../../kube/objects.ts";
 import { customSetResources, kruiseSetKind, type SetKind } from "../../api/set-ref.ts";
 
@@ -157,6 +158,19 @@ export function memoryApi(): MemoryApi {
       }),
     patchSet: ({ kind, namespace, name, patch: body }) =>
       Promise.resolve().then(() => patch(kind, namespace, name, body)),
+    // As kube-apiserver: a failed `test` answers 422 Invalid and changes nothing.
+    jsonPatchDaemonSet: ({ namespace, name, operations }) =>
+      Promise.resolve().then(() => {
+        const found = get("daemonsets", namespace, name);
+        let patched: KubeObject;
+        try {
+          patched = applyJsonPatch(found as unknown as Json, operations) as unknown as KubeObject;
+        } catch (err) {
+          throw new KubeError(422, "Invalid", (err as Error).message, "memory");
+        }
+        writes.push("patch daemonsets");
+        return put("daemonsets", patched);
+      }),
     listPods: ({ namespace, labelSelector, nodeName }) => {
       const pods = list("pods", namespace, labelSelector);
       if (nodeName === undefined) return Promise.resolve(pods);
