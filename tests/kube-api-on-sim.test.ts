@@ -108,6 +108,47 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
       patch: { metadata: { annotations: { "edgeroll.dev/test": "yes" } } },
     });
     assertEquals(patched.metadata.annotations?.["edgeroll.dev/test"], "yes");
+    // A JSON patch whose tests hold lands; one whose test fails is 422 and changes nothing.
+    const tested = await api.jsonPatchDaemonSet({
+      namespace: ns,
+      name: "ds",
+      operations: [
+        { op: "test", path: "/metadata/annotations", value: patched.metadata.annotations },
+        { op: "add", path: "/metadata/annotations/edgeroll.dev~1claim", value: "1" },
+      ],
+    });
+    assertEquals(tested.metadata.annotations?.["edgeroll.dev/claim"], "1");
+    const failedTest = await kubeErrorOf(api.jsonPatchDaemonSet({
+      namespace: ns,
+      name: "ds",
+      operations: [
+        { op: "test", path: "/metadata/annotations", value: patched.metadata.annotations },
+        { op: "add", path: "/metadata/annotations/edgeroll.dev~1claim", value: "2" },
+      ],
+    }));
+    assertEquals(failedTest.status, 422);
+
+    // The Lease: created, read, replaced under its resourceVersion.
+    const lease = await api.createLease({
+      namespace: ns,
+      body: {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name: "edgeroll" },
+        spec: { holderIdentity: "a", leaseDurationSeconds: 15 },
+      },
+    });
+    const read = await api.getLease({ namespace: ns, name: "edgeroll" });
+    assertEquals((read.spec as { holderIdentity: string }).holderIdentity, "a");
+    await api.replaceLease({
+      namespace: ns,
+      name: "edgeroll",
+      body: { ...read, spec: { holderIdentity: "b", leaseDurationSeconds: 15 } },
+    });
+    const staleLease = await kubeErrorOf(
+      api.replaceLease({ namespace: ns, name: "edgeroll", body: lease }),
+    );
+    assertEquals(staleLease.status, 409);
 
     // Pods: bound by hand to edge-1, so no scheduler moves them.
     const podBody = (name: string): KubeObject => ({
