@@ -17,7 +17,7 @@ import { createLogger, type Logger } from "../lib/log.ts";
 import { plan } from "../engine/plan.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { SnapshotCache } from "../kube/cache.ts";
-import { clientNodeWatch } from "../kube/watcher.ts";
+import { clientNodeWatch, type WatchFn } from "../kube/watcher.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import { type ControllerApp, createApp } from "../routes/app.ts";
@@ -89,12 +89,20 @@ export function meteredKubeClient(
       ? (api) =>
         new SnapshotCache({
           api,
-          watch: clientNodeWatch(kubeConfig),
+          watch: countedWatch(clientNodeWatch(kubeConfig), metrics),
           logger,
           active: options.cacheActive,
         })
       : undefined,
   });
+}
+
+/** `watch`, each request it starts counted in `metrics`. */
+function countedWatch(watch: WatchFn, metrics: Metrics): WatchFn {
+  return (path, query, onLine, done) => {
+    metrics.observeWatch();
+    return watch(path, query, onLine, done);
+  };
 }
 
 /** What discovery says of the kinds of set, and what a missing CRD means. */

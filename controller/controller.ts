@@ -22,6 +22,8 @@ import { KeyedLock } from "../lib/keyed-lock.ts";
 import { Ota } from "./ota.ts";
 import { type ActionReport, createReconciler, type Planner, type Reconcile } from "./reconciler.ts";
 import { createTicker, listManagedSets } from "./tick.ts";
+import { EventWindows, eventWriter } from "./event-fold.ts";
+import { realTimers, type Timers } from "../lib/timers.ts";
 
 export interface ControllerDeps {
   kube: KubeClient;
@@ -38,13 +40,41 @@ export interface ControllerDeps {
   concurrency?: number;
   /** Seconds between the tick's full resyncs. */
   resyncSeconds?: number;
+  /**
+   * How long a set's Events of one reason are folded after the first is written (ms; default
+   * `defaultEventWindowMs`; 0 writes each step's at once). ADR 0038.
+   */
+  eventWindowMs?: number;
+  /** The clock and timers of the Event windows (tests); the real ones otherwise. */
+  timers?: Timers;
 }
+
+/**
+ * A set's Events of one reason within this long of the first are folded into one: about a wave
+ * of a rollout whose pods start in a couple of seconds.
+ */
+export const defaultEventWindowMs = 3_000;
 
 export function createController(deps: ControllerDeps) {
   const clock = deps.clock ?? Date.now;
   const metrics = deps.metrics ?? new Metrics();
   const logger = deps.logger;
-  const step = createReconciler({ kube: deps.kube, plan: deps.plan, clock, logger, metrics });
+  const windowMs = deps.eventWindowMs ?? defaultEventWindowMs;
+  const setEvents = windowMs > 0
+    ? new EventWindows({
+      windowMs,
+      timers: deps.timers ?? realTimers,
+      write: eventWriter(deps.kube, logger),
+    })
+    : undefined;
+  const step = createReconciler({
+    kube: deps.kube,
+    plan: deps.plan,
+    clock,
+    logger,
+    metrics,
+    setEvents,
+  });
   /**
    * The step, whoever calls it (the queue, the tick, a route). One whose pod writes landed asks
    * the queue for another at once: its claim wrote the status before acting (ADR 0015), so
@@ -118,8 +148,11 @@ export function createController(deps: ControllerDeps) {
     ota: new Ota({ kube: deps.kube, logger }),
     /** Node fingerprints of the changes callers report (events), apart from the caches'. */
     reportedNodes: new NodeChanges(),
-    /** Stops queued work; what runs finishes. */
-    close: () => queue.close(),
+    /** Stops queued work; what runs finishes; the Events held are written. */
+    close: async () => {
+      await queue.close();
+      await setEvents?.flush();
+    },
   };
 }
 

@@ -27,6 +27,11 @@ export class Metrics {
     labelNames: ["verb", "code"],
     registers: [this.registry],
   });
+  readonly #watches = new client.Counter({
+    name: "edgeroll_kube_watches_total",
+    help: "Kubernetes watch requests the caches started (each holds a connection while open).",
+    registers: [this.registry],
+  });
   readonly #podActions = new client.Counter({
     name: "edgeroll_pods_updated_total",
     help: "Pod writes that took effect, by action type.",
@@ -55,6 +60,10 @@ export class Metrics {
 
   observeRequest(record: RequestRecord): void {
     this.#requests.inc({ verb: record.verb, code: String(record.status) });
+  }
+
+  observeWatch(): void {
+    this.#watches.inc();
   }
 
   observeActions(outcomes: ActionOutcome[]): void {

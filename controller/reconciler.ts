@@ -6,7 +6,7 @@
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
 import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../api/plan.ts";
-import { foldSetEvents } from "./event-fold.ts";
+import { type EventWindows, eventWriter, foldSetEvents } from "./event-fold.ts";
 import type { Expectation } from "../api/advanced-daemonset.ts";
 import type { KubeClient, SnapshotRead } from "../kube/client.ts";
 import { writtenStatus } from "../api/written-status.ts";
@@ -30,6 +30,8 @@ export interface ReconcilerDeps {
   metrics?: Metrics;
   /** Claims lost to another writer before giving up with 409. */
   maxConflicts?: number;
+  /** Folds the set's Events over time (a long-running controller's); none folds per step only. */
+  setEvents?: EventWindows;
 }
 
 export interface ActionReport {
@@ -164,7 +166,8 @@ async function reconcileOnce(
     );
   }
   const phases = new PhaseTimer();
-  const snapshot = await deps.kube.readSnapshot(ref);
+  // After a lost claim, the set as the API server has it now, not as a watch last saw it.
+  const snapshot = await deps.kube.readSnapshot(ref, { fresh: conflicts > 0 });
   phases.end("read");
   if (!snapshot) throw new ControllerError("NotFound", `${setKey(ref)} not found`);
   const base = { set: setKey(ref), dryRun, conflicts };
@@ -287,8 +290,9 @@ async function carryOut(
   const missing = new Set(notLanded.map((o) => podOf(o.action)));
   await recordEvents(
     deps,
+    ref,
     snapshot,
-    foldSetEvents(plan.events.filter((e) => !missing.has(e.pod))),
+    plan.events.filter((e) => !missing.has(e.pod)),
     new Date(now),
     log,
   );
@@ -373,33 +377,38 @@ async function withdrawExpectations(
   }
 }
 
-/** Events of the actions that landed, a few at a time. */
+/**
+ * Events of the actions that landed, a few at a time: those about pods on them, those about the
+ * set folded (one per reason) and, where the controller keeps windows, folded over time too.
+ */
 async function recordEvents(
   deps: ReconcilerDeps,
+  ref: SetRef,
   snapshot: Snapshot,
   events: PlanEvent[],
   now: Date,
   log: Logger,
 ) {
-  const record = async (event: PlanEvent) => {
-    const pod = event.pod ? snapshot.pods.find((p) => p.metadata.name === event.pod) : undefined;
-    const involved: KubeObject = event.pod && !event.onSet
-      ? {
-        apiVersion: "v1",
-        kind: "Pod",
-        metadata: pod?.metadata ?? { name: event.pod, namespace: snapshot.set.metadata.namespace },
-      }
-      : snapshot.set as KubeObject;
-    try {
-      await deps.kube.recordEvent(involved, event, now);
-    } catch (err) {
-      // An Event is a note for people; losing one must not fail the step that acted.
-      log.warn("event not recorded", { reason: event.reason, error: (err as Error).message });
-    }
+  const write = eventWriter(deps.kube, log);
+  const onPod = (event: PlanEvent): KubeObject => {
+    const pod = snapshot.pods.find((p) => p.metadata.name === event.pod);
+    return {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: pod?.metadata ?? { name: event.pod, namespace: snapshot.set.metadata.namespace },
+    };
   };
+  const set = snapshot.set as KubeObject;
+  const onSet = events.filter((e) => e.onSet);
+  const writes: [KubeObject, PlanEvent][] = events.filter((e) => !e.onSet)
+    .map((e) => [e.pod ? onPod(e) : set, e]);
+  if (deps.setEvents) await deps.setEvents.record(setKey(ref), set, onSet);
+  else writes.push(...foldSetEvents(onSet).map((e): [KubeObject, PlanEvent] => [set, e]));
   const parallel = 16;
-  for (let i = 0; i < events.length; i += parallel) {
-    await Promise.all(events.slice(i, i + parallel).map(record));
+  for (let i = 0; i < writes.length; i += parallel) {
+    await Promise.all(
+      writes.slice(i, i + parallel).map(([involved, e]) => write(involved, e, now)),
+    );
   }
 }
 

@@ -28,6 +28,7 @@ function fakeServer() {
       listNodes: () => answer(listed.nodes),
       listPods: () => answer(listed.pods),
       listSets: ({ kind }: { kind: string }) => answer(listed[kind] ?? []),
+      listRevisions: () => answer(listed.controllerrevisions ?? []),
     },
     watch,
   };
@@ -340,6 +341,42 @@ Deno.test("a set's change calls a reconcile, a DaemonSet's status written by its
     );
     cache.setKindsServed([]);
     await eventually("the set watch stopped", () => cache.size === 0 || undefined);
+  } finally {
+    await cache.close();
+  }
+});
+
+Deno.test("a set is read from its watch once at least as new as asked; revisions by selector", async () => {
+  const server = fakeServer();
+  server.listed.daemonsets = [daemonSet("agent", "5")];
+  server.listed.controllerrevisions = [{ metadata: { name: "agent-1", resourceVersion: "4" } }];
+  const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
+  const ref = { kind: "daemonsets" as const, namespace: "edge", name: "agent" };
+  try {
+    cache.setKindsServed(["daemonsets"]);
+    const seen = await eventually("the set seen", () => cache.set(ref));
+    assertEquals([seen.kind, seen.metadata.resourceVersion], ["DaemonSet", "5"]);
+    assertEquals(cache.set(ref, "5")?.metadata.resourceVersion, "5");
+    // Our own write left it at 6: the watch's copy at 5 is not read until it has 6.
+    assertEquals(cache.set(ref, "6"), undefined);
+    const watch = server.watches.find((w) => w.path === "/apis/apps/v1/daemonsets")!;
+    watch.onLine("MODIFIED", {
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      ...daemonSet("agent", "6"),
+    });
+    assertEquals(cache.set(ref, "6")?.metadata.resourceVersion, "6");
+    // A copy: what a reader does with it is not the cache's.
+    cache.set(ref)!.metadata.name = "changed";
+    assertEquals(cache.set(ref)?.metadata.name, "agent");
+    assertEquals(cache.set({ ...ref, name: "other" }), undefined, "unseen: the reader GETs");
+
+    assertEquals(cache.revisions("edge", "app=agent"), undefined, "the first read starts it");
+    const revisions = await opened(() => cache.revisions("edge", "app=agent"));
+    assertEquals(revisions.items.map((r) => r.metadata.name), ["agent-1"]);
+    const revisionWatch = server.watches.find((w) => w.path.endsWith("/controllerrevisions"))!;
+    assertEquals(revisionWatch.path, "/apis/apps/v1/namespaces/edge/controllerrevisions");
+    assertEquals(revisionWatch.query.labelSelector, "app=agent");
   } finally {
     await cache.close();
   }

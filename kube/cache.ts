@@ -20,6 +20,7 @@ import {
   kruiseSetKind,
   setCollectionPath,
   type SetKind,
+  type SetRef,
 } from "../api/set-ref.ts";
 import { kruiseApiVersion, kruiseKind } from "../api/kruise.ts";
 import { group, version } from "../api/advanced-daemonset.ts";
@@ -40,6 +41,7 @@ export const cacheAccess: Access[] = [
   { group: "", resource: "pods", verb: "watch" },
   { group, resource: customSetResources.advanceddaemonsets!.plural, verb: "watch" },
   { group: "apps", resource: "daemonsets", verb: "watch" },
+  { group: "apps", resource: "controllerrevisions", verb: "watch" },
 ];
 
 /** What the cache watches of Kruise's DaemonSets in Kruise mode (the kruise-compat overlay's). */
@@ -67,7 +69,7 @@ export interface CacheChange {
 }
 
 export interface SnapshotCacheOptions {
-  api: Pick<KubeApi, "listNodes" | "listPods" | "listSets">;
+  api: Pick<KubeApi, "listNodes" | "listPods" | "listSets" | "listRevisions">;
   /**
    * Whether the cache reads and watches from the start (default true). An inactive cache (a
    * replica that does not hold the Lease) answers undefined and opens no watch until
@@ -168,6 +170,9 @@ class CollectionCache {
  */
 class ChangeWatch {
   readonly #watch: RunningWatch;
+  /** The objects as last seen, where they are kept (`keep`): the sets a reconcile reads. */
+  readonly #objects = new Map<string, KubeObject>();
+  #open = false;
 
   constructor(
     path: string,
@@ -175,7 +180,7 @@ class ChangeWatch {
     type: { apiVersion: string; kind: string },
     sameness: (object: KubeObject) => unknown,
     list: () => Promise<KubeList>,
-    options: SnapshotCacheOptions,
+    options: SnapshotCacheOptions & { keep?: boolean },
     onChange: (change: CacheChange) => void,
   ) {
     const seen = new RecentMap<string, bigint>(maxRemembered);
@@ -183,6 +188,10 @@ class ChangeWatch {
     const report = (raw: KubeObject, deleted: boolean) => {
       const object = { ...raw, ...type };
       const k = key(object);
+      if (options.keep) {
+        if (deleted) this.#objects.delete(k);
+        else this.#objects.set(k, object);
+      }
       if (deleted) {
         seen.delete(k);
       } else {
@@ -205,11 +214,18 @@ class ChangeWatch {
         // left to reconcile; its pods go with it).
         const present = new Set(listed.items.map(key));
         for (const k of seen.keys()) if (!present.has(k)) seen.delete(k);
+        for (const k of [...this.#objects.keys()]) if (!present.has(k)) this.#objects.delete(k);
         for (const object of listed.items) report(object, false);
         return listed.resourceVersion;
       },
+      onState: (state) => this.#open = state === "watching",
       onEvent: (eventType, object) => report(object, eventType === "DELETED"),
     });
+  }
+
+  /** A kept object as last seen, while the watch is open; undefined otherwise or if unseen. */
+  get(namespace: string, name: string): KubeObject | undefined {
+    return this.#open ? this.#objects.get(`${namespace}/${name}`) : undefined;
   }
 
   stop(): Promise<void> {
@@ -232,6 +248,7 @@ export class SnapshotCache {
   readonly #listeners: ((change: CacheChange) => void)[] = [];
   #nodes: CollectionCache | undefined;
   readonly #pods = new Map<string, CollectionCache>();
+  readonly #revisions = new Map<string, CollectionCache>();
   /** The kinds of set discovery serves, and the watch of each that is open. */
   #setKinds: SetKind[] = [];
   readonly #sets = new Map<SetKind, ChangeWatch>();
@@ -295,7 +312,7 @@ export class SnapshotCache {
           setTypes[kind],
           setChangeView,
           () => this.#options.api.listSets({ kind }),
-          this.#options,
+          { ...this.#options, keep: true },
           (change) => this.#notify(change),
         ),
       );
@@ -326,39 +343,81 @@ export class SnapshotCache {
    * when that is at least `notOlderThan`; the first call starts that cache.
    */
   pods(namespace: string, labelSelector: string, notOlderThan?: string): KubeList | undefined {
+    return this.#collection(this.#pods, "pods", namespace, labelSelector, notOlderThan);
+  }
+
+  /** A namespaced collection's cache by selector in `caches`, started on its first read. */
+  #collection(
+    caches: Map<string, CollectionCache>,
+    resource: "pods" | "controllerrevisions",
+    namespace: string,
+    labelSelector: string,
+    notOlderThan?: string,
+  ): KubeList | undefined {
     if (this.#closed || !this.#active) return undefined;
     const now = this.#now();
     this.#stopUnused(now);
     const key = `${namespace}?${labelSelector}`;
-    let cache = this.#pods.get(key);
+    let cache = caches.get(key);
     if (!cache) {
+      const list = resource === "pods"
+        ? () => this.#options.api.listPods({ namespace, labelSelector })
+        : () => this.#options.api.listRevisions({ namespace, labelSelector });
       cache = new CollectionCache(
-        `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+        `${resource === "pods" ? "/api/v1" : "/apis/apps/v1"}/namespaces/${
+          encodeURIComponent(namespace)
+        }/${resource}`,
         labelSelector || undefined,
-        podAsCached,
-        () => this.#options.api.listPods({ namespace, labelSelector }),
+        resource === "pods" ? podAsCached : (object) => object,
+        list,
         this.#options,
         (change) => this.#notify(change),
       );
-      this.#pods.set(key, cache);
+      caches.set(key, cache);
     }
     return cache.read(now, notOlderThan);
   }
 
+  /**
+   * The set as its watch last saw it, when that is at least `notOlderThan` (the resourceVersion
+   * of this controller's own last write of it: a claim made on an older one would only be lost).
+   * Undefined while inactive, while the watch is not open, or when the watch has not seen it.
+   */
+  set(ref: SetRef, notOlderThan?: string): KubeObject | undefined {
+    if (this.#closed || !this.#active) return undefined;
+    const object = this.#sets.get(ref.kind)?.get(ref.namespace, ref.name);
+    if (!object) return undefined;
+    const version = object.metadata.resourceVersion ?? "";
+    if (notOlderThan !== undefined && !isAtLeast(version, notOlderThan)) return undefined;
+    return structuredClone(object);
+  }
+
+  /**
+   * A set's ControllerRevisions (by namespace and selector); the first call starts that cache.
+   * Read without a freshness bound: edgeroll alone writes them, each under a name its content
+   * decides, so a plan from a cache one write behind creates one that exists (AlreadyExists is
+   * done) or deletes one gone (NotFound is done).
+   */
+  revisions(namespace: string, labelSelector: string): KubeList | undefined {
+    return this.#collection(this.#revisions, "controllerrevisions", namespace, labelSelector);
+  }
+
   /** How many collections are cached (nodes counting as one). */
   get size(): number {
-    return this.#pods.size + (this.#nodes ? 1 : 0);
+    return this.#pods.size + this.#revisions.size + (this.#nodes ? 1 : 0);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     const caches = [
       ...this.#pods.values(),
+      ...this.#revisions.values(),
       ...(this.#nodes ? [this.#nodes] : []),
       ...this.#sets.values(),
       ...(this.#pulls ? [this.#pulls] : []),
     ];
     this.#pods.clear();
+    this.#revisions.clear();
     this.#sets.clear();
     this.#nodes = undefined;
     this.#pulls = undefined;
@@ -372,10 +431,12 @@ export class SnapshotCache {
   /** A set deleted or reconciled no more keeps no watch open. */
   #stopUnused(now: number) {
     const unusedMs = this.#options.unusedMs ?? 15 * 60_000;
-    for (const [key, cache] of this.#pods) {
-      if (now - cache.lastRead > unusedMs) {
-        this.#pods.delete(key);
-        void cache.stop();
+    for (const caches of [this.#pods, this.#revisions]) {
+      for (const [key, cache] of caches) {
+        if (now - cache.lastRead > unusedMs) {
+          caches.delete(key);
+          void cache.stop();
+        }
       }
     }
   }

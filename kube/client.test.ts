@@ -2,6 +2,12 @@ import { assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import { clientNodeApi, interceptApi, type Overrides } from "./api.ts";
 import { KubeClient, type RequestRecord } from "./client.ts";
 import { isConflict, KubeError } from "./errors.ts";
+import { SnapshotCache } from "./cache.ts";
+import type { KubeObject } from "./objects.ts";
+import type { WatchFn } from "./watcher.ts";
+import { memoryApi } from "../tests/doubles/memory-api.ts";
+import { memoryLogger } from "../lib/log.ts";
+import { eventually } from "../lib/eventually.ts";
 import { rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
 import {
   type Answer,
@@ -290,4 +296,46 @@ Deno.test("listSets: a 404 is an error naming the path, never an empty list", as
       );
     }
   });
+});
+
+Deno.test("readSnapshot reads the set from the cache until our own write is newer than its copy", async () => {
+  const api = memoryApi();
+  api.put("advanceddaemonsets", {
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: { name: "agent", namespace: "edge" },
+    spec: { selector: { matchLabels: { app: "agent" } } },
+  });
+  const gets: string[] = [];
+  const counted = interceptApi(api, {
+    getSet: (ref, next) => {
+      gets.push(ref.name);
+      return next(ref);
+    },
+  });
+  // Watches that list and then say nothing: the cache's copy stays as listed.
+  const watch: WatchFn = () => Promise.resolve(new AbortController());
+  const client = new KubeClient(counted, {
+    cache: (metered) => new SnapshotCache({ api: metered, watch, logger: memoryLogger() }),
+  });
+  const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };
+  try {
+    await client.servedSetKinds();
+    const listed = await eventually("the set cached", () => client.cache!.set(ref));
+    const first = await client.readSnapshot(ref);
+    assertEquals([gets.length, first?.set.metadata.resourceVersion], [
+      0,
+      listed.metadata.resourceVersion,
+    ]);
+    await client.claimStatus("advanceddaemonsets", first!.set as KubeObject, {
+      observedGeneration: 1,
+    });
+    const second = await client.readSnapshot(ref);
+    assertEquals(gets, ["agent"], "the copy is older than our claim: a GET");
+    assertEquals(second?.set.status, { observedGeneration: 1 });
+    await client.readSnapshot(ref, { fresh: true });
+    assertEquals(gets.length, 2, "fresh: a GET whatever the cache has");
+  } finally {
+    await client.cache!.close();
+  }
 });

@@ -13,7 +13,14 @@ import {
 } from "./api.ts";
 import { isAlreadyExists, isConflict, isNotFound, KubeError, toKubeError } from "./errors.ts";
 import type { KubeObject } from "./objects.ts";
-import { customSetResources, kruiseSetKind, type SetKind, type SetRef } from "../api/set-ref.ts";
+import {
+  customSetResources,
+  kruiseSetKind,
+  setKey,
+  type SetKind,
+  type SetRef,
+} from "../api/set-ref.ts";
+import { RecentMap } from "../lib/recent-map.ts";
 import type { SnapshotCache } from "./cache.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
@@ -93,6 +100,8 @@ export class KubeClient {
   /** Kruise compatibility mode: Kruise's DaemonSets are reconciled (ADR 0027). */
   readonly kruise: boolean;
   #eventSeq = 0;
+  /** The resourceVersion of each set as our last write of it left it (see `#wrote`). */
+  readonly #written = new RecentMap<string, string>(50_000);
 
   constructor(api: KubeApi, options: KubeClientOptions = {}) {
     this.api = meteredApi(api, options.retry ?? defaultRetryPolicy, options.onRequest);
@@ -108,14 +117,20 @@ export class KubeClient {
   }
 
   /**
-   * The set, its pods and ControllerRevisions (by the set's selector) and all nodes: one
-   * GET then three LISTs in parallel, never per-object reads. The set is always read from
-   * the API server (its resourceVersion is the claim's precondition); pods and nodes come
-   * from the cache where one is open, pods only if it is at least as new as the pods the
-   * set's last status write was planned from (`observedPodsVersion`).
+   * The set, its pods and ControllerRevisions (by the set's selector) and all nodes: never
+   * per-object reads. Where the Lease holder's caches are open, each comes from them: the set
+   * when its copy is at least as new as our own last write of it (else, or when `fresh`, a GET:
+   * its resourceVersion is the claim's precondition, and a stale one only loses the claim), pods
+   * when at least as new as those the set's last status was planned from
+   * (`observedPodsVersion`). Otherwise one GET then three LISTs in parallel.
    */
-  async readSnapshot(ref: SetRef): Promise<SnapshotRead | undefined> {
-    const set = await this.readSet(ref);
+  async readSnapshot(
+    ref: SetRef,
+    options: { fresh?: boolean } = {},
+  ): Promise<SnapshotRead | undefined> {
+    const key = setKey(ref);
+    const cached = options.fresh ? undefined : this.cache?.set(ref, this.#written.get(key));
+    const set = cached ?? await this.readSet(ref);
     if (!set) return undefined;
     const spec = set.spec as { selector?: LabelSelector } | undefined;
     if (!listableSelector(spec?.selector)) {
@@ -128,7 +143,8 @@ export class KubeClient {
       this.cache?.pods(ref.namespace, labelSelector, observedPodsVersion(ref.kind, set)) ??
         this.api.listPods({ namespace: ref.namespace, labelSelector }),
       this.cache?.nodes() ?? this.api.listNodes({}).then((l) => l.items),
-      this.api.listRevisions({ namespace: ref.namespace, labelSelector }),
+      this.cache?.revisions(ref.namespace, labelSelector) ??
+        this.api.listRevisions({ namespace: ref.namespace, labelSelector }),
     ]);
     // Trusted as read: plan() validates the set's spec; the others are the API server's own.
     const objects = {
@@ -168,6 +184,15 @@ export class KubeClient {
     set: KubeObject,
     status: Record<string, unknown>,
   ): Promise<KubeObject> {
+    const ref = { kind, namespace: set.metadata.namespace ?? "", name: set.metadata.name ?? "" };
+    return this.#wrote(ref, await this.#claim(kind, set, status));
+  }
+
+  async #claim(
+    kind: SetKind,
+    set: KubeObject,
+    status: Record<string, unknown>,
+  ): Promise<KubeObject> {
     if (customSetResources[kind]) {
       const object = { ...set, status: statusAsStored(kind, status) };
       return await this.api.replaceSetStatus({ kind, object });
@@ -203,7 +228,17 @@ export class KubeClient {
 
   /** A JSON merge patch of the set itself (a rollback of its template, ADR 0035). */
   async patchSet(ref: SetRef, patch: Record<string, unknown>): Promise<void> {
-    await this.api.patchSet({ ...ref, patch });
+    this.#wrote(ref, await this.api.patchSet({ ...ref, patch }));
+  }
+
+  /**
+   * Remembers the resourceVersion of our own last write of a set: the cache's copy of it is read
+   * only once at least that new (forgetting costs a GET, never a decision).
+   */
+  #wrote(ref: SetRef, written: KubeObject): KubeObject {
+    const version = written.metadata?.resourceVersion;
+    if (version) this.#written.set(setKey(ref), version);
+    return written;
   }
 
   /** The pod, or undefined when it does not exist. */

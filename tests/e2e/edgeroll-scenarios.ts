@@ -599,23 +599,27 @@ export const edgerollScenarios: Scenario[] = [
         const narrow = (await kube.run(["--namespace", ns, "get", "ads"])).split("\n")[0];
         assertEquals(narrow.includes("IMAGES"), false);
         // What was done to its pods is told on the set, as upstream tells it on a DaemonSet:
-        // `kubectl describe ads` names a pod created on every node (a reconcile's creations
-        // folded into one SuccessfulCreate).
-        const events = await kube.json<{
-          items: {
-            reason: string;
-            message: string;
-            involvedObject: { kind: string; name: string };
-          }[];
-        }>(["--namespace", ns, "get", "events"]);
-        const onSet = events.items.filter((e) =>
-          e.involvedObject.kind === "AdvancedDaemonSet" && e.involvedObject.name === "edge-agent"
-        );
-        const createdOn = onSet.filter((e) => e.reason === "SuccessfulCreate")
-          .flatMap((e) =>
-            [...e.message.matchAll(/Created pod \S+ on node (\S+):/g)].map((m) => m[1])
+        // `kubectl describe ads` names a pod created on every node (creations folded into few
+        // SuccessfulCreate Events, the last within the controller's Event window: ADR 0038).
+        await eventually("a pod created on every node, told on the set", async () => {
+          const events = await kube.json<{
+            items: {
+              reason: string;
+              message: string;
+              involvedObject: { kind: string; name: string };
+            }[];
+          }>(["--namespace", ns, "get", "events"]);
+          const onSet = events.items.filter((e) =>
+            e.involvedObject.kind === "AdvancedDaemonSet" && e.involvedObject.name === "edge-agent"
           );
-        assertEquals(createdOn.sort(), [...target.nodes].sort());
+          const createdOn = onSet.filter((e) => e.reason === "SuccessfulCreate")
+            .flatMap((e) =>
+              [...e.message.matchAll(/Created pod \S+ on node (\S+):/g)].map((m) => m[1])
+            );
+          return JSON.stringify(createdOn.sort()) === JSON.stringify([...target.nodes].sort())
+            ? true
+            : undefined;
+        });
         // The selector is immutable, as a DaemonSet's: a changed one would hide every old pod
         // from the set and start a second pod on every node (issue 21). kubectl names the set
         // from the Status's details, as the API server gives them (issue 12).

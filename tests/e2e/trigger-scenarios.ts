@@ -18,6 +18,7 @@ import { withKruiseMode } from "../kruise/mode.ts";
 import { writtenStatus } from "../../api/written-status.ts";
 import type { SetKind } from "../../api/set-ref.ts";
 import type { KubeObject } from "../../kube/objects.ts";
+import { defaultEventWindowMs } from "../../controller/controller.ts";
 
 const image = (version: string) => `edgeroll.test/trigger-agent:${version}`;
 const app = "trigger-agent";
@@ -313,12 +314,16 @@ async function countingKubeconfig(kubeconfigPath: string, dir: string) {
  * The requests the controllers made of the API server so far (`edgeroll_kube_requests_total`),
  * by their labels (verb, resource, status), summed over the replicas.
  */
-async function kubeRequests(controllers: ControllerProcesses): Promise<Record<string, number>> {
+async function kubeRequests(
+  controllers: ControllerProcesses,
+  metric = "edgeroll_kube_requests_total",
+): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
+  const line = new RegExp(`^${metric}(?:\\{([^}]*)\\})? (\\d+)$`, "gm");
   for (const url of controllers.urls) {
     const text = await (await controllers.fetch(`${url}/metrics`)).text();
-    for (const m of text.matchAll(/^edgeroll_kube_requests_total\{([^}]*)\} (\d+)$/gm)) {
-      counts[m[1]] = (counts[m[1]] ?? 0) + Number(m[2]);
+    for (const m of text.matchAll(line)) {
+      counts[m[1] ?? ""] = (counts[m[1] ?? ""] ?? 0) + Number(m[2]);
     }
   }
   return counts;
@@ -343,8 +348,11 @@ function grown(before: Record<string, number>, after: Record<string, number>) {
   );
 }
 
-/** How long the writes must stay still to call the rollout's tail written: three of its ticks. */
-const SETTLED_MS = 3000;
+/**
+ * How long the writes must stay still to call the rollout's tail written: three of its ticks, and
+ * longer than the controllers hold a set's last Events before folding them into one (ADR 0038).
+ */
+const SETTLED_MS = Math.max(3000, defaultEventWindowMs + 1000);
 
 /**
  * Full ticks a converged fleet must take without a write, one a second to each replica. A
@@ -509,9 +517,13 @@ function triggerScenario(
           // Connections are reused: each carries many requests (client-node alone opened one per
           // request to a TLS server). Idle ones may close (undici's keep-alive timeout) and
           // reopen, so the bound is a ratio.
+          // A watch holds a connection of its own while open: the caches' are counted apart.
           const made = sum(await kubeRequests(controllers));
-          const opened = counted!.proxy.accepted;
-          console.log(JSON.stringify({ trigger: name, connections: opened, requests: made }));
+          const watches = sum(await kubeRequests(controllers, "edgeroll_kube_watches_total"));
+          const opened = counted!.proxy.accepted - watches;
+          console.log(
+            JSON.stringify({ trigger: name, connections: opened, watches, requests: made }),
+          );
           assertEquals(
             made >= 100 && opened * REQUESTS_PER_CONNECTION <= made,
             true,
