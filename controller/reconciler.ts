@@ -69,11 +69,19 @@ export type Reconcile = (ref: SetRef, options?: ReconcileOptions) => Promise<Rec
 
 /** Revisions (by set UID and hash) whose pods the API server admitted, remembered at most. */
 const maxAdmitted = 1_000;
+/** Sets whose last claim time is remembered: far above any cluster's count of sets. */
+const maxRemembered = 50_000;
+/**
+ * A status that only counts (pods ready, available, updated) is written at most this often
+ * while nothing is decided: each pod turning Ready would otherwise be a write (ADR 0038).
+ */
+export const countsIntervalMs = 1_000;
 
 export function createReconciler(deps: ReconcilerDeps): Reconcile {
   const maxConflicts = deps.maxConflicts ?? 3;
   const admitted = new RecentMap<string, true>(maxAdmitted);
-  const step: StepDeps = { ...deps, admitted };
+  const lastClaims = new RecentMap<string, EpochMillis>(maxRemembered);
+  const step: StepDeps = { ...deps, admitted, lastClaims };
   return async (ref, { dryRun = false } = {}) => {
     const started = performance.now();
     const log = deps.logger.with({ set: setKey(ref) });
@@ -114,6 +122,11 @@ interface StepDeps extends ReconcilerDeps {
    * not rollout state. Oldest forgotten first.
    */
   admitted: RecentMap<string, true>;
+  /**
+   * When each set's status was last written by this controller: a counts-only change waits
+   * until `countsIntervalMs` after it. Losing it costs a write, never a decision.
+   */
+  lastClaims: RecentMap<string, EpochMillis>;
 }
 
 /**
@@ -204,9 +217,13 @@ async function reconcileOnce(
     );
   }
 
-  const claim = await claimStatus(deps, ref, snapshot, plan, conflicts, log);
+  const claim = await claimStatus(deps, ref, snapshot, plan, now, conflicts, log);
   if (!claim) return undefined;
   phases.end("claim");
+  if (claim.deferredSeconds !== undefined) {
+    const requeueAfter = Math.min(plan.requeueAfterSeconds ?? Infinity, claim.deferredSeconds);
+    return { ...answer([], false), requeueAfter };
+  }
   const { reports, status } = await carryOut(deps, ref, snapshot, plan, now, claim, log, phases);
   if (claim.changed || reports.length > 0) {
     log.info("reconciled", {
@@ -227,6 +244,8 @@ interface Claim {
   stamped: Plan["status"];
   /** The set as the claim left it; undefined when nothing was written. */
   claimed?: KubeObject;
+  /** A counts-only change not written yet: look again in this many seconds. */
+  deferredSeconds?: number;
 }
 
 /**
@@ -238,18 +257,27 @@ async function claimStatus(
   ref: SetRef,
   snapshot: SnapshotRead,
   plan: Plan,
+  now: EpochMillis,
   conflicts: number,
   log: Logger,
 ): Promise<Claim | undefined> {
-  const changed = !deepEqual(
-    unstamped(plan.status),
-    unstamped(writtenStatus(ref.kind, snapshot.set as KubeObject)),
-  );
+  const written = writtenStatus(ref.kind, snapshot.set as KubeObject);
+  const changed = !deepEqual(unstamped(plan.status), unstamped(written));
+  const key = setKey(ref);
+  const sinceLast = now - (deps.lastClaims.get(key) ?? Number.NEGATIVE_INFINITY);
+  if (
+    changed && plan.actions.length === 0 && sinceLast < countsIntervalMs &&
+    deepEqual(decided(plan.status), decided(written))
+  ) {
+    const stamped = { ...plan.status, observedPodsVersion: snapshot.podsVersion };
+    return { changed: false, stamped, deferredSeconds: (countsIntervalMs - sinceLast) / 1000 };
+  }
   // What this plan saw of the pods, so no later reader plans from less (kube/cache.ts).
   const stamped = { ...plan.status, observedPodsVersion: snapshot.podsVersion };
   if (!changed) return { changed, stamped };
   try {
     const claimed = await deps.kube.claimStatus(ref.kind, snapshot.set as KubeObject, stamped);
+    deps.lastClaims.set(key, now);
     return { changed, stamped, claimed };
   } catch (err) {
     if (!isConflict(err)) throw err;
@@ -314,6 +342,35 @@ class PhaseTimer {
     this.spent[phase] = Math.round(now - this.#last);
     this.#last = now;
   }
+}
+
+/** What of a status only counts: it may wait (`countsIntervalMs`); the rest is decided. */
+const counts = new Set([
+  "currentNumberScheduled",
+  "numberMisscheduled",
+  "desiredNumberScheduled",
+  "numberReady",
+  "updatedNumberScheduled",
+  "numberAvailable",
+  "numberUnavailable",
+  "progress",
+]);
+
+/** A status's decisions: without its counts, its conditions without their messages and times. */
+function decided(status: unknown): unknown {
+  if (typeof status !== "object" || status === null) return status;
+  const rest = Object.entries(unstamped(status) as Record<string, unknown>)
+    .filter(([field]) => !counts.has(field));
+  return Object.fromEntries(rest.map(([field, value]) => [
+    field,
+    field === "conditions" && Array.isArray(value)
+      ? value.map((c: { type?: string; status?: string; reason?: string }) => [
+        c.type,
+        c.status,
+        c.reason,
+      ])
+      : value,
+  ]));
 }
 
 /** A status as the engine sees it: without the stamp the reconciler adds. */

@@ -307,3 +307,45 @@ Deno.test("a create whose answer was lost keeps its expectation: its pod may exi
   assertEquals(lost.expected, ["agent-node-0", "agent-node-1", "agent-node-2"]);
   assertEquals(lost.events, ["agent-node-0", "agent-node-2"]);
 });
+
+Deno.test("a status that only counts is written a second after the last write at the soonest; a decision at once", async () => {
+  let at = Date.UTC(2026, 0, 1);
+  let ready = 0;
+  let reason = "Updating";
+  await using h = harness({
+    nodes: 1,
+    deps: { clock: () => at },
+    plan: (snapshot) => {
+      const plan = onePodPerNode(snapshot);
+      const conditions = [{
+        type: "Complete",
+        status: "False" as const,
+        reason,
+        message: `${ready}`,
+      }];
+      return { ...plan, status: { ...plan.status, numberReady: ready, conditions }, conditions };
+    },
+  });
+  const stored = () =>
+    h.api.objects.advanceddaemonsets.get("edge/agent")!.status as { numberReady: number };
+  await h.request(path); // creates the pod: a claim
+  await h.controller.queue.idle();
+  const writes = () => h.api.writes.filter((w) => w === "update advanceddaemonsets/status").length;
+  const before = writes();
+  ready = 1;
+  at += 200;
+  const deferred = await (await h.request(path)).json();
+  assertEquals([deferred.claimed, writes(), stored().numberReady], [false, before, 0]);
+  assertEquals(deferred.requeueAfter > 0 && deferred.requeueAfter <= 1, true);
+  // A decision (a condition's reason) is written at once, counts with it.
+  reason = "Waiting";
+  const decided = await (await h.request(path)).json();
+  assertEquals([decided.claimed, writes(), stored().numberReady], [true, before + 1, 1]);
+  // Counts alone again: held until a second after that write, then written.
+  ready = 2;
+  at += 500;
+  assertEquals((await (await h.request(path)).json()).claimed, false);
+  at += 600;
+  assertEquals((await (await h.request(path)).json()).claimed, true);
+  assertEquals([writes(), stored().numberReady], [before + 2, 2]);
+});
