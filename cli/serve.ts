@@ -246,7 +246,7 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s] [--kruise] [--lease NAMESPACE/NAME [--lease-identity ID] [--lease-duration 15s]]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s] [--kruise] [--event-delay 0ms] [--lease NAMESPACE/NAME [--lease-identity ID] [--lease-duration 15s]]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
@@ -265,6 +265,7 @@ export const serveCommand: Command = {
     "request-timeout": { type: "string" },
     kruise: { type: "boolean" },
     lease: { type: "string" },
+    "event-delay": { type: "string" },
     "lease-identity": { type: "string" },
     "lease-duration": { type: "string" },
   },
@@ -293,6 +294,8 @@ export const serveCommand: Command = {
     }s)`,
     kruise:
       "also reconcile Kruise's DaemonSets (daemonsets.apps.kruise.io) and serve their conversion at /convert, in place of kruise-manager's DaemonSet controller (manifests/overlays/kruise-compat)",
+    "event-delay":
+      "wait this long before a change's reconcile, so a burst of changes folds into fewer steps (default: none)",
     lease:
       "do the work (watches, tick) only while holding this coordination.k8s.io Lease, e.g. edgeroll-system/edgeroll-controller; other replicas answer calls by a claim and take over when it expires",
     "lease-identity":
@@ -319,6 +322,7 @@ export const serveCommand: Command = {
       kruise: args.values.kruise === true,
       tls: certFile === undefined ? undefined : { certFile, keyFile: keyFile! },
       lease: leaseFromArgs(args),
+      eventDelayMs: optionalDuration(args, "event-delay"),
       limits: {
         bodyBytes: intOption(args, "max-body-bytes", defaultLimits.bodyBytes, { min: 1024 }),
         events: intOption(args, "max-events", defaultLimits.events, { min: 1 }),
@@ -342,6 +346,12 @@ export const serveCommand: Command = {
   },
 };
 
+/** A duration option in milliseconds, or undefined when not given. */
+function optionalDuration(args: ParsedArgs, flag: string): number | undefined {
+  const text = stringOption(args, flag);
+  return text === undefined ? undefined : parseDuration(text, flag);
+}
+
 /** `--lease NAMESPACE/NAME` and its identity and duration, or undefined without it. */
 function leaseFromArgs(args: ParsedArgs): ControllerOptions["lease"] {
   const lease = stringOption(args, "lease");
@@ -355,7 +365,7 @@ function leaseFromArgs(args: ParsedArgs): ControllerOptions["lease"] {
   }
   const match = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/.exec(lease);
   if (!match) throw new UsageError(`--lease ${lease}: expected NAMESPACE/NAME`);
-  const durationMs = duration === undefined ? undefined : parseDuration(duration, "lease-duration");
+  const durationMs = optionalDuration(args, "lease-duration");
   if (durationMs !== undefined && durationMs < 1000) {
     throw new UsageError("--lease-duration must be at least 1s");
   }
