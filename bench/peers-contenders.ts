@@ -165,8 +165,9 @@ const withEdgeroll: WithRunning = (cluster, body) =>
     (kubeconfig, proxy) =>
       withControllers(kubeconfig, {
         replicas: 2,
-        // As deployed: a CronJob posts /tick every minute, and the image's V8 flags.
-        serveArgs: ["--tick=60s", `--lease=${edgerollLease}`],
+        // As deployed: a CronJob posts /tick every minute, the base's event delay, and the
+        // image's V8 flags.
+        serveArgs: ["--tick=60s", `--lease=${edgerollLease}`, "--event-delay=150ms"],
         env: imageEnv(),
         logPath: `${cluster.logDir}/peers-edgeroll.log`,
       }, (controllers) => {

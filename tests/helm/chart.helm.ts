@@ -104,7 +104,7 @@ Deno.test("the chart renders the same objects as the kustomize directory each in
 Deno.test("a value the chart does not know how to install stops the render and names it", async () => {
   const out = await run(helm, ["template", "edgeroll", chart, "--set", "events.source=kafka"]);
   assertEquals(out.code, 1);
-  assertStringIncludes(out.stderr, 'events.source must be relay or knative, not "kafka"');
+  assertStringIncludes(out.stderr, 'events.source must be watch, relay or knative, not "kafka"');
 });
 
 Deno.test({
