@@ -16,7 +16,11 @@ export async function withRollingDashboard(
 ): Promise<void> {
   await kube.installCrd();
   await kube.createNamespace(ns);
-  await kube.apply(advancedDaemonSet(ns, "v1"));
+  // A wave waits two seconds for its pods to count as available: a rollout the stream can be
+  // seen turning (a warm controller rolls three kwok nodes in a fifth of a second, ADR 0038).
+  const set = advancedDaemonSet(ns, "v1");
+  (set.spec as Record<string, unknown>).minReadySeconds = 2;
+  await kube.apply(set);
   await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
     await completeOn(target, kube, ns, "v1");
     await withDashboard(
