@@ -4,10 +4,9 @@
  * or the controller's own cache reported it.
  */
 import { isManagedDaemonSet } from "../api/openyurt.ts";
-import { fnv1a64 } from "../api/hash.ts";
 import { nodeSchedulingView } from "../kube/objects.ts";
 import { parseSetKey, setKey, setKindOf, type SetRef } from "../api/set-ref.ts";
-import { RecentMap } from "../lib/recent-map.ts";
+import { Fingerprints } from "../kube/fingerprints.ts";
 import { pullForAnnotation } from "../api/image-pull.ts";
 
 /**
@@ -54,24 +53,16 @@ export interface ChangedObject {
  */
 export class NodeChanges {
   /** Names come from callers: at most this many are remembered, the least recently seen go. */
-  static readonly maxRemembered = 50_000;
-  /** A 64-bit hash of each fingerprint, not the fingerprint: a node's labels can be long. */
-  readonly #seen = new RecentMap<string, bigint>(NodeChanges.maxRemembered);
+  static readonly maxRemembered = Fingerprints.maxRemembered;
+  /** Each node's scheduling view, as a 64-bit hash: a node's labels can be long. */
+  readonly #seen = new Fingerprints();
 
   get size(): number {
     return this.#seen.size;
   }
 
   changed(node: ChangedObject, deleted: boolean): boolean {
-    const name = node.metadata.name;
-    if (deleted) {
-      this.#seen.delete(name);
-      return true;
-    }
-    const fingerprint = fnv1a64(JSON.stringify(nodeSchedulingView(node)));
-    const known = this.#seen.get(name);
-    this.#seen.set(name, fingerprint);
-    return known !== fingerprint;
+    return this.#seen.moved(node.metadata.name, nodeSchedulingView(node), deleted);
   }
 }
 

@@ -13,7 +13,6 @@
  * the cache after that change.
  */
 import type { Logger } from "../lib/log.ts";
-import { fnv1a64 } from "../api/hash.ts";
 import { pullSetLabel } from "../api/image-pull.ts";
 import {
   customSetResources,
@@ -24,7 +23,7 @@ import {
 } from "../api/set-ref.ts";
 import { kruiseApiVersion, kruiseKind } from "../api/kruise.ts";
 import { group, version } from "../api/advanced-daemonset.ts";
-import { RecentMap } from "../lib/recent-map.ts";
+import { Fingerprints } from "./fingerprints.ts";
 import type { Access, KubeApi } from "./api.ts";
 import {
   type KubeList,
@@ -59,9 +58,6 @@ const setTypes: Record<SetKind, { apiVersion: string; kind: string }> = {
   daemonsets: { apiVersion: "apps/v1", kind: "DaemonSet" },
   [kruiseSetKind]: { apiVersion: kruiseApiVersion, kind: kruiseKind },
 };
-
-/** Objects whose last sameness is remembered, per watch: far above any fleet's set count. */
-const maxRemembered = 50_000;
 
 export interface CacheChange {
   object: KubeObject;
@@ -163,10 +159,10 @@ class CollectionCache {
 }
 
 /**
- * A collection watched only for its changes, kept as nothing but a fingerprint of each object's
- * `sameness`: sets, whose reconcile reads them from the API server, and image pull pods. Every
- * list reports what it shows changed or gone, the first one everything, so a replica that
- * starts watching looks at every set once.
+ * A collection watched for its changes: each object's `sameness` is fingerprinted, and only a
+ * change of it is reported; the objects themselves are kept where asked (`keep`: the sets, which
+ * a reconcile reads from here). Every list reports what it shows changed, the first one
+ * everything, so a replica that starts watching looks at every set once.
  */
 class ChangeWatch {
   readonly #watch: RunningWatch;
@@ -183,7 +179,7 @@ class ChangeWatch {
     options: SnapshotCacheOptions & { keep?: boolean },
     onChange: (change: CacheChange) => void,
   ) {
-    const seen = new RecentMap<string, bigint>(maxRemembered);
+    const seen = new Fingerprints();
     const key = (o: KubeObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
     const report = (raw: KubeObject, deleted: boolean) => {
       const object = { ...raw, ...type };
@@ -192,14 +188,9 @@ class ChangeWatch {
         if (deleted) this.#objects.delete(k);
         else this.#objects.set(k, object);
       }
-      if (deleted) {
-        seen.delete(k);
-      } else {
-        const fingerprint = fnv1a64(JSON.stringify(sameness(object)));
-        if (seen.get(k) === fingerprint) return;
-        seen.set(k, fingerprint);
+      if (seen.moved(k, deleted ? undefined : sameness(object), deleted)) {
+        onChange({ object, deleted });
       }
-      onChange({ object, deleted });
     };
     this.#watch = startWatch(options.watch, {
       path,
@@ -213,7 +204,7 @@ class ChangeWatch {
         // Gone while the watch was down: forgotten, not reported (a deleted set has nothing
         // left to reconcile; its pods go with it).
         const present = new Set(listed.items.map(key));
-        for (const k of seen.keys()) if (!present.has(k)) seen.delete(k);
+        seen.forgetUnless((k) => present.has(k));
         for (const k of [...this.#objects.keys()]) if (!present.has(k)) this.#objects.delete(k);
         for (const object of listed.items) report(object, false);
         return listed.resourceVersion;

@@ -16,9 +16,8 @@ import {
 } from "../api/kruise.ts";
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { Logger } from "../lib/log.ts";
-import { fnv1a64 } from "../api/hash.ts";
 import { type KubeObject, nodeSchedulingView, setChangeView } from "../kube/objects.ts";
-import { RecentMap } from "../lib/recent-map.ts";
+import { Fingerprints } from "../kube/fingerprints.ts";
 import { pullForAnnotation } from "../api/image-pull.ts";
 import { type BearerToken, EventSender } from "./sender.ts";
 import {
@@ -65,9 +64,6 @@ interface Source {
    */
   sameness?: (object: KubeObject) => unknown;
 }
-
-/** Objects whose last trim is remembered, per source: far above any fleet's node count. */
-const maxRemembered = 50_000;
 
 const kruiseSource: Source = {
   path: `/apis/${kruiseGroup}/${kruiseStorageVersion}/${kruisePlural}`,
@@ -162,11 +158,8 @@ export function startRelay(options: RelayOptions): RunningRelay {
   const watchFn = options.watch ?? clientNodeWatch(options.kubeConfig);
   const sources = sourcesOf(options.kruise ?? false);
   const watches = sources.map((source) => {
-    /**
-     * A 64-bit hash of what was last sent, by object, for sources where its sameness is
-     * nothing; bounded, since a DELETED missed across a relist would leave its entry behind.
-     */
-    const lastSent = new RecentMap<string, bigint>(maxRemembered);
+    /** What was last sent, by object, for sources where its sameness is nothing. */
+    const lastSent = new Fingerprints();
     return startWatch(watchFn, {
       path: source.path,
       logger,
@@ -178,12 +171,10 @@ export function startRelay(options: RelayOptions): RunningRelay {
         const { namespace, name } = object.metadata;
         // Kruise's DaemonSet and apps/v1's share a kind: the path tells them apart.
         const key = `${source.path}/${namespace ?? ""}/${name}`;
-        if (source.sameness) {
-          const fingerprint = fnv1a64(JSON.stringify(source.sameness(object)));
-          if (type === "DELETED") lastSent.delete(key);
-          else if (lastSent.get(key) === fingerprint) return;
-          else lastSent.set(key, fingerprint);
-        }
+        if (
+          source.sameness &&
+          !lastSent.moved(key, source.sameness(object), type === "DELETED")
+        ) return;
         sender.send(key, {
           type: ceType[type],
           subject: subjectOf(source.path, namespace, name),
