@@ -13,13 +13,19 @@ export async function withRollingDashboard(
   ns: string,
   /** The dashboard's base URL, and its page of the set. */
   body: (url: string, setPath: string) => Promise<void>,
+  /**
+   * How long a wave waits for its pods to count as available: a few nodes roll faster than the
+   * stream shows a tile turning (a warm controller rolls three kwok nodes in a fifth of a second,
+   * ADR 0038). None by default.
+   */
+  minReadySeconds?: number,
 ): Promise<void> {
   await kube.installCrd();
   await kube.createNamespace(ns);
-  // A wave waits two seconds for its pods to count as available: a rollout the stream can be
-  // seen turning (a warm controller rolls three kwok nodes in a fifth of a second, ADR 0038).
   const set = advancedDaemonSet(ns, "v1");
-  (set.spec as Record<string, unknown>).minReadySeconds = 2;
+  if (minReadySeconds !== undefined) {
+    (set.spec as Record<string, unknown>).minReadySeconds = minReadySeconds;
+  }
   await kube.apply(set);
   await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
     await completeOn(target, kube, ns, "v1");

@@ -91,6 +91,6 @@ export const dashboardScenario: Scenario = {
       ]);
       assertEquals(set.spec.updateStrategy.rollingUpdate.paused, true);
       await kube.run(["--namespace", ns, "delete", "ads", "edge-agent", "--wait=false"]);
-    });
+    }, 2);
   },
 };
