@@ -72,8 +72,9 @@ const maxAdmitted = 1_000;
 /** Sets whose last claim time is remembered: far above any cluster's count of sets. */
 const maxRemembered = 50_000;
 /**
- * A status that only counts (pods ready, available, updated) is written at most this often
- * while nothing is decided: each pod turning Ready would otherwise be a write (ADR 0038).
+ * A status that only counts (pods ready, available, updated) or only forgets expectations is
+ * written at most this often while nothing is decided: each pod turning Ready, and each pod
+ * seen created or deleted as expected, would otherwise be a write (ADR 0038).
  */
 export const countsIntervalMs = 1_000;
 
@@ -267,7 +268,7 @@ async function claimStatus(
   const sinceLast = now - (deps.lastClaims.get(key) ?? Number.NEGATIVE_INFINITY);
   if (
     changed && plan.actions.length === 0 && sinceLast < countsIntervalMs &&
-    deepEqual(decided(plan.status), decided(written))
+    mayWait(plan.status, written)
   ) {
     const stamped = { ...plan.status, observedPodsVersion: snapshot.podsVersion };
     return { changed: false, stamped, deferredSeconds: (countsIntervalMs - sinceLast) / 1000 };
@@ -356,11 +357,31 @@ const counts = new Set([
   "progress",
 ]);
 
-/** A status's decisions: without its counts, its conditions without their messages and times. */
+/**
+ * Whether `next` differs from the `written` status only in what may wait: counts, conditions'
+ * messages and times, and expectations it no longer holds. The engine forgets an expectation
+ * once the pod is seen as expected or its deadline has passed; a reader of the written one finds
+ * the same and plans alike, so forgetting it is no decision. A new expectation always is.
+ */
+function mayWait(next: unknown, written: unknown): boolean {
+  const before = expectationsOf(written);
+  return expectationsOf(next).every((e) => before.some((b) => deepEqual(b, e))) &&
+    deepEqual(decided(next), decided(written));
+}
+
+function expectationsOf(status: unknown): unknown[] {
+  const expectations = (status as { expectations?: unknown } | undefined)?.expectations;
+  return Array.isArray(expectations) ? expectations : [];
+}
+
+/**
+ * A status's decisions: without its counts and expectations (compared by `mayWait`), its
+ * conditions without their messages and times.
+ */
 function decided(status: unknown): unknown {
   if (typeof status !== "object" || status === null) return status;
   const rest = Object.entries(unstamped(status) as Record<string, unknown>)
-    .filter(([field]) => !counts.has(field));
+    .filter(([field]) => !counts.has(field) && field !== "expectations");
   return Object.fromEntries(rest.map(([field, value]) => [
     field,
     field === "conditions" && Array.isArray(value)

@@ -349,3 +349,31 @@ Deno.test("a status that only counts is written a second after the last write at
   assertEquals((await (await h.request(path)).json()).claimed, true);
   assertEquals([writes(), stored().numberReady], [before + 2, 2]);
 });
+
+Deno.test("an expectation seen met is forgotten in the status a second after the last write at the soonest", async () => {
+  let at = Date.UTC(2026, 0, 1);
+  // One condition throughout: what changes after the create is the expectation alone.
+  const conditions = [{ type: "Progressing", status: "True" as const }];
+  await using h = harness({
+    nodes: 1,
+    deps: { clock: () => at },
+    plan: (snapshot) => {
+      const plan = withExpectations(snapshot);
+      return { ...plan, status: { ...plan.status, conditions }, conditions };
+    },
+  });
+  const expected = () =>
+    (h.api.objects.advanceddaemonsets.get("edge/agent")!.status as Plan["status"]).expectations
+      ?.map((e) => e.pod);
+  const created = await (await h.request(path)).json(); // creates the pod: a claim with its expectation
+  await h.controller.queue.idle();
+  assertEquals([created.claimed, expected()], [true, ["agent-node-0"]]);
+  // The pod is there: the plan forgets the expectation, which waits like a count.
+  at += 200;
+  const held = await (await h.request(path)).json();
+  assertEquals([held.claimed, expected()], [false, ["agent-node-0"]]);
+  assertEquals(held.requeueAfter > 0 && held.requeueAfter <= 1, true);
+  at += 900;
+  assertEquals((await (await h.request(path)).json()).claimed, true);
+  assertEquals(expected(), []);
+});
