@@ -12,6 +12,7 @@ import type { Fleet } from "../cli/dashboard/fleet.ts";
 import { type SetView, type Tile, type TileState, tileStates } from "../cli/dashboard/tiles.ts";
 import { nodeDriver } from "../tests/browser/driver.ts";
 import { markdownTable } from "./markdown-table.ts";
+import { median } from "./stats.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -76,7 +77,6 @@ const app = createDashboardApp({
 });
 const path = "/sets/advanceddaemonsets/bench/agent";
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const timed = async <T>(run: () => Promise<T> | T) => {
   const start = performance.now();
   const value = await run();

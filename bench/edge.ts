@@ -25,6 +25,7 @@ import { type SimProcess, statusKiB, withSimProcess } from "../tests/processes.t
 import { Kube } from "../tests/e2e/kube.ts";
 import { seedOtaUpgrade } from "../tests/edge-ota.ts";
 import { markdownTable } from "./markdown-table.ts";
+import { median } from "./stats.ts";
 
 const buildScript = new URL("../edge/build.sh", import.meta.url).pathname;
 const NODE = "edge-1";
@@ -116,11 +117,6 @@ export function readResident(pid: number): Resident {
   const kib = statusKiB(pid, ["VmRSS", "RssAnon", "RssFile", "VmHWM"]);
   if (kib === undefined) throw new Error(`process ${pid} has exited`);
   return { rss: kib.VmRSS, anon: kib.RssAnon, file: kib.RssFile, hwm: kib.VmHWM };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -7,10 +7,13 @@
  * `podReadyDelayMs` after its bind and deletes one at once, so the physical minimum of a rollout
  * is its waves times that delay. Prints a Markdown table, writes JSON to bench/results/; fails
  * only when the bench itself cannot run (a set that never converges, a watch that ends).
+ * Every contender runs `--runs` times (3 by default, round after round on the same fleet, so a
+ * drift of the machine spreads over all of them); a second table gives each figure's median and
+ * its range over the runs, the figures a comparison of the contenders is judged on.
  *
  *   deno task bench:peers [--nodes 1000] [--only kcm,kruise,edgeroll,edgeroll-surge,openyurt]
  *                         [--cut-percent 5] [--cut-only kcm,kruise,edgeroll] [--keep-logs]
- *                         [--pod-ready-seconds 2]
+ *                         [--pod-ready-seconds 2] [--runs 3]
  */
 import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
@@ -24,6 +27,7 @@ import { kubectl, kubectlJson } from "../cluster/kubectl.ts";
 import { setNodeLink } from "../cluster/node-link.ts";
 import { sleep } from "../cluster/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
+import { median } from "./stats.ts";
 import {
   type BenchCluster,
   type Contender,
@@ -49,11 +53,13 @@ const { values: flags } = parseArgs({
     "cut-only": { type: "string", default: "kcm,kruise,edgeroll" },
     "keep-logs": { type: "boolean", default: false },
     "pod-ready-seconds": { type: "string", default: "2" },
+    runs: { type: "string", default: "3" },
   },
   strict: true,
 });
 const nodeCount = Number(flags.nodes);
 const cutPercent = Number(flags["cut-percent"]);
+const runs = Number(flags.runs);
 const chosen = (list: string) =>
   list.split(",").filter(Boolean).map((key) => {
     if (!(key in contenders)) {
@@ -63,11 +69,11 @@ const chosen = (list: string) =>
   });
 if (
   !Number.isInteger(nodeCount) || nodeCount < 10 || !(cutPercent >= 0 && cutPercent < 50) ||
-  !(Number(flags["pod-ready-seconds"]) > 0)
+  !(Number(flags["pod-ready-seconds"]) > 0) || !Number.isInteger(runs) || runs < 1 || runs > 9
 ) {
   console.error(
     "bench:peers: --nodes must be an integer ≥ 10, --cut-percent in [0, 50), " +
-      "--pod-ready-seconds above 0",
+      "--pod-ready-seconds above 0, --runs an integer in [1, 9]",
   );
   Deno.exit(2);
 }
@@ -82,6 +88,8 @@ const progress = (message: string) =>
   console.error(`[peers ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
 interface Row {
+  /** Which round of `--runs` measured it, from 1. */
+  run: number;
   contender: string;
   row: string;
   nodes: number;
@@ -143,6 +151,7 @@ const imagePatch = (image: string) =>
 
 /** What one contender's rows share: its processes, its set's namespace and the watch of it. */
 interface Stage {
+  run: number;
   cluster: BenchCluster;
   key: string;
   running: Running;
@@ -155,7 +164,7 @@ interface Stage {
  * for a contender that stalls), and what the contender did in it.
  */
 async function measureUpdate(stage: Stage, image: string, cut: string[]): Promise<Row> {
-  const { cluster, key, running, namespace, watch } = stage;
+  const { run, cluster, key, running, namespace, watch } = stage;
   const contender = contenders[key];
   const { kubeconfigPath, nodes } = cluster.state;
   const connected = nodes.filter((n) => !cut.includes(n));
@@ -181,6 +190,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
   const bytesRead = running.bytesRead() - bytesBefore;
   await sleep(3000); // the audit log's batches are written within a second
   const row: Row = {
+    run,
     contender: key,
     row: contender.row,
     nodes: nodes.length,
@@ -205,7 +215,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
   };
   progress(
-    `${key}${cut.length ? ` (${cut.length} cut)` : ""}: ` +
+    `run ${run}, ${key}${cut.length ? ` (${cut.length} cut)` : ""}: ` +
       `${completed ? "rolled out" : "stalled"} on ${watch.updated}/${connected.length} ` +
       `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s)`,
   );
@@ -217,12 +227,18 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
  * v1 and converged, rolled to v2 on the whole fleet, then, if `cut` names nodes, rolled to v3 with
  * them cut off (healed after). The set's namespace is deleted once the contender has stopped.
  */
-async function measureContender(cluster: BenchCluster, key: string, cut: string[], rows: Row[]) {
+async function measureContender(
+  run: number,
+  cluster: BenchCluster,
+  key: string,
+  cut: string[],
+  rows: Row[],
+) {
   const { kubeconfigPath } = cluster.state;
   const namespace = `peers-${key}`;
   await kubectl(kubeconfigPath, ["create", "namespace", namespace]);
   try {
-    await runContender(cluster, key, namespace, cut, rows);
+    await runContender(run, cluster, key, namespace, cut, rows);
   } finally {
     if (cut.length) await setLinks(kubeconfigPath, cut, "reconnect");
     await kubectl(kubeconfigPath, [
@@ -237,6 +253,7 @@ async function measureContender(cluster: BenchCluster, key: string, cut: string[
 
 /** The contender's processes for its rows, which it adds to `rows` as it measures them. */
 async function runContender(
+  run: number,
   cluster: BenchCluster,
   key: string,
   namespace: string,
@@ -261,7 +278,7 @@ async function runContender(
         throw new Error(`${contender.row}: v1 on ${watch.updated}/${nodes.length} nodes in 15 min`);
       }
       progress(`${key}: v1 on every node`);
-      const stage = { cluster, key, running, namespace, watch };
+      const stage = { run, cluster, key, running, namespace, watch };
       rows.push(await measureUpdate(stage, `${peerApp}:v2`, []));
       if (cut.length) {
         await setLinks(kubeconfigPath, cut, "disconnect");
@@ -275,9 +292,12 @@ async function runContender(
 }
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
-function printTable(rows: Row[]) {
+/** One run's table: every row as measured. */
+function printRuns(rows: Row[]) {
   const header = [
+    "run",
     "contender",
     "cut",
     "updated",
@@ -294,6 +314,7 @@ function printTable(rows: Row[]) {
     "max unavailable / budget",
   ];
   const cells = rows.map((r) => [
+    String(r.run),
     r.row,
     String(r.cut),
     `${r.updated}/${r.target}${r.completed ? "" : " (stalled)"}`,
@@ -305,11 +326,69 @@ function printTable(rows: Row[]) {
     String(r.requests.conflicts),
     mib(r.bytesRead),
     r.cpuSeconds.toFixed(1),
-    `${Math.max(...r.peakRssMiB).toFixed(0)}, ${
-      r.peakRssMiB.reduce((a, b) => a + b, 0).toFixed(0)
-    }`,
+    `${Math.max(...r.peakRssMiB).toFixed(0)}, ${sum(r.peakRssMiB).toFixed(0)}`,
     r.standbyPeakRssMiB.length ? r.standbyPeakRssMiB.map((m) => m.toFixed(0)).join(", ") : "—",
     `${r.maxUnavailable} / ${r.budgetUnavailable}`,
+  ]);
+  console.log(markdownTable(header, cells));
+}
+
+/** The figures a contender is judged on, each a number of one row. */
+const figures: { name: string; of: (r: Row) => number; digits: number }[] = [
+  { name: "wall s", of: (r) => r.wallSeconds, digits: 1 },
+  { name: "× minimum", of: (r) => r.wallSeconds / r.minimumSeconds, digits: 2 },
+  { name: "writes / node", of: (r) => r.requests.writes / Math.max(1, r.updated), digits: 2 },
+  { name: "409s", of: (r) => r.requests.conflicts, digits: 0 },
+  { name: "MiB read", of: (r) => r.bytesRead / 2 ** 20, digits: 1 },
+  { name: "CPU s", of: (r) => r.cpuSeconds, digits: 1 },
+  { name: "peak RSS MiB, summed", of: (r) => sum(r.peakRssMiB), digits: 0 },
+  { name: "standby RSS MiB", of: (r) => sum(r.standbyPeakRssMiB), digits: 0 },
+];
+
+/** A contender's rows over the runs: with the same nodes cut, in the order first measured. */
+function groupsOf(rows: Row[]): Row[][] {
+  const groups = new Map<string, Row[]>();
+  for (const row of rows) {
+    const key = `${row.contender}/${row.cut}`;
+    groups.set(key, [...groups.get(key) ?? [], row]);
+  }
+  return [...groups.values()];
+}
+
+/** Each figure's median over the runs, with its lowest and highest. */
+function mediansOf(rows: Row[]) {
+  return groupsOf(rows).map((group) => ({
+    contender: group[0].contender,
+    row: group[0].row,
+    cut: group[0].cut,
+    runs: group.length,
+    completed: group.filter((r) => r.completed).length,
+    maxUnavailable: Math.max(...group.map((r) => r.maxUnavailable)),
+    budgetUnavailable: group[0].budgetUnavailable,
+    figures: Object.fromEntries(figures.map(({ name, of }) => {
+      const values = group.map(of);
+      return [name, { median: median(values), min: Math.min(...values), max: Math.max(...values) }];
+    })),
+  }));
+}
+
+function printMedians(medians: ReturnType<typeof mediansOf>) {
+  const header = [
+    "contender",
+    "cut",
+    "completed",
+    ...figures.map((f) => `${f.name}: median (range)`),
+    "max unavailable / budget",
+  ];
+  const cells = medians.map((m) => [
+    m.row,
+    String(m.cut),
+    `${m.completed}/${m.runs}`,
+    ...figures.map(({ name, digits }) => {
+      const { median, min, max } = m.figures[name];
+      return `${median.toFixed(digits)} (${min.toFixed(digits)}–${max.toFixed(digits)})`;
+    }),
+    `${m.maxUnavailable} / ${m.budgetUnavailable}`,
   ]);
   console.log(markdownTable(header, cells));
 }
@@ -354,25 +433,30 @@ async function main() {
     const stride = cutCount > 0 ? Math.floor(nodeCount / cutCount) : 1;
     const cut = state.nodes.filter((_, i) => i % stride === 0).slice(0, cutCount);
     const rows: Row[] = [];
-    const failures: { contender: string; error: string }[] = [];
-    for (const key of only) {
-      try {
-        await measureContender(cluster, key, cutOnly.includes(key) ? cut : [], rows);
-      } catch (err) {
-        // One contender that cannot run leaves the others' rows; its error is printed with them.
-        const error = err instanceof Error ? err.message : String(err);
-        progress(`${key} failed: ${error}`);
-        failures.push({ contender: key, error });
+    const failures: { run: number; contender: string; error: string }[] = [];
+    for (let run = 1; run <= runs; run++) {
+      for (const key of only) {
+        try {
+          await measureContender(run, cluster, key, cutOnly.includes(key) ? cut : [], rows);
+        } catch (err) {
+          // One contender that cannot run leaves the others' rows; its error is printed with them.
+          const error = err instanceof Error ? err.message : String(err);
+          progress(`run ${run}, ${key} failed: ${error}`);
+          failures.push({ run, contender: key, error });
+        }
       }
     }
-    // Whole-fleet rows first, then the cut ones, each group in the contenders' order.
-    rows.sort((a, b) => Math.sign(a.cut) - Math.sign(b.cut));
+    // Whole-fleet rows first, then the cut ones, each group in the contenders' order, by run.
+    rows.sort((a, b) => Math.sign(a.cut) - Math.sign(b.cut) || a.run - b.run);
+    const medians = mediansOf(rows);
     const result = {
       failures,
       date: new Date().toISOString(),
       machine: machine(),
       nodes: nodeCount,
       podReadyDelayMs,
+      runs,
+      medians,
       rows,
     };
     await Deno.mkdir(new URL("results/", import.meta.url), { recursive: true });
@@ -389,9 +473,11 @@ async function main() {
           result.date.slice(0, 10)
         } (${result.machine.cores} cores)\n`,
     );
-    printTable(rows);
-    for (const { contender, error } of failures) {
-      console.log(`\n${contender} did not run: ${error}`);
+    printRuns(rows);
+    console.log(`\nEach figure's median over ${runs} run(s), and its range\n`);
+    printMedians(medians);
+    for (const { run, contender, error } of failures) {
+      console.log(`\n${contender} did not run in run ${run}: ${error}`);
     }
     progress(`written ${out.pathname}`);
     if (flags["keep-logs"]) progress(`the contenders' logs and the audit log: ${logDir}`);
