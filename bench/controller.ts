@@ -3,7 +3,8 @@
  * process (tests/processes.ts), talking HTTP. Measures the API requests and latency of one
  * reconcile of a converged set and the resident memory of serve and relay (with the image's
  * V8 flags) at 1,000 and 5,000 nodes, and the wall time of a rollout at 1,000 nodes against
- * its theoretical minimum. Prints tables; never fails.
+ * its theoretical minimum; and the serverless shape: a `serve --no-cache` started cold for one
+ * call, timed from exec to its answer, with its peak memory. Prints tables; never fails.
  *
  *   deno run -A bench/controller.ts [--quick] [--nodes N]
  */
@@ -12,7 +13,16 @@ import { markdownTable } from "./markdown-table.ts";
 import { getJson, installAdvancedDaemonSetCrd, setSpeed, untilRolledOut } from "./sim-rollout.ts";
 import { DEFAULT_DURATIONS } from "../sim/cluster/context.ts";
 import { createAgentSet, setAgentImage } from "../tests/controller-on-sim.ts";
-import { imageEnv, residentMiB, withEdgeroll, withSimProcess } from "../tests/processes.ts";
+import { freePort } from "../cluster/processes.ts";
+import {
+  imageEnv,
+  residentMiB,
+  spawnMain,
+  stop,
+  withEdgeroll,
+  withSimProcess,
+} from "../tests/processes.ts";
+import { median } from "./stats.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -40,11 +50,69 @@ const restMs = 20_000;
 
 interface Measured {
   steady: string[];
+  cold: string[];
   rollout?: string[];
 }
 
+/**
+ * The serverless shape: `serve --no-cache` started for one call, as a scale-from-zero platform
+ * does (the image's V8 flags), asked whether it is ready every 5 ms, then to reconcile; each
+ * process is stopped before the next starts. Exec to ready, exec to the call's answer, and the
+ * process's peak resident memory, over `runs` processes.
+ */
+async function coldCalls(kubeconfigPath: string, runs: number) {
+  const dir = await Deno.makeTempDir({ prefix: "edgeroll-cold-" });
+  const token = crypto.randomUUID();
+  await Deno.writeTextFile(`${dir}/token`, token);
+  const ready: number[] = [];
+  const answered: number[] = [];
+  const peak: number[] = [];
+  try {
+    for (let i = 0; i < runs; i++) {
+      const port = freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const started = performance.now();
+      const child = spawnMain([
+        "serve",
+        "--no-cache",
+        "--host=127.0.0.1",
+        `--port=${port}`,
+        `--kubeconfig=${kubeconfigPath}`,
+        `--token-file=${dir}/token`,
+      ], imageEnv());
+      try {
+        for (;;) {
+          const response = await fetch(`${url}/readyz`).catch(() => undefined);
+          await response?.body?.cancel();
+          if (response?.ok) break;
+          if (performance.now() - started > 30_000) throw new Error("serve did not start in 30 s");
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        ready.push(performance.now() - started);
+        const response = await fetch(`${url}${reconcilePath}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}` },
+        });
+        await response.body?.cancel();
+        if (response.status !== 200) throw new Error(`cold reconcile answered ${response.status}`);
+        answered.push(performance.now() - started);
+        peak.push(residentMiB(child.pid, "VmHWM")!);
+      } finally {
+        await stop([child]);
+      }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  const range = (xs: number[], digits: number) =>
+    `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${
+      Math.max(...xs).toFixed(digits)
+    })`;
+  return [range(ready, 0) + " ms", range(answered, 0) + " ms", range(peak, 0) + " MiB"];
+}
+
 async function measure(nodes: number, rollout: boolean): Promise<Measured> {
-  const result: Measured = { steady: [] };
+  const result: Measured = { steady: [], cold: [] };
   // The fleet is created fast (speed 10); the steady state is measured at speed 1 (realistic
   // heartbeats), the rollout at `rolloutSpeed`.
   await withSimProcess({ nodes, zones: 4, speed: 10 }, async (sim) => {
@@ -96,6 +164,8 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
         `${memory("VmHWM")} MiB`,
       ];
 
+      result.cold = [String(nodes), ...await coldCalls(sim.kubeconfigPath, quick ? 3 : 5)];
+
       if (rollout) {
         await setSpeed(sim, rolloutSpeed);
         const started = performance.now();
@@ -139,6 +209,9 @@ const steadyHeader = [
   `resident ${restMs / 1000} s at rest, serve / relay`,
   "peak so far, serve / relay",
 ];
+const coldTitle =
+  "serverless: `serve --no-cache` started cold for one reconcile of the converged set (median, range)";
+const coldHeader = ["nodes", "exec → ready", "exec → reconcile answered", "peak resident"];
 const rolloutTitle =
   `controller: rollout wall time against waves × (terminate + pull + start) / speed (${rolloutSpeed})`;
 const rolloutHeader = [
@@ -152,16 +225,19 @@ const rolloutHeader = [
   "peak resident, serve / relay",
 ];
 const steady: string[][] = [];
+const colds: string[][] = [];
 const rollouts: string[][] = [];
 for (const nodes of sizes) {
   try {
     const m = await measure(nodes, nodes === sizes[0]);
     steady.push(m.steady);
+    colds.push(m.cold);
     if (m.rollout) rollouts.push(m.rollout);
   } catch (err) {
     steady.push([String(nodes), (err as Error).message, ...steadyHeader.slice(2).map(() => "")]);
   }
   // Printed after each size, so a long run shows what it has.
   table(steadyTitle, steadyHeader, steady);
+  if (colds.length > 0) table(coldTitle, coldHeader, colds);
   if (rollouts.length > 0) table(rolloutTitle, rolloutHeader, rollouts);
 }
