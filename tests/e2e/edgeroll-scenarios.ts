@@ -299,11 +299,15 @@ const refusedTemplateScenario: Scenario = {
   },
 };
 
-/** Requests the controller has made of the API server so far, all verbs. */
-async function requestsMade(url: string): Promise<number> {
+/**
+ * Requests the controller has made of the API server so far that were answered `code`: all verbs,
+ * retries included.
+ */
+async function requestsAnswered(url: string, code: number): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  return [...text.matchAll(/^edgeroll_kube_requests_total\{[^}]*\} (\d+)$/gm)]
-    .reduce((n, m) => n + Number(m[1]), 0);
+  return [...text.matchAll(/^edgeroll_kube_requests_total\{([^}]*)\} (\d+)$/gm)]
+    .filter((m) => m[1].includes(`code="${code}"`))
+    .reduce((n, m) => n + Number(m[2]), 0);
 }
 
 /**
@@ -341,16 +345,19 @@ const deletedSetScenario: Scenario = {
             ? true
             : undefined;
         });
-        const before = await requestsMade(edgeroll.url);
+        // What a gone set costs is asked of the API server and answered 404. Only those are
+        // counted: in the suite, other scenarios' sets (in their own namespaces, watched by this
+        // controller too) are busy meanwhile, and their requests are no loop of this one's.
+        const before = await requestsAnswered(edgeroll.url, 404);
         // Pod changes that name the gone set, as a node's status updates would bring.
         for (const pod of await kube.pods(ns, "app=edge-agent")) {
           await kube.run(["--namespace", ns, "label", "pod", pod.metadata.name, "touched=1"]);
         }
         await new Promise((resolve) => setTimeout(resolve, 20_000));
-        const made = await requestsMade(edgeroll.url) - before;
-        // A resync's lists and a GET of the set per backoff step (0.5, 1, 2, 4, 8 s…): no loop.
-        console.log(JSON.stringify({ deletedSetRequestsIn20s: made }));
-        assertEquals(made <= 30, true, `${made} requests in 20 s`);
+        const made = await requestsAnswered(edgeroll.url, 404) - before;
+        // A GET of the set per backoff step (0.5, 1, 2, 4, 8 s…): no loop.
+        console.log(JSON.stringify({ deletedSetNotFoundIn20s: made }));
+        assertEquals(made >= 1 && made <= 30, true, `${made} requests answered 404 in 20 s`);
       });
     } finally {
       await release();
