@@ -1,6 +1,6 @@
 import { assertEquals, assertThrows } from "@std/assert";
 import { type Command, intOption, parseCommandArgs, UsageError } from "./command.ts";
-import { main } from "../main.ts";
+import { allCommands, main } from "../main.ts";
 
 const probe: Command = {
   name: "probe",
@@ -41,4 +41,24 @@ Deno.test("an unknown command exits non-zero", async () => {
     console.error = original;
   }
   assertEquals(String(errors[0]).includes('unknown command "no-such-command"'), true);
+});
+
+Deno.test("every command the overview lists runs by its name (each is loaded when it runs)", async () => {
+  const printed: string[] = [];
+  const original = console.log;
+  console.log = (...a: unknown[]) => printed.push(a.join(" "));
+  const codes: Record<string, number> = {};
+  try {
+    for (const command of await allCommands()) {
+      codes[command.name] = await main([command.name, "--help"]);
+    }
+  } finally {
+    console.log = original;
+  }
+  assertEquals(Object.keys(codes).length >= 17, true);
+  assertEquals(Object.entries(codes).filter(([, code]) => code !== 0), []);
+  assertEquals(
+    printed.every((text, i) => text.startsWith(`usage: edgeroll ${Object.keys(codes)[i]}`)),
+    true,
+  );
 });
