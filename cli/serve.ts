@@ -352,6 +352,24 @@ function optionalDuration(args: ParsedArgs, flag: string): number | undefined {
   return text === undefined ? undefined : parseDuration(text, flag);
 }
 
+/**
+ * A replica's name in the Lease when neither `--lease-identity` nor POD_NAME gives one. The host
+ * name needs --allow-sys, which the image does not grant: say what to pass instead.
+ */
+function hostIdentity(): string {
+  try {
+    return `${Deno.hostname()}-${Deno.pid}`;
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotCapable || err instanceof Deno.errors.PermissionDenied)) {
+      throw err;
+    }
+    throw new UsageError(
+      "--lease needs this replica's name: pass --lease-identity, set POD_NAME (the manifests " +
+        "set it from the pod's name), or grant --allow-sys=hostname for the host name",
+    );
+  }
+}
+
 /** `--lease NAMESPACE/NAME` and its identity and duration, or undefined without it. */
 function leaseFromArgs(args: ParsedArgs): ControllerOptions["lease"] {
   const lease = stringOption(args, "lease");
@@ -372,7 +390,7 @@ function leaseFromArgs(args: ParsedArgs): ControllerOptions["lease"] {
   return {
     namespace: match[1],
     name: match[3],
-    identity: identity ?? Deno.env.get("POD_NAME") ?? `${Deno.hostname()}-${Deno.pid}`,
+    identity: identity ?? Deno.env.get("POD_NAME") ?? hostIdentity(),
     times: durationMs === undefined ? undefined : leaseTimesFor(durationMs),
   };
 }
