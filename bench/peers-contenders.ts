@@ -3,7 +3,8 @@
  * cluster/: kube-controller-manager's DaemonSet controller (a kube-controller-manager of its
  * own, `--controllers=daemonset`, while the cluster's runs every other controller),
  * kruise-manager (out of cluster, ADR 0030), and edgeroll (two `serve` replicas, one holding the
- * Lease and doing the work, ADR 0038).
+ * Lease and doing the work, ADR 0038); and the floor, a bare executor with no controller logic
+ * (`bench/floor-executor.ts`).
  * Each talks to the API server through a forwarder of its own (its bytes read) as a user of its
  * own (its requests in the audit log), and each row names the set it rolls.
  */
@@ -57,6 +58,9 @@ export interface Contender {
 }
 
 const app = "peer-agent";
+
+/** The namespace a contender's set lives in. */
+export const contenderNamespace = (key: string) => `peers-${key}`;
 const kcmUser = "peers-kube-controller-manager";
 const budget = { maxUnavailablePercent: 10, maxSurgePercent: 0 };
 
@@ -191,6 +195,35 @@ const withEdgeroll: WithRunning = (cluster, body) =>
       }),
   );
 
+/** The floor: `bench/floor-executor.ts` as its own user, rolling the set of `contenderNamespace("floor")`. */
+const withFloorExecutor: WithRunning = (cluster, body) =>
+  withOwnWay(
+    cluster,
+    "peers-floor",
+    "/O=system:masters/CN=peers-floor",
+    async (kubeconfig, proxy) => {
+      const started = await startDetached(
+        "floor-executor",
+        Deno.execPath(),
+        [
+          "run",
+          "-A",
+          new URL("floor-executor.ts", import.meta.url).pathname,
+          `--kubeconfig=${kubeconfig}`,
+          `--namespace=${contenderNamespace("floor")}`,
+          `--name=${app}`,
+          `--max-unavailable-percent=${budget.maxUnavailablePercent}`,
+        ],
+        `${cluster.logDir}/peers-floor.log`,
+      );
+      try {
+        await body({ pids: [started.pid], bytesRead: () => proxy.bytesRead });
+      } finally {
+        await stopProcesses([started]);
+      }
+    },
+  );
+
 /** OpenYurt's split: the DaemonSet controller creates pods, edgeroll deletes old ones. */
 const withDaemonSetControllerAndEdgeroll: WithRunning = (cluster, body) =>
   withDaemonSetController(cluster, (kcm) =>
@@ -293,6 +326,25 @@ export const contenders: Record<string, Contender> = {
       },
     }),
     run: withDaemonSetControllerAndEdgeroll,
+  },
+  floor: {
+    row: "floor: a bare executor (deletes and creates pods within the budget, no controller)",
+    users: ["peers-floor"],
+    budget,
+    resource: "daemonsets.apps",
+    // A DaemonSet no controller acts on (the bench's kube-controller-manager runs without its
+    // DaemonSet controller): the floor reads its image and places the pods itself.
+    manifest: (namespace, image) => ({
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      metadata: metadata(namespace),
+      spec: {
+        selector: { matchLabels: { app } },
+        template: template(image),
+        updateStrategy: { type: "OnDelete" },
+      },
+    }),
+    run: withFloorExecutor,
   },
 };
 

@@ -114,7 +114,7 @@ export function peakResidentMiB(pids: number[]): number[] {
 }
 
 interface Pod {
-  metadata: { uid: string; deletionTimestamp?: string };
+  metadata: { uid: string; resourceVersion?: string; deletionTimestamp?: string };
   spec: { nodeName?: string; containers: { image: string }[] };
   status?: { conditions?: { type: string; status: string }[] };
 }
@@ -123,10 +123,16 @@ const available = (pod: Pod) =>
   !pod.metadata.deletionTimestamp &&
   (pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false);
 
+/** Watches that end are resumed this many times in a row at most; then the bench fails. */
+const maxResumes = 20;
+
 /**
  * The pods of a namespace from a list and a watch: after each change, how many of `nodes` lack
  * an available pod (the most ever is kept), and whether every one of them runs `image` available
- * with no pod of another image left (the rollout's end, the first time it is seen).
+ * with no pod of another image left (the rollout's end, the first time it is seen). A watch the
+ * API server closes (it drops a watcher that falls behind a burst of 250 pod creations) is
+ * resumed from the last resourceVersion seen, so no change is missed; one whose version has
+ * expired lists again.
  */
 export class RolloutWatch {
   readonly #pods = new Map<string, Pod>();
@@ -135,6 +141,12 @@ export class RolloutWatch {
   #aborted?: { abort(): void };
   #waiting?: (done: boolean | Error) => void;
   #ended?: Error;
+  #stopped = false;
+  /** The last resourceVersion seen, to resume from; undefined: list again. */
+  #resourceVersion?: string;
+  #resumes = 0;
+  /** Watches resumed after the API server closed them. */
+  resumed = 0;
   maxUnavailable = 0;
   updated = 0;
   doneAt?: number;
@@ -148,23 +160,49 @@ export class RolloutWatch {
   }
 
   async start(): Promise<void> {
-    const core = this.kc.makeApiClient(k8s.CoreV1Api);
-    const list = await core.listNamespacedPod({ namespace: this.namespace });
-    for (const pod of list.items) this.#pods.set(pod.metadata!.uid!, pod as Pod);
+    if (this.#resourceVersion === undefined) {
+      const core = this.kc.makeApiClient(k8s.CoreV1Api);
+      const list = await core.listNamespacedPod({ namespace: this.namespace });
+      this.#pods.clear();
+      for (const pod of list.items) this.#pods.set(pod.metadata!.uid!, pod as Pod);
+      this.#resourceVersion = list.metadata?.resourceVersion;
+      this.#measure();
+    }
     this.#aborted = await new k8s.Watch(this.kc).watch(
       `/api/v1/namespaces/${this.namespace}/pods`,
-      { resourceVersion: list.metadata?.resourceVersion },
+      { resourceVersion: this.#resourceVersion, allowWatchBookmarks: true },
       (type: string, pod: Pod) => {
+        if (type === "ERROR") {
+          // 410 Gone: the version to resume from has expired; the next start lists again.
+          this.#resourceVersion = undefined;
+          return;
+        }
+        this.#resumes = 0;
+        this.#resourceVersion = pod.metadata.resourceVersion;
         if (type === "DELETED") this.#pods.delete(pod.metadata.uid);
         else if (type === "ADDED" || type === "MODIFIED") this.#pods.set(pod.metadata.uid, pod);
-        this.#measure();
+        if (type !== "BOOKMARK") this.#measure();
       },
       (err: unknown) => {
-        // A watch that ends leaves the figures stale: whoever waits hears of it.
-        this.#ended = new Error(`the watch of ${this.namespace}'s pods ended: ${err ?? "closed"}`);
-        this.#waiting?.(this.#ended);
+        if (this.#stopped) return;
+        if (++this.#resumes <= maxResumes) {
+          this.resumed++;
+          setTimeout(() => this.start().catch((e) => this.#end(e)), 100 * this.#resumes);
+          return;
+        }
+        this.#end(err);
       },
     );
+  }
+
+  /** A watch that cannot be resumed leaves the figures stale: whoever waits hears of it. */
+  #end(err: unknown) {
+    this.#ended = new Error(
+      `the watch of ${this.namespace}'s pods ended ${maxResumes} times in a row: ${
+        err ?? "closed"
+      }`,
+    );
+    this.#waiting?.(this.#ended);
   }
 
   /** From now on the rollout is to `image` on `nodes` (default: the same nodes); measured afresh. */
@@ -192,6 +230,7 @@ export class RolloutWatch {
   }
 
   stop(): void {
+    this.#stopped = true;
     this.#aborted?.abort();
   }
 

@@ -12,7 +12,7 @@
  * its range over the runs, the figures a comparison of the contenders is judged on.
  *
  *   deno task bench:peers [--nodes 1000] [--only kcm,kruise,edgeroll,edgeroll-surge,openyurt]
- *                         [--cut-percent 5] [--cut-only kcm,kruise,edgeroll] [--keep-logs]
+ *                         [--cut-percent 5] [--cut-only kcm,kruise,edgeroll,floor] [--keep-logs]
  *                         [--pod-ready-seconds 2] [--runs 3]
  */
 import * as k8s from "@kubernetes/client-node";
@@ -31,6 +31,7 @@ import { median } from "./stats.ts";
 import {
   type BenchCluster,
   type Contender,
+  contenderNamespace,
   contenders,
   peerApp,
   type Running,
@@ -50,7 +51,7 @@ const { values: flags } = parseArgs({
     nodes: { type: "string", default: "1000" },
     only: { type: "string", default: Object.keys(contenders).join(",") },
     "cut-percent": { type: "string", default: "5" },
-    "cut-only": { type: "string", default: "kcm,kruise,edgeroll" },
+    "cut-only": { type: "string", default: "kcm,kruise,edgeroll,floor" },
     "keep-logs": { type: "boolean", default: false },
     "pod-ready-seconds": { type: "string", default: "2" },
     runs: { type: "string", default: "3" },
@@ -108,6 +109,8 @@ interface Row {
   standbyPeakRssMiB: number[];
   maxUnavailable: number;
   budgetUnavailable: number;
+  /** Times the bench's own pod watch was closed by the API server and resumed, so far. */
+  watchResumed: number;
 }
 
 /** The waves a budget of `percent` (rounded up, as every contender does) needs for `nodes`. */
@@ -213,11 +216,13 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     standbyPeakRssMiB: peakResidentMiB(running.standbyPids ?? []),
     maxUnavailable: watch.maxUnavailable,
     budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
+    watchResumed: watch.resumed,
   };
   progress(
     `run ${run}, ${key}${cut.length ? ` (${cut.length} cut)` : ""}: ` +
       `${completed ? "rolled out" : "stalled"} on ${watch.updated}/${connected.length} ` +
-      `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s)`,
+      `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s)` +
+      (watch.resumed ? `; the bench's pod watch resumed ${watch.resumed} times` : ""),
   );
   return row;
 }
@@ -235,7 +240,7 @@ async function measureContender(
   rows: Row[],
 ) {
   const { kubeconfigPath } = cluster.state;
-  const namespace = `peers-${key}`;
+  const namespace = contenderNamespace(key);
   await kubectl(kubeconfigPath, ["create", "namespace", namespace]);
   try {
     await runContender(run, cluster, key, namespace, cut, rows);
@@ -294,6 +299,11 @@ async function runContender(
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
+/** A row's wall time against the floor's in the same run, with the same nodes cut. */
+function overFloor(r: Row, floor?: Row): string {
+  return r.completed && floor?.completed ? (r.wallSeconds / floor.wallSeconds).toFixed(2) : "—";
+}
+
 /** One run's table: every row as measured. */
 function printRuns(rows: Row[]) {
   const header = [
@@ -303,6 +313,7 @@ function printRuns(rows: Row[]) {
     "updated",
     "wall s",
     "× minimum",
+    "× floor",
     "requests",
     "writes",
     "writes / node",
@@ -320,6 +331,7 @@ function printRuns(rows: Row[]) {
     `${r.updated}/${r.target}${r.completed ? "" : " (stalled)"}`,
     r.wallSeconds.toFixed(1),
     r.completed ? (r.wallSeconds / r.minimumSeconds).toFixed(2) : "—",
+    overFloor(r, rows.find((f) => f.contender === "floor" && f.run === r.run && f.cut === r.cut)),
     String(r.requests.requests),
     String(r.requests.writes),
     (r.requests.writes / Math.max(1, r.updated)).toFixed(2),
@@ -373,10 +385,13 @@ function mediansOf(rows: Row[]) {
 }
 
 function printMedians(medians: ReturnType<typeof mediansOf>) {
+  const floorWall = (cut: number) =>
+    medians.find((m) => m.contender === "floor" && m.cut === cut)?.figures["wall s"].median;
   const header = [
     "contender",
     "cut",
     "completed",
+    "median wall × floor's",
     ...figures.map((f) => `${f.name}: median (range)`),
     "max unavailable / budget",
   ];
@@ -384,6 +399,9 @@ function printMedians(medians: ReturnType<typeof mediansOf>) {
     m.row,
     String(m.cut),
     `${m.completed}/${m.runs}`,
+    floorWall(m.cut) === undefined
+      ? "—"
+      : (m.figures["wall s"].median / floorWall(m.cut)!).toFixed(2),
     ...figures.map(({ name, digits }) => {
       const { median, min, max } = m.figures[name];
       return `${median.toFixed(digits)} (${min.toFixed(digits)}–${max.toFixed(digits)})`;
