@@ -249,22 +249,23 @@ const advancedDaemonSet =
     },
   });
 
+/** An apps/v1 DaemonSet of the agent with `updateStrategy`, and `annotations` if given. */
+const daemonSet =
+  (updateStrategy: unknown, annotations?: Record<string, string>) =>
+  (namespace: string, image: string) => ({
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: metadata(namespace, annotations),
+    spec: { selector: { matchLabels: { app } }, template: template(image), updateStrategy },
+  });
+
 export const contenders: Record<string, Contender> = {
   kcm: {
     row: "kube-controller-manager (DaemonSet, RollingUpdate)",
     users: kcmUsers,
     budget,
     resource: "daemonsets.apps",
-    manifest: (namespace, image) => ({
-      apiVersion: "apps/v1",
-      kind: "DaemonSet",
-      metadata: metadata(namespace),
-      spec: {
-        selector: { matchLabels: { app } },
-        template: template(image),
-        updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: "10%" } },
-      },
-    }),
+    manifest: daemonSet({ type: "RollingUpdate", rollingUpdate: { maxUnavailable: "10%" } }),
     run: withDaemonSetController,
   },
   kruise: {
@@ -312,18 +313,9 @@ export const contenders: Record<string, Contender> = {
     users: ["edgeroll", ...kcmUsers],
     budget,
     resource: "daemonsets.apps",
-    manifest: (namespace, image) => ({
-      apiVersion: "apps/v1",
-      kind: "DaemonSet",
-      metadata: metadata(namespace, {
-        "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
-        "apps.openyurt.io/max-unavailable": "10%",
-      }),
-      spec: {
-        selector: { matchLabels: { app } },
-        template: template(image),
-        updateStrategy: { type: "OnDelete" },
-      },
+    manifest: daemonSet({ type: "OnDelete" }, {
+      "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate",
+      "apps.openyurt.io/max-unavailable": "10%",
     }),
     run: withDaemonSetControllerAndEdgeroll,
   },
@@ -334,16 +326,7 @@ export const contenders: Record<string, Contender> = {
     resource: "daemonsets.apps",
     // A DaemonSet no controller acts on (the bench's kube-controller-manager runs without its
     // DaemonSet controller): the floor reads its image and places the pods itself.
-    manifest: (namespace, image) => ({
-      apiVersion: "apps/v1",
-      kind: "DaemonSet",
-      metadata: metadata(namespace),
-      spec: {
-        selector: { matchLabels: { app } },
-        template: template(image),
-        updateStrategy: { type: "OnDelete" },
-      },
-    }),
+    manifest: daemonSet({ type: "OnDelete" }),
     run: withFloorExecutor,
   },
 };
