@@ -113,6 +113,52 @@ export function peakResidentMiB(pids: number[]): number[] {
   });
 }
 
+/** A control-plane component's load over a window: CPU seconds spent and resident memory's peak. */
+export interface ComponentLoad {
+  cpuSeconds: number;
+  peakMiB: number;
+}
+
+/**
+ * The control plane's own load while a contender rolls (issue 34: a controller that saves its
+ * own memory by loading the API server is not cheaper): each component's CPU seconds over the
+ * window and its highest resident memory, sampled every `everyMs` (VmHWM would hold the peak of
+ * the process's whole life, earlier contenders' included).
+ */
+export class ControlPlaneLoad {
+  readonly #cpuBefore: number[];
+  readonly #peak: number[];
+  readonly #timer: ReturnType<typeof setInterval>;
+
+  constructor(private readonly components: { name: string; pid: number }[], everyMs = 250) {
+    this.#cpuBefore = components.map((c) => this.#cpu(c));
+    this.#peak = components.map(() => 0);
+    this.#sample();
+    this.#timer = setInterval(() => this.#sample(), everyMs);
+  }
+
+  stop(): Record<string, ComponentLoad> {
+    clearInterval(this.#timer);
+    this.#sample();
+    return Object.fromEntries(this.components.map((c, i) => [c.name, {
+      cpuSeconds: this.#cpu(c) - this.#cpuBefore[i],
+      peakMiB: this.#peak[i],
+    }]));
+  }
+
+  #cpu(component: { name: string; pid: number }): number {
+    const seconds = cpuSeconds(component.pid);
+    if (seconds === undefined) throw new Error(`${component.name} (pid ${component.pid}) is gone`);
+    return seconds;
+  }
+
+  #sample() {
+    this.components.forEach((c, i) => {
+      this.#peak[i] = Math.max(this.#peak[i], residentMiB(c.pid) ?? 0);
+    });
+  }
+}
+
 interface Pod {
   metadata: { uid: string; resourceVersion?: string; deletionTimestamp?: string };
   spec: { nodeName?: string; containers: { image: string }[] };

@@ -39,6 +39,8 @@ import {
 import {
   auditedRequests,
   auditPolicy,
+  type ComponentLoad,
+  ControlPlaneLoad,
   cpuSeconds,
   peakResidentMiB,
   type RequestCounts,
@@ -79,6 +81,9 @@ if (
   Deno.exit(2);
 }
 
+/** The control plane's components whose own load each row reports. */
+const controlPlaneLoadOf = ["kube-apiserver", "etcd"];
+
 /** kwok's pod start: bind to Running and Ready. Deletion is immediate; minReadySeconds 0. */
 const podReadyDelayMs = Number(flags["pod-ready-seconds"]) * 1000;
 /** A kubelet's default Lease: a fleet of thousands renews every 10 s, not every 3 s. */
@@ -109,6 +114,8 @@ interface Row {
   standbyPeakRssMiB: number[];
   maxUnavailable: number;
   budgetUnavailable: number;
+  /** kube-apiserver's and etcd's own load over the same window. */
+  controlPlane: Record<string, ComponentLoad>;
   /** Times the bench's own pod watch was closed by the API server and resumed, so far. */
   watchResumed: number;
 }
@@ -175,6 +182,9 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
   const auditOffset = (await Deno.stat(cluster.auditLogPath)).size;
   const bytesBefore = running.bytesRead();
   const cpuBefore = running.pids.map((pid) => cpuSeconds(pid) ?? 0);
+  const controlPlane = new ControlPlaneLoad(
+    cluster.state.processes.filter((p) => controlPlaneLoadOf.includes(p.name)),
+  );
   const started = Date.now();
   watch.expect(image, connected);
   await kubectl(kubeconfigPath, [
@@ -191,6 +201,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
   await running.verify?.();
   const cpu = running.pids.reduce((sum, pid, i) => sum + (cpuSeconds(pid) ?? 0) - cpuBefore[i], 0);
   const bytesRead = running.bytesRead() - bytesBefore;
+  const controlPlaneLoad = controlPlane.stop();
   await sleep(3000); // the audit log's batches are written within a second
   const row: Row = {
     run,
@@ -216,6 +227,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     standbyPeakRssMiB: peakResidentMiB(running.standbyPids ?? []),
     maxUnavailable: watch.maxUnavailable,
     budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
+    controlPlane: controlPlaneLoad,
     watchResumed: watch.resumed,
   };
   progress(
@@ -322,8 +334,12 @@ function printRuns(rows: Row[]) {
     "CPU s",
     "peak RSS MiB (largest, sum)",
     "standby RSS MiB",
+    "kube-apiserver CPU s, peak MiB",
+    "etcd CPU s, peak MiB",
     "max unavailable / budget",
   ];
+  const load = (r: Row, name: string) =>
+    `${r.controlPlane[name].cpuSeconds.toFixed(1)}, ${r.controlPlane[name].peakMiB.toFixed(0)}`;
   const cells = rows.map((r) => [
     String(r.run),
     r.row,
@@ -340,6 +356,8 @@ function printRuns(rows: Row[]) {
     r.cpuSeconds.toFixed(1),
     `${Math.max(...r.peakRssMiB).toFixed(0)}, ${sum(r.peakRssMiB).toFixed(0)}`,
     r.standbyPeakRssMiB.length ? r.standbyPeakRssMiB.map((m) => m.toFixed(0)).join(", ") : "—",
+    load(r, "kube-apiserver"),
+    load(r, "etcd"),
     `${r.maxUnavailable} / ${r.budgetUnavailable}`,
   ]);
   console.log(markdownTable(header, cells));
@@ -355,6 +373,18 @@ const figures: { name: string; of: (r: Row) => number; digits: number }[] = [
   { name: "CPU s", of: (r) => r.cpuSeconds, digits: 1 },
   { name: "peak RSS MiB, summed", of: (r) => sum(r.peakRssMiB), digits: 0 },
   { name: "standby RSS MiB", of: (r) => sum(r.standbyPeakRssMiB), digits: 0 },
+  {
+    name: "kube-apiserver CPU s",
+    of: (r) => r.controlPlane["kube-apiserver"].cpuSeconds,
+    digits: 1,
+  },
+  {
+    name: "kube-apiserver peak MiB",
+    of: (r) => r.controlPlane["kube-apiserver"].peakMiB,
+    digits: 0,
+  },
+  { name: "etcd CPU s", of: (r) => r.controlPlane.etcd.cpuSeconds, digits: 1 },
+  { name: "etcd peak MiB", of: (r) => r.controlPlane.etcd.peakMiB, digits: 0 },
 ];
 
 /** A contender's rows over the runs: with the same nodes cut, in the order first measured. */
