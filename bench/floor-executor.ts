@@ -12,6 +12,7 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
+import { clientNodeWatch } from "../kube/watcher.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -37,7 +38,9 @@ const name = flags.name;
 const kc = new k8s.KubeConfig();
 kc.loadFromFile(flags.kubeconfig);
 const core = kc.makeApiClient(k8s.CoreV1Api);
-const watch = new k8s.Watch(kc);
+// client-node's Watch, its own silent end reported (kube/watcher.ts): a quiet watch would end
+// unseen, and with nothing left to wait for the process would exit.
+const watch = clientNodeWatch(kc);
 
 const log = (msg: string, fields: Record<string, unknown> = {}) =>
   console.error(JSON.stringify({ ts: new Date().toISOString(), msg, ...fields }));
@@ -133,10 +136,10 @@ function keepWatching<T>(
   const start = async (): Promise<void> => {
     try {
       const resourceVersion = await list();
-      await watch.watch(
+      await watch(
         path,
         { ...params, ...(resourceVersion ? { resourceVersion } : {}) },
-        onEvent,
+        (type, object) => onEvent(type, object as T),
         () => setTimeout(start, 100),
       );
     } catch (err) {

@@ -6,6 +6,7 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { residentMiB } from "../tests/processes.ts";
+import { clientNodeWatch } from "../kube/watcher.ts";
 
 /** The audit policy: who is logged (the contenders' users), at Metadata level; nobody else. */
 export function auditPolicy(users: string[]) {
@@ -214,10 +215,11 @@ export class RolloutWatch {
       this.#resourceVersion = list.metadata?.resourceVersion;
       this.#measure();
     }
-    this.#aborted = await new k8s.Watch(this.kc).watch(
+    this.#aborted = await clientNodeWatch(this.kc)(
       `/api/v1/namespaces/${this.namespace}/pods`,
       { resourceVersion: this.#resourceVersion, allowWatchBookmarks: true },
-      (type: string, pod: Pod) => {
+      (type: string, object: unknown) => {
+        const pod = object as Pod;
         if (type === "ERROR") {
           // 410 Gone: the version to resume from has expired; the next start lists again.
           this.#resourceVersion = undefined;
