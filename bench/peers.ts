@@ -93,6 +93,25 @@ const convergeTimeoutMs = 15 * 60_000;
 const progress = (message: string) =>
   console.error(`[peers ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
+/**
+ * What a Ctrl-C or a SIGTERM must stop, as the bench's own `finally` would: the contender's
+ * processes (some detached, as a user's would be) and the cluster. Deno ends on a signal
+ * without unwinding, so they would outlive it.
+ */
+const live = { state: undefined as ClusterState | undefined, pids: new Set<number>() };
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.addSignalListener(signal, async () => {
+    progress(`${signal}: stopping the contender's processes and the cluster`);
+    for (const pid of live.pids) {
+      try {
+        Deno.kill(pid, "SIGTERM");
+      } catch { /* already gone */ }
+    }
+    if (live.state) await stopCluster(live.state);
+    Deno.exit(130);
+  });
+}
+
 interface Row {
   /** Which round of `--runs` measured it, from 1. */
   run: number;
@@ -282,6 +301,8 @@ async function runContender(
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   await contender.run(cluster, async (running) => {
+    const pids = [...running.pids, ...running.standbyPids ?? []];
+    for (const pid of pids) live.pids.add(pid);
     const watch = new RolloutWatch(kc, namespace, nodes);
     await watch.start();
     try {
@@ -304,6 +325,7 @@ async function runContender(
       }
     } finally {
       watch.stop();
+      for (const pid of pids) live.pids.delete(pid);
     }
   });
 }
@@ -460,7 +482,7 @@ async function main() {
   progress(`cluster/ with ${nodeCount} kwok nodes; logs in ${logDir}`);
   let state: ClusterState | undefined;
   try {
-    state = await upCluster({
+    state = live.state = await upCluster({
       nodes: nodeCount,
       zones: 3,
       podReadyDelayMs,
