@@ -12,7 +12,8 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
-import { clientNodeWatch } from "../kube/watcher.ts";
+import { clientNodeWatch, startWatch } from "../kube/watcher.ts";
+import { createLogger } from "../lib/log.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -38,12 +39,10 @@ const name = flags.name;
 const kc = new k8s.KubeConfig();
 kc.loadFromFile(flags.kubeconfig);
 const core = kc.makeApiClient(k8s.CoreV1Api);
-// client-node's Watch, its own silent end reported (kube/watcher.ts): a quiet watch would end
-// unseen, and with nothing left to wait for the process would exit.
+// client-node's Watch with its own silent end reported, kept going by startWatch (resumed,
+// listed again, restarted after silence, with a capped backoff), as the controller's caches are.
 const watch = clientNodeWatch(kc);
-
-const log = (msg: string, fields: Record<string, unknown> = {}) =>
-  console.error(JSON.stringify({ ts: new Date().toISOString(), msg, ...fields }));
+const logger = createLogger({}, { component: "floor-executor", namespace, set: name });
 
 /** The set's pod template as last seen, and the live pods by name. */
 let template: k8s.V1PodTemplateSpec | undefined;
@@ -94,7 +93,7 @@ async function replace(node: string, old: k8s.V1Pod | undefined, image: string) 
   } catch (err) {
     // Given back: the next pass tries the node again.
     inFlight.delete(node);
-    log("replace failed", { node, error: (err as Error).message });
+    logger.warn("replace failed", { node, error: (err as Error).message });
   }
 }
 
@@ -122,70 +121,44 @@ function fill() {
   }
 }
 
-/**
- * Keeps a watch of `path` going: client-node ends one after 30 s without an event, and the API
- * server after its timeout. Each start lists first (`list`), so nothing between two is missed.
- */
-function keepWatching<T>(
-  what: string,
-  path: string,
-  params: Record<string, string>,
-  list: () => Promise<string | undefined>,
-  onEvent: (type: string, object: T) => void,
-) {
-  const start = async (): Promise<void> => {
-    try {
-      const resourceVersion = await list();
-      await watch(
-        path,
-        { ...params, ...(resourceVersion ? { resourceVersion } : {}) },
-        (type, object) => onEvent(type, object as T),
-        () => setTimeout(start, 100),
-      );
-    } catch (err) {
-      log(`${what} watch failed, again in 1 s`, { error: (err as Error).message });
-      setTimeout(start, 1000);
-    }
-  };
-  return start();
-}
-
-async function watchAll() {
+function watchAll() {
   const labelSelector = `app=${name}`;
-  await keepWatching<k8s.V1Pod>(
-    "pod",
-    `/api/v1/namespaces/${namespace}/pods`,
-    { labelSelector },
-    async () => {
+  startWatch(watch, {
+    path: `/api/v1/namespaces/${namespace}/pods`,
+    labelSelector,
+    logger,
+    relist: async () => {
       const listed = await core.listNamespacedPod({ namespace, labelSelector });
       pods.clear();
       for (const pod of listed.items) pods.set(pod.metadata!.name!, pod);
-      return listed.metadata?.resourceVersion;
+      return listed.metadata!.resourceVersion!;
     },
-    (type, pod) => {
+    onEvent: (type, object) => {
+      const pod = object as k8s.V1Pod;
       if (type === "DELETED") pods.delete(pod.metadata!.name!);
       else pods.set(pod.metadata!.name!, pod);
       fill();
     },
-  );
-  await keepWatching<k8s.V1DaemonSet>(
-    "set",
-    `/apis/apps/v1/namespaces/${namespace}/daemonsets`,
-    { fieldSelector: `metadata.name=${name}` },
-    () => Promise.resolve(undefined), // a watch from now begins with the set as it is
-    (type, set) => {
+  });
+  // No relist: a watch from now begins with the set as it is (its synthetic ADDED).
+  startWatch(watch, {
+    path: `/apis/apps/v1/namespaces/${namespace}/daemonsets`,
+    logger,
+    onEvent: (type, object) => {
+      const set = object as k8s.V1DaemonSet;
+      if (set.metadata?.name !== name) return;
       if (type === "DELETED") return void (template = undefined);
       const next = set.spec!.template;
       if (imageOf(next.spec) === imageOf(template?.spec)) return;
       template = next;
       readNodes().then(() => {
-        log("rolling", { image: imageOf(next.spec), nodes: readyNodes.length, budget });
+        logger.info("rolling", { image: imageOf(next.spec), nodes: readyNodes.length, budget });
         fill();
-      }, (err) => log("nodes not read", { error: (err as Error).message }));
+      }, (err) => logger.warn("nodes not read", { error: (err as Error).message }));
     },
-  );
+  });
 }
 
 Deno.addSignalListener("SIGTERM", () => Deno.exit(0));
-await watchAll();
-log("watching", { namespace, name });
+watchAll();
+logger.info("watching");

@@ -6,7 +6,8 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { residentMiB } from "../tests/processes.ts";
-import { clientNodeWatch } from "../kube/watcher.ts";
+import { clientNodeWatch, type RunningWatch, startWatch } from "../kube/watcher.ts";
+import { createLogger } from "../lib/log.ts";
 
 /** The audit policy: who is logged (the contenders' users), at Metadata level; nobody else. */
 export function auditPolicy(users: string[]) {
@@ -161,7 +162,7 @@ export class ControlPlaneLoad {
 }
 
 interface Pod {
-  metadata: { uid: string; resourceVersion?: string; deletionTimestamp?: string };
+  metadata: { uid: string; deletionTimestamp?: string };
   spec: { nodeName?: string; containers: { image: string }[] };
   status?: { conditions?: { type: string; status: string }[] };
 }
@@ -170,30 +171,25 @@ const available = (pod: Pod) =>
   !pod.metadata.deletionTimestamp &&
   (pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false);
 
-/** Watches that end are resumed this many times in a row at most; then the bench fails. */
-const maxResumes = 20;
+/** A watch interrupted this many times in a row, with no event between, fails the bench. */
+const maxInterruptions = 20;
 
 /**
  * The pods of a namespace from a list and a watch: after each change, how many of `nodes` lack
  * an available pod (the most ever is kept), and whether every one of them runs `image` available
- * with no pod of another image left (the rollout's end, the first time it is seen). A watch the
- * API server closes (it drops a watcher that falls behind a burst of 250 pod creations) is
- * resumed from the last resourceVersion seen, so no change is missed; one whose version has
- * expired lists again.
+ * with no pod of another image left (the rollout's end, the first time it is seen). The watch is
+ * kube/watcher.ts's: one the API server closes (it drops a watcher that falls behind a burst of
+ * 250 pod creations) resumes from the last resourceVersion seen, one whose version expired lists
+ * again, with the same capped backoff as the controller's caches.
  */
 export class RolloutWatch {
   readonly #pods = new Map<string, Pod>();
   #nodes: Set<string>;
   #image = "";
-  #aborted?: { abort(): void };
+  #watch?: RunningWatch;
   #waiting?: (done: boolean | Error) => void;
   #ended?: Error;
-  #stopped = false;
-  /** The last resourceVersion seen, to resume from; undefined: list again. */
-  #resourceVersion?: string;
-  #resumes = 0;
-  /** Watches resumed after the API server closed them. */
-  resumed = 0;
+  #interruptions = 0;
   maxUnavailable = 0;
   updated = 0;
   doneAt?: number;
@@ -206,51 +202,47 @@ export class RolloutWatch {
     this.#nodes = new Set(nodes);
   }
 
+  /** Resolves once the pods are listed and the watch is open. */
   async start(): Promise<void> {
-    if (this.#resourceVersion === undefined) {
-      const core = this.kc.makeApiClient(k8s.CoreV1Api);
-      const list = await core.listNamespacedPod({ namespace: this.namespace });
-      this.#pods.clear();
-      for (const pod of list.items) this.#pods.set(pod.metadata!.uid!, pod as Pod);
-      this.#resourceVersion = list.metadata?.resourceVersion;
-      this.#measure();
-    }
-    this.#aborted = await clientNodeWatch(this.kc)(
-      `/api/v1/namespaces/${this.namespace}/pods`,
-      { resourceVersion: this.#resourceVersion, allowWatchBookmarks: true },
-      (type: string, object: unknown) => {
-        const pod = object as Pod;
-        if (type === "ERROR") {
-          // 410 Gone: the version to resume from has expired; the next start lists again.
-          this.#resourceVersion = undefined;
-          return;
-        }
-        this.#resumes = 0;
-        this.#resourceVersion = pod.metadata.resourceVersion;
+    const core = this.kc.makeApiClient(k8s.CoreV1Api);
+    const open = Promise.withResolvers<void>();
+    this.#watch = startWatch(clientNodeWatch(this.kc), {
+      path: `/api/v1/namespaces/${this.namespace}/pods`,
+      logger: createLogger({}, { component: "bench pod watch", namespace: this.namespace }),
+      relist: async () => {
+        const list = await core.listNamespacedPod({ namespace: this.namespace });
+        this.#pods.clear();
+        for (const pod of list.items) this.#pods.set(pod.metadata!.uid!, pod as Pod);
+        this.#measure();
+        return list.metadata!.resourceVersion!;
+      },
+      onEvent: (type, object) => {
+        this.#interruptions = 0;
+        const pod = object as unknown as Pod;
         if (type === "DELETED") this.#pods.delete(pod.metadata.uid);
-        else if (type === "ADDED" || type === "MODIFIED") this.#pods.set(pod.metadata.uid, pod);
-        if (type !== "BOOKMARK") this.#measure();
+        else this.#pods.set(pod.metadata.uid, pod);
+        this.#measure();
       },
-      (err: unknown) => {
-        if (this.#stopped) return;
-        if (++this.#resumes <= maxResumes) {
-          this.resumed++;
-          setTimeout(() => this.start().catch((e) => this.#end(e)), 100 * this.#resumes);
-          return;
-        }
-        this.#end(err);
+      onState: (state) => {
+        if (state === "watching") return open.resolve();
+        if (++this.#interruptions > maxInterruptions) this.#end();
       },
-    );
+    });
+    await open.promise;
+  }
+
+  /** Watches opened after the first: each a resume, a list again, or a restart after silence. */
+  get restarts(): number {
+    return Math.max(0, (this.#watch?.stats.starts ?? 1) - 1);
   }
 
   /** A watch that cannot be resumed leaves the figures stale: whoever waits hears of it. */
-  #end(err: unknown) {
+  #end() {
     this.#ended = new Error(
-      `the watch of ${this.namespace}'s pods ended ${maxResumes} times in a row: ${
-        err ?? "closed"
-      }`,
+      `the watch of ${this.namespace}'s pods was interrupted ${maxInterruptions} times in a row`,
     );
     this.#waiting?.(this.#ended);
+    this.#watch?.stop();
   }
 
   /** From now on the rollout is to `image` on `nodes` (default: the same nodes); measured afresh. */
@@ -277,9 +269,8 @@ export class RolloutWatch {
     return done;
   }
 
-  stop(): void {
-    this.#stopped = true;
-    this.#aborted?.abort();
+  async stop(): Promise<void> {
+    await this.#watch?.stop();
   }
 
   #measure(): void {

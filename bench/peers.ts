@@ -135,8 +135,8 @@ interface Row {
   budgetUnavailable: number;
   /** kube-apiserver's and etcd's own load over the same window. */
   controlPlane: Record<string, ComponentLoad>;
-  /** Times the bench's own pod watch was closed by the API server and resumed, so far. */
-  watchResumed: number;
+  /** Times the bench's own pod watch was opened again (resumed, listed again), so far. */
+  watchRestarts: number;
 }
 
 /** The waves a budget of `percent` (rounded up, as every contender does) needs for `nodes`. */
@@ -247,13 +247,13 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     maxUnavailable: watch.maxUnavailable,
     budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
     controlPlane: controlPlaneLoad,
-    watchResumed: watch.resumed,
+    watchRestarts: watch.restarts,
   };
   progress(
     `run ${run}, ${key}${cut.length ? ` (${cut.length} cut)` : ""}: ` +
       `${completed ? "rolled out" : "stalled"} on ${watch.updated}/${connected.length} ` +
       `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s)` +
-      (watch.resumed ? `; the bench's pod watch resumed ${watch.resumed} times` : ""),
+      (watch.restarts ? `; the bench's pod watch opened again ${watch.restarts} times` : ""),
   );
   return row;
 }
@@ -324,7 +324,7 @@ async function runContender(
         rows.push(await measureUpdate(stage, `${peerApp}:v3`, cut));
       }
     } finally {
-      watch.stop();
+      await watch.stop();
       for (const pid of pids) live.pids.delete(pid);
     }
   });
