@@ -24,6 +24,7 @@ import {
   type KruiseVersion,
   kruiseVersions,
 } from "./kruise.ts";
+import { rolloutStatusKind, rolloutStatusPlural } from "./rollout-status.ts";
 
 type Schema = { [key: string]: unknown };
 
@@ -150,6 +151,55 @@ export function advancedDaemonSetCrd(): Schema {
       }],
     },
   };
+}
+
+/**
+ * The RolloutStatus CRD (ADR 0039): a plain DaemonSet's rollout status, in the AdvancedDaemonSet
+ * status's schema, with the same columns. No status subresource: the object is all status, and
+ * a PUT under its resourceVersion is the claim.
+ */
+export function rolloutStatusCrd(): Schema {
+  const statusSchema = (advancedDaemonSetOpenApiSchema().properties as Record<string, Schema>)
+    .status;
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${rolloutStatusPlural}.${group}` },
+    spec: {
+      group,
+      names: {
+        kind: rolloutStatusKind,
+        listKind: `${rolloutStatusKind}List`,
+        plural: rolloutStatusPlural,
+        singular: rolloutStatusKind.toLowerCase(),
+      },
+      scope: "Namespaced",
+      versions: [{
+        name: version,
+        served: true,
+        storage: true,
+        additionalPrinterColumns: printerColumns.filter((c) => !("priority" in c)),
+        schema: {
+          openAPIV3Schema: {
+            type: "object",
+            description: "edgeroll's rollout status of the apps/v1 DaemonSet of the same " +
+              "namespace and name (OpenYurt mode), which owns it.",
+            properties: {
+              apiVersion: { type: "string" },
+              kind: { type: "string" },
+              metadata: { type: "object" },
+              status: statusSchema,
+            },
+          },
+        },
+      }],
+    },
+  };
+}
+
+/** The CRDs every installation of edgeroll has: the AdvancedDaemonSet's and the RolloutStatus's. */
+export function edgerollCrds(): Schema[] {
+  return [advancedDaemonSetCrd(), rolloutStatusCrd()];
 }
 
 /** For messages: the resource this CRD serves. */

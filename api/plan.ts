@@ -16,6 +16,7 @@ import type {
   Expectation,
 } from "./advanced-daemonset.ts";
 import type { Job, PullObjects } from "./image-pull.ts";
+import type { RolloutStatusObject } from "./written-status.ts";
 import type {
   ControllerRevision,
   DaemonSet,
@@ -53,8 +54,9 @@ interface SnapshotObjects {
 }
 
 /**
- * What the cluster holds now. The status written last time is part of `set`: `set.status` for an
- * AdvancedDaemonSet, the JSON in annotation `rolloutStatusAnnotation` for an `apps/v1` DaemonSet.
+ * What the cluster holds now. The status written last time is `set.status` for an
+ * AdvancedDaemonSet, and for an `apps/v1` DaemonSet its RolloutStatus's (`rolloutStatus`, absent
+ * while none was written; `api/written-status.ts` reads either).
  * `set` is as read from the API server: for an AdvancedDaemonSet it is not trusted to be valid
  * (an invalid spec yields the `InvalidSpec` condition and no pod actions).
  */
@@ -62,7 +64,7 @@ export type Snapshot =
   | (SnapshotObjects & { kind: "AdvancedDaemonSet"; set: AdvancedDaemonSetLike })
   /** `apps.kruise.io/v1beta1` DaemonSet as read (compatibility mode, ADR 0027). */
   | (SnapshotObjects & { kind: "KruiseDaemonSet"; set: AdvancedDaemonSetLike })
-  | (SnapshotObjects & { kind: "DaemonSet"; set: DaemonSet });
+  | (SnapshotObjects & { kind: "DaemonSet"; set: DaemonSet; rolloutStatus?: RolloutStatusObject });
 
 /** An AdvancedDaemonSet as read: metadata is trusted, spec and status are validated by `plan`. */
 export interface AdvancedDaemonSetLike {
@@ -243,8 +245,8 @@ export interface Plan {
   /** Applied in order by kube/'s executor, after the status claim succeeded. */
   actions: Action[];
   /**
-   * The whole status to write (AdvancedDaemonSet: status subresource; DaemonSet: the
-   * `rolloutStatusAnnotation`). It already holds the expectations of `actions` and
+   * The whole status to write (AdvancedDaemonSet: status subresource; DaemonSet: its
+   * RolloutStatus). It already holds the expectations of `actions` and
    * `nextCheckAt`. Equal to the status read (deep-equal) when there is nothing to record:
    * then nothing is written.
    */

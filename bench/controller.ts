@@ -10,7 +10,7 @@
  */
 import { parseArgs } from "node:util";
 import { markdownTable } from "./markdown-table.ts";
-import { getJson, installAdvancedDaemonSetCrd, setSpeed, untilRolledOut } from "./sim-rollout.ts";
+import { getJson, installEdgerollCrds, setSpeed, untilRolledOut } from "./sim-rollout.ts";
 import { DEFAULT_DURATIONS } from "../sim/cluster/context.ts";
 import { createAgentSet, setAgentImage } from "../tests/controller-on-sim.ts";
 import { freePort } from "../cluster/processes.ts";
@@ -116,7 +116,7 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
   // The fleet is created fast (speed 10); the steady state is measured at speed 1 (realistic
   // heartbeats), the rollout at `rolloutSpeed`.
   await withSimProcess({ nodes, zones: 4, speed: 10 }, async (sim) => {
-    const kc = await installAdvancedDaemonSetCrd(sim);
+    const kc = await installEdgerollCrds(sim);
     // serve and relay run with the container image's V8 flags, so the memory is the image's.
     await withEdgeroll(sim.kubeconfigPath, { env: imageEnv() }, async (controller) => {
       const created = performance.now();

@@ -28,6 +28,7 @@ import { setNodeLink } from "../cluster/node-link.ts";
 import { sleep } from "../cluster/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
 import { median } from "./stats.ts";
+import { edgerollCrdFileNames } from "../cli/crd-command.ts";
 import {
   type BenchCluster,
   type Contender,
@@ -493,9 +494,10 @@ async function main() {
     });
     await kubectl(state.kubeconfigPath, [
       "apply",
-      "-f",
-      new URL("../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
-        .pathname,
+      ...edgerollCrdFileNames.flatMap((name) => [
+        "-f",
+        new URL(`../manifests/crd/${name}`, import.meta.url).pathname,
+      ]),
     ]);
     const cluster: BenchCluster = { state, binDir: defaultBinDir, logDir, auditLogPath };
     // Spread evenly over the fleet, so the cut nodes span the zones.

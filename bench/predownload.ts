@@ -20,7 +20,7 @@ import {
 } from "../tests/controller-on-sim.ts";
 import { type SimProcess, withEdgeroll, withSimProcess } from "../tests/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
-import { getJson, installAdvancedDaemonSetCrd, untilRolledOut } from "./sim-rollout.ts";
+import { getJson, installEdgerollCrds, untilRolledOut } from "./sim-rollout.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -78,7 +78,7 @@ interface Run {
 async function run(preDownload: boolean): Promise<Run> {
   let result: Run = { rollout: 0 };
   await withSimProcess({ nodes, zones: 4, speed, pullSeconds, startSeconds }, async (sim) => {
-    const kc = await installAdvancedDaemonSetCrd(sim);
+    const kc = await installEdgerollCrds(sim);
     await withEdgeroll(sim.kubeconfigPath, {}, async () => {
       await createAgentSet(kc, "agent:1", "10%");
       await untilRolledOut(sim, nodes, 1, "agent:1", timeoutMs);

@@ -3,7 +3,7 @@
  * its speed, and waiting for a rollout that the pods themselves confirm.
  */
 import * as k8s from "@kubernetes/client-node";
-import { advancedDaemonSetCrd } from "../api/crd.ts";
+import { edgerollCrds } from "../api/crd.ts";
 import { adsResource } from "../tests/controller-on-sim.ts";
 import type { SimProcess } from "../tests/processes.ts";
 
@@ -70,15 +70,17 @@ export async function untilRolledOut(
   throw new Error(`timed out waiting for generation ${generation} on ${nodes} nodes`);
 }
 
-/** Installs edgeroll's CRD on the simulator; answers a client configuration for it. */
-export async function installAdvancedDaemonSetCrd(sim: SimProcess): Promise<k8s.KubeConfig> {
-  const crd = await fetch(`${sim.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(advancedDaemonSetCrd()),
-  });
-  if (!crd.ok) throw new Error(`installing the CRD answered ${crd.status}`);
-  await crd.body?.cancel();
+/** Installs edgeroll's CRDs on the simulator; answers a client configuration for it. */
+export async function installEdgerollCrds(sim: SimProcess): Promise<k8s.KubeConfig> {
+  for (const body of edgerollCrds()) {
+    const crd = await fetch(`${sim.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!crd.ok) throw new Error(`installing a CRD answered ${crd.status}`);
+    await crd.body?.cancel();
+  }
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(sim.kubeconfigPath);
   return kc;

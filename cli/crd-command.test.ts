@@ -6,6 +6,8 @@ import {
   kruiseCrdFileName,
   renderCrdYaml,
   renderKruiseCrdYaml,
+  renderRolloutStatusCrdYaml,
+  rolloutStatusCrdFileName,
 } from "./crd-command.ts";
 import { convertKruiseDaemonSet } from "../api/kruise.ts";
 import { kruiseExamples, migrateFromKruise } from "../api/testdata/kruise-examples.ts";
@@ -14,10 +16,11 @@ type Schema = { [key: string]: unknown };
 
 Deno.test("the committed CRDs equal a fresh generation (run `deno task crd` after a schema change)", async () => {
   for (
-    const [name, render] of [[crdFileName, renderCrdYaml], [
-      kruiseCrdFileName,
-      renderKruiseCrdYaml,
-    ]] as const
+    const [name, render] of [
+      [crdFileName, renderCrdYaml],
+      [rolloutStatusCrdFileName, renderRolloutStatusCrdYaml],
+      [kruiseCrdFileName, renderKruiseCrdYaml],
+    ] as const
   ) {
     const committed = await Deno.readTextFile(new URL(`../manifests/crd/${name}`, import.meta.url));
     assertEquals(committed, render(), name);
@@ -83,6 +86,7 @@ function kruiseSchema(version: "v1beta1" | "v1alpha1"): Schema {
 
 Deno.test("the generated schemas are structural", () => {
   assertEquals(nonStructuralKeys(openApiSchema(), ""), []);
+  assertEquals(nonStructuralKeys(openApiSchema(renderRolloutStatusCrdYaml()), ""), []);
   assertEquals(nonStructuralKeys(kruiseSchema("v1beta1"), ""), []);
   assertEquals(nonStructuralKeys(kruiseSchema("v1alpha1"), ""), []);
 });
@@ -124,6 +128,10 @@ Deno.test("`edgeroll crd --out DIR` writes the same YAML under the crd task's pe
     assertEquals(new TextDecoder().decode(output.stderr), "");
     assertEquals(output.code, 0);
     assertEquals(await Deno.readTextFile(`${dir}/${crdFileName}`), renderCrdYaml());
+    assertEquals(
+      await Deno.readTextFile(`${dir}/${rolloutStatusCrdFileName}`),
+      renderRolloutStatusCrdYaml(),
+    );
     assertEquals(await Deno.readTextFile(`${dir}/${kruiseCrdFileName}`), renderKruiseCrdYaml());
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -1,15 +1,24 @@
 /**
  * `edgeroll crd`: writes the CRDs generated from the zod schemas (`api/crd.ts`) as YAML: the
- * AdvancedDaemonSet's, and Kruise's DaemonSet for the compatibility mode (ADR 0027). The
+ * AdvancedDaemonSet's, the RolloutStatus's (a plain DaemonSet's status, ADR 0039), and Kruise's
+ * DaemonSet for the compatibility mode (ADR 0027). The
  * committed files are checked against a fresh generation by `crd-command.test.ts`, so a schema
  * change without `deno task crd` fails the tests.
  */
 import { stringify } from "yaml";
-import { advancedDaemonSetCrd, crdResource, kruiseDaemonSetCrd } from "../api/crd.ts";
+import {
+  advancedDaemonSetCrd,
+  crdResource,
+  kruiseDaemonSetCrd,
+  rolloutStatusCrd,
+} from "../api/crd.ts";
 import { type Command, stringOption } from "../lib/command.ts";
 import { writeGenerated } from "./generated-files.ts";
 
 export const crdFileName = "advanceddaemonsets.apps.edgeroll.dev.yaml";
+export const rolloutStatusCrdFileName = "rolloutstatuses.apps.edgeroll.dev.yaml";
+/** The CRDs every installation of edgeroll has, under manifests/crd/ (and the chart's crds/). */
+export const edgerollCrdFileNames = [crdFileName, rolloutStatusCrdFileName];
 /** Under `kruise/` of the output directory: the kruise-compat overlay installs it alone. */
 export const kruiseCrdFileName = "kruise/daemonsets.apps.kruise.io.yaml";
 
@@ -47,6 +56,11 @@ export function renderCrdYaml(): string {
   return header + yaml(labelled(advancedDaemonSetCrd()));
 }
 
+export function renderRolloutStatusCrdYaml(): string {
+  return header.replace("advanced-daemonset.ts", "rollout-status.ts") +
+    yaml(labelled(rolloutStatusCrd()));
+}
+
 export function renderKruiseCrdYaml(): string {
   return header + yaml(kruiseCrdForCluster());
 }
@@ -63,6 +77,7 @@ export function renderChartKruiseCrd(): string {
 /** The files `--chart DIR` writes, under the chart's directory. */
 export const chartCrdFiles = (): [string, string][] => [
   [`crds/${crdFileName}`, renderCrdYaml()],
+  [`crds/${rolloutStatusCrdFileName}`, renderRolloutStatusCrdYaml()],
   ["templates/kruise-crd.yaml", renderChartKruiseCrd()],
 ];
 
@@ -72,8 +87,8 @@ export const crdCommand: Command = {
   usage: "[--out DIR] [--chart DIR]",
   options: { out: { type: "string" }, chart: { type: "string" } },
   help: {
-    out: `directory to write ${crdFileName} and ${kruiseCrdFileName} into (default: print ` +
-      `the first to stdout)`,
+    out: `directory to write ${crdFileName}, ${rolloutStatusCrdFileName} and ` +
+      `${kruiseCrdFileName} into (default: print the first to stdout)`,
     chart: "the Helm chart's directory: its crds/ and the Kruise CRD's template",
   },
   async run(args) {
@@ -86,6 +101,7 @@ export const crdCommand: Command = {
     if (out !== undefined) {
       await writeGenerated(out, [
         [crdFileName, renderCrdYaml()],
+        [rolloutStatusCrdFileName, renderRolloutStatusCrdYaml()],
         [kruiseCrdFileName, renderKruiseCrdYaml()],
       ], "CRD");
     }

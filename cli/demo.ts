@@ -19,14 +19,11 @@ import type { StoreEvent } from "../sim/store.ts";
 import { startController } from "./serve.ts";
 import { staticTokenAuthenticator } from "../routes/auth.ts";
 import { startRelay } from "../relay/relay.ts";
+import { edgerollCrdFileNames } from "./crd-command.ts";
 
 const NAMESPACE = "default";
 const SET = "edge-agent";
 const REVISION_LABEL = "controller-revision-hash";
-const CRD_PATH = new URL(
-  "../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml",
-  import.meta.url,
-);
 
 export interface DemoOptions {
   nodes: number;
@@ -164,11 +161,16 @@ async function startStack(options: DemoOptions): Promise<DemoStack> {
   const kubeConfig = new k8s.KubeConfig();
   kubeConfig.loadFromFile(sim.kubeconfigPath);
   const objects = k8s.KubernetesObjectApi.makeApiClient(kubeConfig);
-  // The CRD first, as a user installs it, so the relay's first watch finds the resource.
-  await objects.create(parseYaml(await Deno.readTextFile(CRD_PATH))).catch(async (err) => {
+  // The CRDs first, as a user installs them, so the relay's first watch finds the resource.
+  try {
+    for (const name of edgerollCrdFileNames) {
+      const path = new URL(`../manifests/crd/${name}`, import.meta.url);
+      await objects.create(parseYaml(await Deno.readTextFile(path)));
+    }
+  } catch (err) {
     await sim.stop();
     throw err;
-  });
+  }
   const token = crypto.randomUUID();
   const logger = createLogger({ level: "warn" });
   const controller = startController({

@@ -10,7 +10,6 @@ import { type Command, intOption, stringOption, UsageError } from "../lib/comman
 import { pausedAnnotation, resumeRevisionAnnotation } from "../api/advanced-daemonset.ts";
 import type { ControllerRevision, PodTemplateSpec } from "../api/kube-objects.ts";
 import { customSetResources, setKey, type SetRef } from "../api/set-ref.ts";
-import { writtenStatus } from "../api/written-status.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
@@ -140,8 +139,9 @@ const access = (args: { positionals: string[]; values: Record<string, unknown> }
   );
 
 /** The current revision's hash, as the controller last wrote it. */
-function currentHash(ref: SetRef, set: KubeObject): string | undefined {
-  return (writtenStatus(ref.kind, set) as { daemonSetHash?: string } | undefined)?.daemonSetHash;
+async function currentHash(sets: SetAccess, set: KubeObject): Promise<string | undefined> {
+  const status = await sets.kube.writtenStatusOf(sets.ref, set);
+  return (status as { daemonSetHash?: string } | undefined)?.daemonSetHash;
 }
 
 /**
@@ -151,7 +151,7 @@ function currentHash(ref: SetRef, set: KubeObject): string | undefined {
 export async function undo(sets: SetAccess, wanted: number): Promise<string> {
   const set = await sets.set();
   const lines = await sets.history(set);
-  const current = currentHash(sets.ref, set);
+  const current = await currentHash(sets, set);
   const at = lines.findIndex((l) => l.hash === current);
   const target = wanted > 0
     ? lines.find((l) => l.revision === wanted)
@@ -183,7 +183,7 @@ export async function pause(sets: SetAccess): Promise<string> {
 /** Unpauses, and lifts a stop by the failure budget by acknowledging its failures. */
 export async function resume(sets: SetAccess): Promise<string> {
   const set = await sets.set();
-  const status = writtenStatus(sets.ref.kind, set) as {
+  const status = await sets.kube.writtenStatusOf(sets.ref, set) as {
     rolloutStop?: { revision: string; reason: string };
   } | undefined;
   const stop = status?.rolloutStop;
@@ -211,7 +211,7 @@ export const historyCommand: Command = {
   async run(args) {
     const sets = access(args);
     const set = await sets.set();
-    console.log(renderHistory(sets.ref, await sets.history(set), currentHash(sets.ref, set)));
+    console.log(renderHistory(sets.ref, await sets.history(set), await currentHash(sets, set)));
     return 0;
   },
 };

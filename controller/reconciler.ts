@@ -8,7 +8,12 @@ import type { SetCondition } from "../api/kube-objects.ts";
 import type { Action, Awaited, EpochMillis, Plan, PlanEvent, Snapshot } from "../api/plan.ts";
 import { type EventWindows, eventWriter, foldSetEvents } from "./event-fold.ts";
 import type { Expectation } from "../api/advanced-daemonset.ts";
-import type { KubeClient, SnapshotRead } from "../kube/client.ts";
+import {
+  type ClaimTarget,
+  claimTarget,
+  type KubeClient,
+  type SnapshotRead,
+} from "../kube/client.ts";
 import { writtenStatus } from "../api/written-status.ts";
 import { isConflict } from "../kube/errors.ts";
 import { type ActionOutcome, type ActionResult, executeActions } from "../kube/executor.ts";
@@ -243,8 +248,8 @@ interface Claim {
   changed: boolean;
   /** The status as written, with the pods' resourceVersion the plan saw. */
   stamped: Plan["status"];
-  /** The set as the claim left it; undefined when nothing was written. */
-  claimed?: KubeObject;
+  /** The set (and RolloutStatus) as the claim left them; undefined when nothing was written. */
+  claimed?: ClaimTarget;
   /** A counts-only change not written yet: look again in this many seconds. */
   deferredSeconds?: number;
 }
@@ -262,7 +267,7 @@ async function claimStatus(
   conflicts: number,
   log: Logger,
 ): Promise<Claim | undefined> {
-  const written = writtenStatus(ref.kind, snapshot.set as KubeObject);
+  const written = writtenStatus(ref.kind, snapshot);
   const changed = !deepEqual(unstamped(plan.status), unstamped(written));
   const key = setKey(ref);
   const sinceLast = now - (deps.lastClaims.get(key) ?? Number.NEGATIVE_INFINITY);
@@ -277,7 +282,7 @@ async function claimStatus(
   const stamped = { ...plan.status, observedPodsVersion: snapshot.podsVersion };
   if (!changed) return { changed, stamped };
   try {
-    const claimed = await deps.kube.claimStatus(ref.kind, snapshot.set as KubeObject, stamped);
+    const claimed = await deps.kube.claimStatus(ref.kind, claimTarget(snapshot), stamped);
     deps.lastClaims.set(key, now);
     return { changed, stamped, claimed };
   } catch (err) {
@@ -430,7 +435,7 @@ const expectationKind: Partial<Record<Action["type"], Expectation["action"]>> = 
 async function withdrawExpectations(
   deps: StepDeps,
   ref: SetRef,
-  claimed: KubeObject,
+  claimed: ClaimTarget,
   status: Plan["status"],
   notLanded: ActionOutcome[],
   log: Logger,

@@ -5,7 +5,7 @@
  */
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { KubeClient } from "../kube/client.ts";
-import { writtenStatus } from "../api/written-status.ts";
+import { type SetRead, writtenStatus } from "../api/written-status.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { setKey, type SetKind, type SetRef } from "../api/set-ref.ts";
 import { failureOf } from "./errors.ts";
@@ -44,12 +44,12 @@ interface StatusSeen {
 
 export function dueReason(
   kind: SetKind,
-  set: KubeObject,
+  read: SetRead & { set: KubeObject },
   now: number,
   full: boolean,
 ): TickEntry["why"] | undefined {
-  const status = (writtenStatus(kind, set) ?? {}) as StatusSeen;
-  const generation = set.metadata.generation;
+  const status = (writtenStatus(kind, read) ?? {}) as StatusSeen;
+  const generation = read.set.metadata.generation;
   if (generation !== undefined && generation !== status.observedGeneration) return "generation";
   if (status.nextCheckAt !== undefined && Date.parse(status.nextCheckAt) <= now) {
     return "nextCheckAt";
@@ -80,15 +80,46 @@ export async function listManagedSets(
   return { served, sets };
 }
 
+/** A managed set as listed, with its plain DaemonSet's RolloutStatus where one exists. */
+export interface ListedSet {
+  ref: SetRef;
+  object: KubeObject;
+  rolloutStatus?: KubeObject;
+}
+
+/**
+ * Each plain DaemonSet of `sets` with its RolloutStatus, found by one list of them all (none when
+ * no plain DaemonSet is managed): what reading their written status needs.
+ */
+export async function withRolloutStatuses(
+  kube: KubeClient,
+  sets: { ref: SetRef; object: KubeObject }[],
+): Promise<ListedSet[]> {
+  if (!sets.some(({ ref }) => ref.kind === "daemonsets")) return sets;
+  const byKey = new Map(
+    (await kube.listRolloutStatuses()).map((o) => [
+      `${o.metadata.namespace}/${o.metadata.name}`,
+      o,
+    ]),
+  );
+  return sets.map((entry) => {
+    const rolloutStatus = entry.ref.kind === "daemonsets"
+      ? byKey.get(`${entry.ref.namespace}/${entry.ref.name}`)
+      : undefined;
+    return rolloutStatus ? { ...entry, rolloutStatus } : entry;
+  });
+}
+
 export function createTicker(deps: TickDeps) {
   let lastFull = Number.NEGATIVE_INFINITY;
   return async (forceFull = false): Promise<TickAnswer> => {
     const now = deps.clock();
     const full = forceFull || now - lastFull >= deps.resyncSeconds * 1000;
-    const { served, sets } = await listManagedSets(deps.kube);
+    const { served, sets: listed } = await listManagedSets(deps.kube);
+    const sets = await withRolloutStatuses(deps.kube, listed);
     if (full) lastFull = now;
-    const due = sets.flatMap(({ ref, object }) => {
-      const why = dueReason(ref.kind, object, now, full);
+    const due = sets.flatMap(({ ref, object, rolloutStatus }) => {
+      const why = dueReason(ref.kind, { set: object, rolloutStatus }, now, full);
       return why ? [{ ref, why }] : [];
     });
     const reconciled: TickEntry[] = [];

@@ -156,7 +156,7 @@ export function readSet(snapshot: Snapshot): SetReading {
     };
   }
   const set = snapshot.set;
-  const previous = parseStatus(writtenStatus("daemonsets", set) ?? {});
+  const previous = parseStatus(writtenStatus("daemonsets", snapshot) ?? {});
   const yurt = readOpenYurtRollout(set);
   if (!yurt.managed) return { ok: false, managed: false, issues: [], previous };
   if (!yurt.ok) return { ok: false, managed: true, issues: yurt.issues, previous };

@@ -16,14 +16,9 @@ import {
   type SetKind,
   type SetRef,
 } from "../api/set-ref.ts";
+import { rolloutStatusResource } from "../api/rollout-status.ts";
 
 export type MergePatch = Record<string, unknown>;
-
-export interface JsonPatchOperation {
-  op: "test" | "add" | "replace" | "remove";
-  path: string;
-  value?: unknown;
-}
 
 export interface TokenReviewResult {
   authenticated: boolean;
@@ -45,12 +40,14 @@ export interface KubeApi {
   replaceSetStatus(p: { kind: SetKind; object: KubeObject }): Promise<KubeObject>;
   /** JSON merge patch of the set itself (its annotations, for plain DaemonSets). */
   patchSet(p: SetRef & { patch: MergePatch }): Promise<KubeObject>;
-  /**
-   * JSON patch (RFC 6902) of a plain DaemonSet: its `test` operations are the preconditions of
-   * the claim of its status annotation (ADR 0038).
-   */
-  jsonPatchDaemonSet(
-    p: { namespace: string; name: string; operations: JsonPatchOperation[] },
+  /** A plain DaemonSet's RolloutStatus (ADR 0039): same namespace and name as the DaemonSet. */
+  getRolloutStatus(p: { namespace: string; name: string }): Promise<KubeObject>;
+  /** Every RolloutStatus in every namespace (the tick's resync of plain DaemonSets). */
+  listRolloutStatuses(p: Record<string, never>): Promise<KubeList>;
+  createRolloutStatus(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
+  /** PUT; `body.metadata.resourceVersion` is the precondition: the claim. */
+  replaceRolloutStatus(
+    p: { namespace: string; name: string; body: KubeObject },
   ): Promise<KubeObject>;
   /**
    * Pods of one namespace, or of all when `namespace` is absent; `nodeName` keeps those bound
@@ -109,6 +106,11 @@ const custom = (kind: SetKind) => (verb: string, subresource = ""): Access => {
 const ads = custom("advanceddaemonsets");
 const kruise = custom(kruiseSetKind);
 const apps = (resource: string, verb: string): Access => ({ group: "apps", resource, verb });
+const rolloutStatus = (verb: string): Access => ({
+  group: rolloutStatusResource.group,
+  resource: rolloutStatusResource.plural,
+  verb,
+});
 const core = (resource: string, verb: string): Access => ({ group: "", resource, verb });
 const batch = (resource: string, verb: string): Access => ({ group: "batch", resource, verb });
 const lease = (verb: string): Access => ({
@@ -128,7 +130,10 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   listSets: [ads("list"), apps("daemonsets", "list")],
   replaceSetStatus: [ads("update", "/status")],
   patchSet: [ads("patch"), apps("daemonsets", "patch")],
-  jsonPatchDaemonSet: [apps("daemonsets", "patch")],
+  getRolloutStatus: [rolloutStatus("get")],
+  listRolloutStatuses: [rolloutStatus("list")],
+  createRolloutStatus: [rolloutStatus("create")],
+  replaceRolloutStatus: [rolloutStatus("update")],
   listPods: [core("pods", "list")],
   getPod: [core("pods", "get")],
   listNodes: [core("nodes", "list")],
@@ -204,7 +209,6 @@ function bindAll(api: KubeApi): KubeApi {
 }
 
 const mergePatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
-const jsonPatch = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch);
 const strategicMergePatch = k8s.setHeaderOptions(
   "Content-Type",
   k8s.PatchStrategy.StrategicMergePatch,
@@ -280,6 +284,10 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   };
   const inNamespace = (namespace: string, group: string, resource: string) =>
     `${group}/namespaces/${encodeURIComponent(namespace)}/${resource}`;
+  const rolloutStatusPath = (namespace: string) => {
+    const { group, version, plural } = rolloutStatusResource;
+    return inNamespace(namespace, `/apis/${group}/${version}`, plural);
+  };
 
   return {
     async getSet({ kind, namespace, name }) {
@@ -310,10 +318,27 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         )
         : toWire(await apps.patchNamespacedDaemonSet({ namespace, name, body: patch }, mergePatch));
     },
-    async jsonPatchDaemonSet({ namespace, name, operations }) {
-      return toWire(
-        await apps.patchNamespacedDaemonSet({ namespace, name, body: operations }, jsonPatch),
-      );
+    getRolloutStatus({ namespace, name }) {
+      return getJson<KubeObject>(`${rolloutStatusPath(namespace)}/${encodeURIComponent(name)}`);
+    },
+    listRolloutStatuses() {
+      const { group, version, plural } = rolloutStatusResource;
+      return listJson(`/apis/${group}/${version}/${plural}`);
+    },
+    async createRolloutStatus({ namespace, body }) {
+      return await custom.createNamespacedCustomObject({
+        ...rolloutStatusResource,
+        namespace,
+        body,
+      });
+    },
+    async replaceRolloutStatus({ namespace, name, body }) {
+      return await custom.replaceNamespacedCustomObject({
+        ...rolloutStatusResource,
+        namespace,
+        name,
+        body,
+      });
     },
     listPods({ namespace, labelSelector, nodeName }) {
       return listJson(

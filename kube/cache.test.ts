@@ -325,14 +325,14 @@ Deno.test("a set's change calls a reconcile, a DaemonSet's status written by its
     onLine("MODIFIED", typed(daemonSet("agent", "6", { status: { numberReady: 1 } })));
     onLine("MODIFIED", typed(daemonSet("agent", "7", { status: { numberReady: 2 } })));
     assertEquals(changes.length, 1, "status alone is nothing");
-    // A user's change of the template, then edgeroll's status annotation: each is something.
+    // A user's change of the template, then of an annotation (a pause): each is something.
     const changed = daemonSet("agent", "8");
     (changed.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec
       .containers[0].image = "a:2";
     onLine("MODIFIED", typed(changed));
     const annotated = structuredClone(changed);
     annotated.metadata.resourceVersion = "9";
-    annotated.metadata.annotations!["apps.edgeroll.dev/rollout-status"] = "{}";
+    annotated.metadata.annotations!["apps.edgeroll.dev/paused"] = "true";
     onLine("MODIFIED", typed(annotated));
     onLine("DELETED", typed(annotated));
     assertEquals(

@@ -149,7 +149,7 @@ Deno.test("claimStatus PUTs the status with the read resourceVersion; 409 is a c
     () => statusAnswer(409, "Conflict", "the object has been modified"),
     async (client, requests) => {
       const err = await assertRejects(() =>
-        client.claimStatus("advanceddaemonsets", set, { observedGeneration: 1 })
+        client.claimStatus("advanceddaemonsets", { set }, { observedGeneration: 1 })
       );
       assertEquals(isConflict(err), true);
       assertEquals(requests.length, 1, "a conflict is the caller's to handle, never retried");
@@ -159,53 +159,130 @@ Deno.test("claimStatus PUTs the status with the read resourceVersion; 409 is a c
   );
 });
 
-Deno.test("claimStatus of a plain DaemonSet tests its generation and annotations, not its resourceVersion", async () => {
-  await withClient(() => ({ body: {} }), async (client, requests) => {
-    const annotations = { "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate" };
-    const ds = {
-      metadata: {
-        namespace: "edge",
-        name: "yurt",
-        resourceVersion: "5",
-        generation: 3,
-        annotations,
-      },
-    };
-    await client.claimStatus("daemonsets", ds, { nextCheckAt: "2026-01-01T00:00:00Z" });
-    assertEquals(requests[0].contentType, "application/json-patch+json");
-    assertEquals(requests[0].body, [
-      { op: "test", path: "/metadata/generation", value: 3 },
-      { op: "test", path: "/metadata/annotations", value: annotations },
-      {
-        op: "add",
-        path: "/metadata/annotations/apps.edgeroll.dev~1rollout-status",
-        value: '{"nextCheckAt":"2026-01-01T00:00:00Z"}',
-      },
-    ]);
-  });
-  // A failed test (422 Invalid, as kube-apiserver answers it) is a lost claim.
+const rolloutStatuses = "/apis/apps.edgeroll.dev/v1alpha1/namespaces/edge/rolloutstatuses";
+const yurt = {
+  apiVersion: "apps/v1",
+  kind: "DaemonSet",
+  metadata: { namespace: "edge", name: "yurt", uid: "ds-uid", resourceVersion: "5" },
+};
+
+Deno.test("claimStatus of a plain DaemonSet creates its RolloutStatus, owned by it, then PUTs it under its resourceVersion; the DaemonSet is not written", async () => {
   await withClient(
-    () => statusAnswer(422, "Invalid", "testing value /metadata/annotations failed"),
-    async (client) => {
-      const ds = { metadata: { name: "yurt", namespace: "edge", generation: 1, annotations: {} } };
-      const err = await assertRejects(() => client.claimStatus("daemonsets", ds, {}), KubeError);
-      assertEquals(isConflict(err), true);
+    (r) => ({
+      body: {
+        ...(r.body as object),
+        metadata: { ...(r.body as KubeObject).metadata, resourceVersion: "7" },
+      },
+    }),
+    async (client, requests) => {
+      const first = await client.claimStatus("daemonsets", { set: yurt }, {
+        observedGeneration: 1,
+      });
+      assertEquals([requests[0].method, requests[0].path], ["POST", rolloutStatuses]);
+      assertEquals(requests[0].body, {
+        apiVersion: "apps.edgeroll.dev/v1alpha1",
+        kind: "RolloutStatus",
+        metadata: {
+          namespace: "edge",
+          name: "yurt",
+          labels: { "app.kubernetes.io/managed-by": "edgeroll" },
+          ownerReferences: [{
+            apiVersion: "apps/v1",
+            kind: "DaemonSet",
+            name: "yurt",
+            uid: "ds-uid",
+          }],
+        },
+        status: { observedGeneration: 1 },
+      });
+      assertEquals(first.set, yurt);
+      await client.claimStatus("daemonsets", first, { observedGeneration: 2 });
+      assertEquals([requests[1].method, requests[1].path], ["PUT", `${rolloutStatuses}/yurt`]);
+      const sent = requests[1].body as KubeObject & { status: unknown };
+      assertEquals([sent.metadata.resourceVersion, sent.status], ["7", { observedGeneration: 2 }]);
+      assertEquals(requests.length, 2);
     },
   );
 });
 
-Deno.test("claimStatus of a plain DaemonSet without annotations merge-patches one under the resourceVersion", async () => {
-  await withClient(() => ({ body: {} }), async (client, requests) => {
-    const ds = { metadata: { namespace: "edge", name: "yurt", resourceVersion: "5" } };
-    await client.claimStatus("daemonsets", ds, { nextCheckAt: "2026-01-01T00:00:00Z" });
-    assertEquals(requests[0].contentType, "application/merge-patch+json");
-    assertEquals(requests[0].body, {
-      metadata: {
-        resourceVersion: "5",
-        annotations: { [rolloutStatusAnnotation]: '{"nextCheckAt":"2026-01-01T00:00:00Z"}' },
-      },
+Deno.test("a RolloutStatus claim is lost to a 409 on PUT, AlreadyExists on create and 404 on PUT (its DaemonSet recreated)", async () => {
+  const existing = { metadata: { namespace: "edge", name: "yurt", resourceVersion: "7" } };
+  for (
+    const [answer, target] of [
+      [statusAnswer(409, "Conflict", "the object has been modified"), {
+        set: yurt,
+        rolloutStatus: existing,
+      }],
+      [statusAnswer(409, "AlreadyExists", "rolloutstatuses yurt already exists"), { set: yurt }],
+      [statusAnswer(404, "NotFound", "rolloutstatuses yurt not found"), {
+        set: yurt,
+        rolloutStatus: existing,
+      }],
+    ] as const
+  ) {
+    await withClient(() => answer, async (client, requests) => {
+      const err = await assertRejects(() => client.claimStatus("daemonsets", target, {}));
+      assertEquals(isConflict(err), true, String(err));
+      assertEquals(requests.length, 1);
+    });
+  }
+});
+
+Deno.test("the first claim of a DaemonSet with an earlier edgeroll's status annotation removes it; reads use the annotation until then", async () => {
+  const legacy = {
+    ...yurt,
+    metadata: {
+      ...yurt.metadata,
+      annotations: { [rolloutStatusAnnotation]: '{"nextCheckAt":"2026-01-01T00:00:00Z"}' },
+    },
+  };
+  await withClient((r) => {
+    if (r.method === "GET" && r.path.endsWith("/rolloutstatuses/yurt")) {
+      return {
+        status: 404,
+        body: {
+          kind: "Status",
+          code: 404,
+          reason: "NotFound",
+          details: { name: "yurt", kind: "rolloutstatuses" },
+        },
+      };
+    }
+    if (r.method === "GET") return { body: legacy };
+    return { body: r.body };
+  }, async (client, requests) => {
+    const ref = { kind: "daemonsets" as const, namespace: "edge", name: "yurt" };
+    assertEquals(await client.writtenStatusOf(ref, legacy), {
+      nextCheckAt: "2026-01-01T00:00:00Z",
+    });
+    await client.claimStatus("daemonsets", { set: legacy }, { observedGeneration: 1 });
+    const writes = requests.filter((r) => r.method !== "GET");
+    assertEquals(writes.map((r) => `${r.method} ${r.path}`), [
+      `POST ${rolloutStatuses}`,
+      "PATCH /apis/apps/v1/namespaces/edge/daemonsets/yurt",
+    ]);
+    assertEquals(writes[1].body, {
+      metadata: { annotations: { [rolloutStatusAnnotation]: null } },
     });
   });
+});
+
+Deno.test("a RolloutStatus read that finds none is no status; a 404 that names no object (no CRD) is thrown with its path", async () => {
+  const ref = { kind: "daemonsets" as const, namespace: "edge", name: "yurt" };
+  await withClient(
+    () => ({
+      status: 404,
+      body: { kind: "Status", code: 404, reason: "NotFound", details: { name: "yurt" } },
+    }),
+    async (client) => assertEquals(await client.writtenStatusOf(ref, yurt), undefined),
+  );
+  await withClient(
+    () => statusAnswer(404, "NotFound", "the server could not find the requested resource"),
+    async (client) => {
+      const err = await assertRejects(() => client.writtenStatusOf(ref, yurt), KubeError);
+      assertStringIncludes(err.message, "rolloutstatuses/yurt");
+    },
+  );
 });
 
 Deno.test("setPodCondition sends one condition by strategic merge; recordEvent names the set", async () => {
@@ -327,7 +404,7 @@ Deno.test("readSnapshot reads the set from the cache until our own write is newe
       0,
       listed.metadata.resourceVersion,
     ]);
-    await client.claimStatus("advanceddaemonsets", first!.set as KubeObject, {
+    await client.claimStatus("advanceddaemonsets", { set: first!.set as KubeObject }, {
       observedGeneration: 1,
     });
     const second = await client.readSnapshot(ref);

@@ -11,7 +11,14 @@ import {
   type TokenReviewResult,
   verbOf,
 } from "./api.ts";
-import { isAlreadyExists, isConflict, isNotFound, KubeError, toKubeError } from "./errors.ts";
+import {
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  isObjectNotFound,
+  KubeError,
+  toKubeError,
+} from "./errors.ts";
 import type { KubeObject } from "./objects.ts";
 import {
   customSetResources,
@@ -24,7 +31,13 @@ import { RecentMap } from "../lib/recent-map.ts";
 import type { SnapshotCache } from "./cache.ts";
 import { defaultRetryPolicy, type RetryPolicy, withRetry } from "./retry.ts";
 import { type LabelSelector, labelSelectorString } from "./selector.ts";
-import { statusAnnotations, statusAsStored, writtenStatus } from "../api/written-status.ts";
+import {
+  hasLegacyStatusAnnotation,
+  type SetRead,
+  statusAsStored,
+  writtenStatus,
+} from "../api/written-status.ts";
+import { rolloutStatusObject } from "../api/rollout-status.ts";
 import {
   type ControllerRevision,
   type DaemonSet,
@@ -35,7 +48,7 @@ import {
 import { labelSelectorIssues } from "../api/label-selector.ts";
 import type { Snapshot } from "../api/plan.ts";
 import { type Job, type PullObjects, pullSetLabel, pullsToRead } from "../api/image-pull.ts";
-import { asksPreDownload } from "../api/advanced-daemonset.ts";
+import { asksPreDownload, rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
 
 /** One request as `/metrics` counts it. */
 export interface RequestRecord {
@@ -85,9 +98,28 @@ function listableSelector(selector: unknown): boolean {
   return parsed.success && labelSelectorIssues(parsed.data, "spec.selector").length === 0;
 }
 
-function observedPodsVersion(kind: SetKind, set: KubeObject): string | undefined {
-  const status = writtenStatus(kind, set) as { observedPodsVersion?: unknown } | undefined;
+function observedPodsVersion(kind: SetKind, read: SetRead): string | undefined {
+  const status = writtenStatus(kind, read) as { observedPodsVersion?: unknown } | undefined;
   return typeof status?.observedPodsVersion === "string" ? status.observedPodsVersion : undefined;
+}
+
+/**
+ * What a status claim writes under and leaves: the set, and for a plain DaemonSet its
+ * RolloutStatus (absent until the first claim creates it).
+ */
+export interface ClaimTarget {
+  set: KubeObject;
+  rolloutStatus?: KubeObject;
+}
+
+/** What the claim of a status planned from `snapshot` writes under. */
+export function claimTarget(snapshot: SnapshotRead): ClaimTarget {
+  return {
+    set: snapshot.set as KubeObject,
+    ...(snapshot.kind === "DaemonSet" && snapshot.rolloutStatus
+      ? { rolloutStatus: snapshot.rolloutStatus as KubeObject }
+      : {}),
+  };
 }
 
 export class KubeClient {
@@ -102,6 +134,12 @@ export class KubeClient {
   #eventSeq = 0;
   /** The resourceVersion of each set as our last write of it left it (see `#wrote`). */
   readonly #written = new RecentMap<string, string>(50_000);
+  /**
+   * Each plain DaemonSet's RolloutStatus as our last claim left it, read instead of a GET where
+   * the caches are open: one replica works at a time, so it is the newest unless another claimed
+   * since, and then our claim under its resourceVersion is lost and the step reads afresh.
+   */
+  readonly #rolloutStatuses = new RecentMap<string, KubeObject>(50_000);
 
   constructor(api: KubeApi, options: KubeClientOptions = {}) {
     this.api = meteredApi(api, options.retry ?? defaultRetryPolicy, options.onRequest);
@@ -132,15 +170,19 @@ export class KubeClient {
     const cached = options.fresh ? undefined : this.cache?.set(ref, this.#written.get(key));
     const set = cached ?? await this.readSet(ref);
     if (!set) return undefined;
+    const rolloutStatus = ref.kind === "daemonsets"
+      ? await this.#readRolloutStatus(ref, options.fresh ?? false)
+      : undefined;
+    const read = { set, ...(rolloutStatus ? { rolloutStatus } : {}) };
     const spec = set.spec as { selector?: LabelSelector } | undefined;
     if (!listableSelector(spec?.selector)) {
       // Every list with it would be refused (400) and retried forever; plan() reads the same
       // selector and answers InvalidSpec with its field path, acting on nothing.
-      return snapshotOf(ref.kind, set, { pods: [], nodes: [], revisions: [], podsVersion: "" });
+      return snapshotOf(ref.kind, read, { pods: [], nodes: [], revisions: [], podsVersion: "" });
     }
     const labelSelector = labelSelectorString(spec?.selector);
     const [pods, nodes, revisions] = await Promise.all([
-      this.cache?.pods(ref.namespace, labelSelector, observedPodsVersion(ref.kind, set)) ??
+      this.cache?.pods(ref.namespace, labelSelector, observedPodsVersion(ref.kind, read)) ??
         this.api.listPods({ namespace: ref.namespace, labelSelector }),
       this.cache?.nodes() ?? this.api.listNodes({}).then((l) => l.items),
       this.cache?.revisions(ref.namespace, labelSelector) ??
@@ -156,7 +198,24 @@ export class KubeClient {
         ? { pulls: await this.#readPulls(ref.namespace, set.metadata.uid ?? "") }
         : {}),
     };
-    return snapshotOf(ref.kind, set, objects);
+    return snapshotOf(ref.kind, read, objects);
+  }
+
+  /**
+   * A plain DaemonSet's RolloutStatus: as our last claim left it where the caches are open (and
+   * not `fresh`), else a GET; undefined while none exists. A 404 that names no object (the CRD
+   * is not installed) is thrown.
+   */
+  async #readRolloutStatus(ref: SetRef, fresh: boolean): Promise<KubeObject | undefined> {
+    const key = setKey(ref);
+    const remembered = this.cache && !fresh ? this.#rolloutStatuses.get(key) : undefined;
+    if (remembered) return remembered;
+    try {
+      return await this.api.getRolloutStatus({ namespace: ref.namespace, name: ref.name });
+    } catch (err) {
+      if (isObjectNotFound(err, ref.name)) return undefined;
+      throw err;
+    }
   }
 
   /** The set's image pull Jobs and their pods, read from the API server (never cached). */
@@ -170,60 +229,49 @@ export class KubeClient {
   }
 
   /**
-   * Writes `status` with the set's resourceVersion as precondition: the lock of the
-   * reconcile step. A `KubeError` with `isConflict` means another writer moved first.
+   * Writes `status` under a resourceVersion precondition: the lock of the reconcile step. A
+   * `KubeError` with `isConflict` means another writer moved first.
    *
-   * A plain DaemonSet's status annotation is claimed on its generation and annotations instead
-   * (a JSON patch's `test`s): the DaemonSet controller writes its `.status` on every pod change,
-   * and a resourceVersion precondition lost to each of those writes (114 conflicts in a
-   * 300-node OpenYurt rollout, ADR 0038). A spec, annotation or status annotation changed by
-   * anyone else still fails the claim.
+   * A custom resource set's status subresource is written under the set's resourceVersion. A
+   * plain DaemonSet's status is its RolloutStatus's (ADR 0039), written under that object's
+   * resourceVersion, or created (a create that finds one is a conflict): the DaemonSet
+   * controller's status writes no longer break our claims, nor ours its. The first claim of a
+   * DaemonSet that still carries the status annotation of an edgeroll before ADR 0039 removes it.
    */
   async claimStatus(
     kind: SetKind,
-    set: KubeObject,
+    target: ClaimTarget,
     status: Record<string, unknown>,
-  ): Promise<KubeObject> {
+  ): Promise<ClaimTarget> {
+    const { set } = target;
     const ref = { kind, namespace: set.metadata.namespace ?? "", name: set.metadata.name ?? "" };
-    return this.#wrote(ref, await this.#claim(kind, set, status));
-  }
-
-  async #claim(
-    kind: SetKind,
-    set: KubeObject,
-    status: Record<string, unknown>,
-  ): Promise<KubeObject> {
     if (customSetResources[kind]) {
       const object = { ...set, status: statusAsStored(kind, status) };
-      return await this.api.replaceSetStatus({ kind, object });
+      return { set: this.#wrote(ref, await this.api.replaceSetStatus({ kind, object })) };
     }
-    const { namespace = "", name = "", resourceVersion, annotations, generation } = set.metadata;
-    const [[key, value]] = Object.entries(statusAnnotations(status));
-    if (annotations === undefined || generation === undefined) {
-      return await this.api.patchSet({
-        kind,
-        namespace,
-        name,
-        patch: { metadata: { resourceVersion, annotations: { [key]: value } } },
-      });
-    }
+    const body = rolloutStatusObject(set, status, target.rolloutStatus) as KubeObject;
+    let rolloutStatus: KubeObject;
     try {
-      return await this.api.jsonPatchDaemonSet({
-        namespace,
-        name,
-        operations: [
-          { op: "test", path: "/metadata/generation", value: generation },
-          { op: "test", path: "/metadata/annotations", value: annotations },
-          { op: "add", path: `/metadata/annotations/${jsonPointerToken(key)}`, value },
-        ],
-      });
+      rolloutStatus = target.rolloutStatus
+        ? await this.api.replaceRolloutStatus({ ...ref, body })
+        : await this.api.createRolloutStatus({ namespace: ref.namespace, body });
     } catch (err) {
-      // The only way this patch fails validation: a test failed, someone else moved first.
-      if (err instanceof KubeError && err.status === 422) {
-        throw new KubeError(409, "Conflict", err.message, err.operation, undefined, { cause: err });
-      }
-      throw err;
+      // Created by another writer meanwhile, or deleted (its DaemonSet was recreated): either
+      // way someone moved first, and the step reads again.
+      if (!isConflict(err) && !isAlreadyExists(err) && !isNotFound(err)) throw err;
+      this.#rolloutStatuses.delete(setKey(ref));
+      if (isConflict(err)) throw err;
+      const message = (err as Error).message;
+      throw new KubeError(409, "Conflict", message, "claim rolloutstatuses", undefined, {
+        cause: err,
+      });
     }
+    this.#rolloutStatuses.set(setKey(ref), rolloutStatus);
+    if (hasLegacyStatusAnnotation(set)) {
+      const patch = { metadata: { annotations: { [rolloutStatusAnnotation]: null } } };
+      return { set: this.#wrote(ref, await this.api.patchSet({ ...ref, patch })), rolloutStatus };
+    }
+    return { set, rolloutStatus };
   }
 
   /** A JSON merge patch of the set itself (a rollback of its template, ADR 0035). */
@@ -358,6 +406,19 @@ export class KubeClient {
     return (await this.api.listSets({ kind })).items;
   }
 
+  /** The status the set's last claim wrote (`writtenStatus`), read from the API server. */
+  async writtenStatusOf(ref: SetRef, set: KubeObject): Promise<unknown> {
+    const rolloutStatus = ref.kind === "daemonsets"
+      ? await this.#readRolloutStatus(ref, true)
+      : undefined;
+    return writtenStatus(ref.kind, { set, rolloutStatus });
+  }
+
+  /** Every plain DaemonSet's RolloutStatus, in every namespace. */
+  async listRolloutStatuses(): Promise<KubeObject[]> {
+    return (await this.api.listRolloutStatuses({})).items;
+  }
+
   /**
    * The kinds of set the API server serves, learned from discovery (`GET /apis`): plain
    * DaemonSets always, AdvancedDaemonSets once their CRD is installed and established.
@@ -396,20 +457,22 @@ export class KubeClient {
 /** The snapshot of a set of `kind`, as the planner reads it. */
 function snapshotOf(
   kind: SetKind,
-  set: KubeObject,
+  { set, rolloutStatus }: { set: KubeObject; rolloutStatus?: KubeObject },
   objects: Omit<SnapshotRead, "kind" | "set">,
 ): SnapshotRead {
-  if (kind === "daemonsets") return { kind: "DaemonSet", set: set as DaemonSet, ...objects };
+  if (kind === "daemonsets") {
+    return {
+      kind: "DaemonSet",
+      set: set as DaemonSet,
+      ...(rolloutStatus ? { rolloutStatus } : {}),
+      ...objects,
+    };
+  }
   return {
     kind: kind === kruiseSetKind ? "KruiseDaemonSet" : "AdvancedDaemonSet",
     set,
     ...objects,
   };
-}
-
-/** A key as one token of a JSON pointer (RFC 6901): `~` and `/` escaped. */
-function jsonPointerToken(key: string): string {
-  return key.replaceAll("~", "~0").replaceAll("/", "~1");
 }
 
 function isoSeconds(date: Date): string {

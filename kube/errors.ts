@@ -34,10 +34,17 @@ export class KubeError extends Error {
     readonly operation: string,
     /** Seconds the server asked us to wait (`Retry-After`), if it did. */
     readonly retryAfterSeconds?: number,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; objectName?: string },
   ) {
     super(`${operation}: ${status || "no answer"} ${reason}: ${message}`, options);
+    this.objectName = options?.objectName;
   }
+
+  /**
+   * The object the Status's `details` name: a 404 for an absent object names it, one for a path
+   * the server does not serve (a CRD not installed) names nothing.
+   */
+  readonly objectName: string | undefined;
 
   /** 429, 5xx and no answer at all may succeed later; every other status will not. */
   get retryable(): boolean {
@@ -68,6 +75,7 @@ interface StatusBody {
   reason?: unknown;
   message?: unknown;
   code?: unknown;
+  details?: { name?: unknown };
 }
 
 function parseStatusBody(body: unknown): StatusBody {
@@ -104,7 +112,10 @@ export function toKubeError(err: unknown, operation: string): KubeError {
       message,
       operation,
       Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : undefined,
-      { cause: err },
+      {
+        cause: err,
+        objectName: typeof body.details?.name === "string" ? body.details.name : undefined,
+      },
     );
   }
   const message = err instanceof Error
@@ -120,6 +131,11 @@ export function isAlreadyExists(err: unknown): boolean {
 
 export function isNotFound(err: unknown): boolean {
   return err instanceof KubeError && err.status === 404;
+}
+
+/** A 404 naming `name`: that object is absent, where the path itself is served. */
+export function isObjectNotFound(err: unknown, name: string): boolean {
+  return isNotFound(err) && (err as KubeError).objectName === name;
 }
 
 /** A resourceVersion or UID precondition did not hold: someone else moved first. */

@@ -215,9 +215,9 @@ Deno.test("bad parameters answer 400 with the zod issues", async () => {
   assertEquals(h.plans.length, 0);
 });
 
-Deno.test("the status of a plain DaemonSet is claimed in its annotation", async () => {
+Deno.test("the status of a plain DaemonSet is claimed in its RolloutStatus; the DaemonSet is not written", async () => {
   await using h = harness({ nodes: 1 });
-  h.api.put("daemonsets", {
+  const daemonSet = h.api.put("daemonsets", {
     apiVersion: "apps/v1",
     kind: "DaemonSet",
     metadata: {
@@ -234,9 +234,14 @@ Deno.test("the status of a plain DaemonSet is claimed in its annotation", async 
   });
   const res = await h.request("/reconcile/daemonsets/edge/yurt");
   assertEquals(res.status, 200);
-  const stored = h.api.objects.daemonsets.get("edge/yurt")!;
-  const status = JSON.parse(stored.metadata.annotations!["apps.edgeroll.dev/rollout-status"]);
-  assertEquals(status.observedGeneration, 2);
+  const stored = h.api.objects.rolloutstatuses.get("edge/yurt")!;
+  assertEquals((stored.status as { observedGeneration: number }).observedGeneration, 2);
+  assertEquals(stored.metadata.ownerReferences?.[0].uid, daemonSet.metadata.uid);
+  assertEquals(
+    h.api.objects.daemonsets.get("edge/yurt")!.metadata.resourceVersion,
+    daemonSet.metadata.resourceVersion,
+  );
+  assertEquals(h.api.writes.filter((w) => w.includes("daemonsets")), []);
 });
 
 /** The harness's plan, with an expectation and an Event for each pod it creates. */

@@ -5,7 +5,7 @@
  * against it with the real client-node.
  */
 import * as k8s from "@kubernetes/client-node";
-import { advancedDaemonSetCrd } from "../api/crd.ts";
+import { edgerollCrds } from "../api/crd.ts";
 import { startClusterBehaviour } from "../sim/cluster/mod.ts";
 import { type Sim, type SimOptions, startSim } from "../sim/start.ts";
 import type { Logger } from "../lib/log.ts";
@@ -61,10 +61,9 @@ export async function withControllerOnSim(
   });
   let controller: RunningController | undefined;
   try {
-    sim.store.create(
-      "customresourcedefinitions.apiextensions.k8s.io",
-      advancedDaemonSetCrd() as never,
-    );
+    for (const crd of edgerollCrds()) {
+      sim.store.create("customresourcedefinitions.apiextensions.k8s.io", crd as never);
+    }
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(sim.kubeconfigPath);
     const logger = options.logger ?? memoryLogger();

@@ -6,10 +6,11 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { assertEquals, assertRejects } from "@std/assert";
-import { advancedDaemonSetCrd } from "../api/crd.ts";
+import { edgerollCrds } from "../api/crd.ts";
 import { accessOf, clientNodeApi, type KubeApi, type KubeMethod } from "../kube/api.ts";
 import { KubeError, toKubeError } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/objects.ts";
+import { rolloutStatusObject } from "../api/rollout-status.ts";
 import { withSim } from "./sim/helpers.ts";
 
 /** Records which methods were called, so the test can prove it covered all of them. */
@@ -53,10 +54,9 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
     assertEquals((await api.getVersion({})).gitVersion.startsWith("v1."), true);
     assertEquals(await hasOurGroup(), false);
     assertEquals((await api.listApiGroups({})).some((g) => g.versions.includes("apps/v1")), true);
-    sim.store.create(
-      "customresourcedefinitions.apiextensions.k8s.io",
-      advancedDaemonSetCrd() as never,
-    );
+    for (const crd of edgerollCrds()) {
+      sim.store.create("customresourcedefinitions.apiextensions.k8s.io", crd as never);
+    }
     assertEquals(await hasOurGroup(), true);
 
     // Sets of both kinds, made as a user would.
@@ -108,25 +108,35 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
       patch: { metadata: { annotations: { "edgeroll.dev/test": "yes" } } },
     });
     assertEquals(patched.metadata.annotations?.["edgeroll.dev/test"], "yes");
-    // A JSON patch whose tests hold lands; one whose test fails is 422 and changes nothing.
-    const tested = await api.jsonPatchDaemonSet({
+    // A plain DaemonSet's RolloutStatus: absent (a 404 naming it), created, replaced under its
+    // resourceVersion (a stale one is 409), listed across namespaces.
+    const absent = await kubeErrorOf(api.getRolloutStatus({ namespace: ns, name: "ds" }));
+    assertEquals([absent.status, absent.objectName], [404, "ds"]);
+    const rolloutStatus = await api.createRolloutStatus({
       namespace: ns,
-      name: "ds",
-      operations: [
-        { op: "test", path: "/metadata/annotations", value: patched.metadata.annotations },
-        { op: "add", path: "/metadata/annotations/edgeroll.dev~1claim", value: "1" },
-      ],
+      body: rolloutStatusObject(patched, { observedGeneration: 1 }) as KubeObject,
     });
-    assertEquals(tested.metadata.annotations?.["edgeroll.dev/claim"], "1");
-    const failedTest = await kubeErrorOf(api.jsonPatchDaemonSet({
+    const replaced = await api.replaceRolloutStatus({
       namespace: ns,
       name: "ds",
-      operations: [
-        { op: "test", path: "/metadata/annotations", value: patched.metadata.annotations },
-        { op: "add", path: "/metadata/annotations/edgeroll.dev~1claim", value: "2" },
-      ],
+      body: rolloutStatusObject(patched, { observedGeneration: 2 }, rolloutStatus) as KubeObject,
+    });
+    assertEquals(replaced.status, { observedGeneration: 2 });
+    const lostClaim = await kubeErrorOf(api.replaceRolloutStatus({
+      namespace: ns,
+      name: "ds",
+      body: rolloutStatusObject(patched, { observedGeneration: 3 }, rolloutStatus) as KubeObject,
     }));
-    assertEquals(failedTest.status, 422);
+    assertEquals(lostClaim.status, 409);
+    assertEquals(
+      (await api.getRolloutStatus({ namespace: ns, name: "ds" })).metadata.ownerReferences?.[0]
+        .uid,
+      patched.metadata.uid,
+    );
+    assertEquals(
+      (await api.listRolloutStatuses({})).items.map((o) => o.metadata.name),
+      ["ds"],
+    );
 
     // The Lease: created, read, replaced under its resourceVersion.
     const lease = await api.createLease({

@@ -5,7 +5,7 @@
  * stop by the failure budget acknowledged (ADR 0035).
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
-import { advancedDaemonSetCrd, kruiseDaemonSetCrd } from "../api/crd.ts";
+import { advancedDaemonSetCrd, kruiseDaemonSetCrd, rolloutStatusCrd } from "../api/crd.ts";
 import { kruiseApiVersion, kruiseGroup, kruiseKind, kruisePlural } from "../api/kruise.ts";
 import { startSim } from "../sim/start.ts";
 import type { Sim } from "../sim/start.ts";
@@ -214,7 +214,15 @@ Deno.test("edgeroll pause and resume on an OpenYurt DaemonSet: an annotation, as
     const annotations = () =>
       sim.store.get("daemonsets.apps", "default", "yurt")!.metadata.annotations;
     assertEquals(annotations()?.["apps.edgeroll.dev/paused"], "true");
-    assertEquals((await edgeroll(sim, ["resume", "daemonsets/default/yurt"])).code, 0);
+    // resume reads the set's written status, a RolloutStatus: without its CRD it says so, with
+    // the path it asked, and changes nothing.
+    const noCrd = await edgeroll(sim, ["resume", "daemonsets/default/yurt"]);
+    assertEquals(noCrd.code, 1, noCrd.stderr);
+    assertStringIncludes(noCrd.stderr, "rolloutstatuses/yurt");
+    assertEquals(annotations()?.["apps.edgeroll.dev/paused"], "true");
+    sim.store.create("customresourcedefinitions.apiextensions.k8s.io", rolloutStatusCrd() as never);
+    const resumed = await edgeroll(sim, ["resume", "daemonsets/default/yurt"]);
+    assertEquals(resumed.code, 0, resumed.stderr);
     assertEquals(annotations()?.["apps.edgeroll.dev/paused"], undefined);
     const missing = await edgeroll(sim, ["pause", "default/nosuch"]);
     assertEquals(missing.code, 2);

@@ -5,7 +5,7 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import { assertEquals, assertRejects } from "@std/assert";
-import { advancedDaemonSetCrd } from "../api/crd.ts";
+import { edgerollCrds } from "../api/crd.ts";
 import { writePki } from "../cluster/certs.ts";
 import { freePort } from "../cluster/processes.ts";
 import { startClusterBehaviour } from "../sim/cluster/mod.ts";
@@ -28,10 +28,9 @@ Deno.test({
     const pki = await writePki(`${dir}/pki`);
     const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(pki.caCertPath)] });
     try {
-      sim.store.create(
-        "customresourcedefinitions.apiextensions.k8s.io",
-        advancedDaemonSetCrd() as never,
-      );
+      for (const crd of edgerollCrds()) {
+        sim.store.create("customresourcedefinitions.apiextensions.k8s.io", crd as never);
+      }
       const tokenFile = `${dir}/token`;
       await Deno.writeTextFile(tokenFile, crypto.randomUUID());
       const port = freePort();

@@ -13,7 +13,7 @@ import { SnapshotCache } from "../../kube/cache.ts";
 import { KubeClient } from "../../kube/client.ts";
 import { clientNodeWatch } from "../../kube/watcher.ts";
 import type { Logger } from "../../lib/log.ts";
-import { listManagedSets } from "../../controller/tick.ts";
+import { listManagedSets, withRolloutStatuses } from "../../controller/tick.ts";
 import { type SetEvent, type SetView, setView } from "./tiles.ts";
 
 /** One line of the list page: a set as its last written status says. */
@@ -71,9 +71,9 @@ export function kubeFleet(kc: k8s.KubeConfig, logger: Logger, clock = Date.now):
 
   return {
     async sets() {
-      const { sets } = await listManagedSets(kube);
-      return sets.map(({ ref, object }) => {
-        const status = (writtenStatus(ref.kind, object) ?? {}) as {
+      const sets = await withRolloutStatuses(kube, (await listManagedSets(kube)).sets);
+      return sets.map(({ ref, object, rolloutStatus }) => {
+        const status = (writtenStatus(ref.kind, { set: object, rolloutStatus }) ?? {}) as {
           desiredNumberScheduled?: number;
           updatedNumberScheduled?: number;
           numberUnavailable?: number;

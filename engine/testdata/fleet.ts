@@ -3,7 +3,7 @@
  * performs a plan's actions as an API server would, and a `kubelet` step that starts pods.
  * Test-only: the engine never imports it.
  */
-import { statusAnnotations } from "../../api/written-status.ts";
+import { rolloutStatusObject } from "../../api/rollout-status.ts";
 import type { AdvancedDaemonSetInput } from "../../api/advanced-daemonset.ts";
 import {
   type ControllerRevision,
@@ -119,13 +119,9 @@ export function cluster(snapshot: Snapshot): Cluster {
 export function apply(c: Cluster, plan: Plan, now: number): Cluster {
   const s = structuredClone(c.snapshot);
   let serial = c.serial;
-  if (s.kind === "AdvancedDaemonSet") s.set.status = structuredClone(plan.status);
-  else {
-    s.set.metadata.annotations = {
-      ...s.set.metadata.annotations,
-      ...statusAnnotations(plan.status),
-    };
-  }
+  if (s.kind === "DaemonSet") {
+    s.rolloutStatus = rolloutStatusObject(s.set, structuredClone(plan.status));
+  } else s.set.status = structuredClone(plan.status);
   const podAt = (name: string, uid: string) =>
     s.pods.findIndex((p) => p.metadata.name === name && p.metadata.uid === uid);
   for (const action of plan.actions) {

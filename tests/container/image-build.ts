@@ -8,6 +8,7 @@
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { parse } from "yaml";
 import { startSim } from "../../sim/start.ts";
+import { edgerollCrdFileNames } from "../../cli/crd-command.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const denoVersion = (await Deno.readTextFile(`${root}.ci/deno-version`)).trim();
@@ -119,8 +120,7 @@ Deno.test("container: podman build on the Deno image layout, entrypoint runs off
           "kubectl",
           `--kubeconfig=${sim.kubeconfigPath}`,
           "apply",
-          "-f",
-          "manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml",
+          ...edgerollCrdFileNames.flatMap((name) => ["-f", `manifests/crd/${name}`]),
         ]);
         // Where a mounted kubeconfig and token would be: a path the entrypoint may read.
         await Deno.mkdir(`${rootfs}/etc/edgeroll`, { recursive: true });

@@ -6,7 +6,6 @@
  */
 import type { ApiGroup, KubeApi, MergePatch } from "../../kube/api.ts";
 import { KubeError } from "../../kube/errors.ts";
-import { applyJsonPatch, type Json } from "../../sim/patch.ts";
 import type { KubeObject } from "../../kube/objects.ts";
 import { customSetResources, kruiseSetKind, type SetKind } from "../../api/set-ref.ts";
 
@@ -17,7 +16,8 @@ type Resource =
   | "controllerrevisions"
   | "events"
   | "jobs"
-  | "leases";
+  | "leases"
+  | "rolloutstatuses";
 
 export interface MemoryApi extends KubeApi {
   /** Objects by resource; edit freely between calls. */
@@ -66,6 +66,7 @@ export function memoryApi(): MemoryApi {
     jobs: new Map(),
     events: new Map(),
     leases: new Map(),
+    rolloutstatuses: new Map(),
   } as Record<Resource, Map<string, KubeObject>>;
   const writes: string[] = [];
   const tokens = new Map<string, { username: string; groups?: string[]; audiences?: string[] }>();
@@ -79,7 +80,9 @@ export function memoryApi(): MemoryApi {
   const served = (kind: SetKind) =>
     kind === "daemonsets" || apiGroups.some((g) => g.name === customSetResources[kind]?.group);
 
-  const notFound = (what: string) => new KubeError(404, "NotFound", `${what} not found`, "memory");
+  // As kube-apiserver: an absent object's Status names it; a path nobody serves names nothing.
+  const notFound = (what: string, name?: string) =>
+    new KubeError(404, "NotFound", `${what} not found`, "memory", undefined, { objectName: name });
   const copy = <T>(o: T): T => structuredClone(o);
   const put = (resource: Resource, object: KubeObject) => {
     const stored = copy(object);
@@ -90,7 +93,7 @@ export function memoryApi(): MemoryApi {
   };
   const get = (resource: Resource, namespace: string | undefined, name: string) => {
     const found = objects[resource].get(key(namespace, name));
-    if (!found) throw notFound(`${resource} ${namespace}/${name}`);
+    if (!found) throw notFound(`${resource} ${namespace}/${name}`, name);
     return found;
   };
   const create = (resource: Resource, namespace: string, body: KubeObject, dryRun = false) => {
@@ -125,6 +128,17 @@ export function memoryApi(): MemoryApi {
     writes.push(`patch ${resource}`);
     return put(resource, mergePatch(found, body) as KubeObject);
   };
+  const replace = (resource: Resource, namespace: string, name: string, body: KubeObject) => {
+    const found = get(resource, namespace, name);
+    if (body.metadata.resourceVersion !== found.metadata.resourceVersion) {
+      throw new KubeError(409, "Conflict", "the object has been modified", "memory");
+    }
+    writes.push(`update ${resource}`);
+    return put(resource, {
+      ...body,
+      metadata: { ...body.metadata, namespace, name, uid: found.metadata.uid },
+    });
+  };
   const list = (resource: Resource, namespace?: string, labelSelector?: string) => ({
     items: [...objects[resource].values()]
       .filter((o) => namespace === undefined || o.metadata.namespace === namespace)
@@ -158,19 +172,13 @@ export function memoryApi(): MemoryApi {
       }),
     patchSet: ({ kind, namespace, name, patch: body }) =>
       Promise.resolve().then(() => patch(kind, namespace, name, body)),
-    // As kube-apiserver: a failed `test` answers 422 Invalid and changes nothing.
-    jsonPatchDaemonSet: ({ namespace, name, operations }) =>
-      Promise.resolve().then(() => {
-        const found = get("daemonsets", namespace, name);
-        let patched: KubeObject;
-        try {
-          patched = applyJsonPatch(found as unknown as Json, operations) as unknown as KubeObject;
-        } catch (err) {
-          throw new KubeError(422, "Invalid", (err as Error).message, "memory");
-        }
-        writes.push("patch daemonsets");
-        return put("daemonsets", patched);
-      }),
+    getRolloutStatus: ({ namespace, name }) =>
+      Promise.resolve().then(() => copy(get("rolloutstatuses", namespace, name))),
+    listRolloutStatuses: () => Promise.resolve(list("rolloutstatuses")),
+    createRolloutStatus: ({ namespace, body }) =>
+      Promise.resolve().then(() => create("rolloutstatuses", namespace, body)),
+    replaceRolloutStatus: ({ namespace, name, body }) =>
+      Promise.resolve().then(() => replace("rolloutstatuses", namespace, name, body)),
     listPods: ({ namespace, labelSelector, nodeName }) => {
       const pods = list("pods", namespace, labelSelector);
       if (nodeName === undefined) return Promise.resolve(pods);
@@ -247,13 +255,6 @@ export function memoryApi(): MemoryApi {
     createLease: ({ namespace, body }) =>
       Promise.resolve().then(() => create("leases", namespace, body)),
     replaceLease: ({ namespace, name, body }) =>
-      Promise.resolve().then(() => {
-        const found = get("leases", namespace, name);
-        if (body.metadata.resourceVersion !== found.metadata.resourceVersion) {
-          throw new KubeError(409, "Conflict", "the object has been modified", "memory");
-        }
-        writes.push("update leases");
-        return put("leases", { ...body, metadata: { ...found.metadata } });
-      }),
+      Promise.resolve().then(() => replace("leases", namespace, name, body)),
   };
 }

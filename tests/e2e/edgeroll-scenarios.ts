@@ -5,7 +5,6 @@
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { KubectlError } from "../../cluster/kubectl.ts";
-import { rolloutStatusAnnotation } from "../../api/advanced-daemonset.ts";
 import { conditionStatus, eventually, Kube, patchArgs, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
 import type { Scenario } from "./scenarios.ts";
@@ -98,12 +97,7 @@ export async function setStatus(
   namespace: string,
   resource: SetResource = "advanceddaemonsets",
 ): Promise<SetStatus> {
-  const set = await kube.json<
-    { status?: SetStatus; metadata: { annotations?: Record<string, string> } }
-  >(["--namespace", namespace, "get", resource, "edge-agent"]);
-  if (resource === "advanceddaemonsets") return set.status ?? {};
-  const written = set.metadata.annotations?.[rolloutStatusAnnotation];
-  return written === undefined ? {} : JSON.parse(written);
+  return (await kube.writtenStatus(resource, resource, namespace, "edge-agent") ?? {}) as SetStatus;
 }
 
 /** Waits for the set to say Complete with every node on `version`, Ready. */

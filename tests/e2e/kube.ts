@@ -1,6 +1,10 @@
 /** Small kubectl-based helpers the end-to-end scenarios share. */
 import { eventually as eventuallyAt } from "../../lib/eventually.ts";
 import { kubectl, kubectlJson } from "../../cluster/kubectl.ts";
+import { edgerollCrdFileNames } from "../../cli/crd-command.ts";
+import { writtenStatus } from "../../api/written-status.ts";
+import type { SetKind } from "../../api/set-ref.ts";
+import type { KubeObject } from "../../kube/objects.ts";
 
 export interface Condition {
   type: string;
@@ -72,9 +76,10 @@ export function eventually<T>(
   return eventuallyAt(what, check, { timeoutMs, intervalMs: 250, retryErrors: true });
 }
 
-const edgerollCrd =
-  new URL("../../manifests/crd/advanceddaemonsets.apps.edgeroll.dev.yaml", import.meta.url)
-    .pathname;
+const edgerollCrdFiles = edgerollCrdFileNames.flatMap((name) => [
+  "-f",
+  new URL(`../../manifests/crd/${name}`, import.meta.url).pathname,
+]);
 
 /** The arguments of `kubectl --namespace NS patch RESOURCE NAME --type=TYPE -p PATCH`. */
 export function patchArgs(
@@ -107,6 +112,24 @@ export class Kube {
     return kubectlJson<T>(this.kubeconfigPath, args);
   }
 
+  /**
+   * A set's rollout status as the controller last wrote it, read with kubectl as a user reads it:
+   * the set, and for a plain DaemonSet its RolloutStatus (`kubectl get rolloutstatus NAME`).
+   */
+  async writtenStatus(kind: SetKind, resource: string, namespace: string, name: string) {
+    const set = await this.json<KubeObject>(["--namespace", namespace, "get", resource, name]);
+    const found = kind === "daemonsets"
+      ? await this.json<{ items: KubeObject[] }>([
+        "--namespace",
+        namespace,
+        "get",
+        "rolloutstatuses",
+        `--field-selector=metadata.name=${name}`,
+      ])
+      : { items: [] };
+    return writtenStatus(kind, { set, rolloutStatus: found.items[0] });
+  }
+
   /** `kubectl patch` of one object, as a user types it. */
   patch(
     namespace: string,
@@ -122,10 +145,10 @@ export class Kube {
     return this.run(["apply", "-f", "-"], JSON.stringify(object));
   }
 
-  /** Applies edgeroll's CRD and waits until the API server serves it. */
+  /** Applies edgeroll's CRDs and waits until the API server serves them. */
   async installCrd(): Promise<void> {
-    await this.run(["apply", "-f", edgerollCrd]);
-    await this.run(["wait", "--for=condition=Established", "--timeout=60s", "-f", edgerollCrd]);
+    await this.run(["apply", ...edgerollCrdFiles]);
+    await this.run(["wait", "--for=condition=Established", "--timeout=60s", ...edgerollCrdFiles]);
   }
 
   async createNamespace(name: string): Promise<void> {

@@ -15,9 +15,7 @@ import type { Scenario } from "./scenarios.ts";
 import { type ControllerProcesses, withControllers } from "../processes.ts";
 import { type NodeProxy, startNodeProxy } from "../../cluster/node-proxy.ts";
 import { withKruiseMode } from "../kruise/mode.ts";
-import { writtenStatus } from "../../api/written-status.ts";
 import type { SetKind } from "../../api/set-ref.ts";
-import type { KubeObject } from "../../kube/objects.ts";
 import { defaultEventWindowMs } from "../../controller/controller.ts";
 
 const image = (version: string) => `edgeroll.test/trigger-agent:${version}`;
@@ -43,8 +41,10 @@ interface WrittenStatus {
 }
 
 /** A set's rollout status wherever its kind keeps it, read as the controller reads it. */
-const statusOf = (set: SetUnderTest, object: KubeObject) =>
-  writtenStatus(set.reconcileKind, object) as WrittenStatus | undefined;
+const statusOf = async (kube: Kube, set: SetUnderTest, namespace: string) =>
+  await kube.writtenStatus(set.reconcileKind, set.resource, namespace, app) as
+    | WrittenStatus
+    | undefined;
 
 /** One kind of set a case rolls: how it is written, addressed and read back. */
 interface SetUnderTest {
@@ -368,10 +368,7 @@ const QUIET_TICKS = 8;
 /** Every set's written status asks for no later look: the rollout holds no timer. */
 async function noLookAsked(kube: Kube, rolled: Rolled[]): Promise<void> {
   for (const { set, namespace } of rolled) {
-    const object = await kube.json<KubeObject>(
-      ["--namespace", namespace, "get", set.resource, app],
-    );
-    const status = statusOf(set, object);
+    const status = await statusOf(kube, set, namespace);
     assertEquals(status?.nextCheckAt, undefined, `${namespace}: a set at rest asks to look again`);
   }
 }
@@ -399,11 +396,9 @@ async function rolledTo(target: E2eTarget, kube: Kube, rolled: Rolled[], version
       if (onVersion.length !== target.nodes.length || pods.length !== target.nodes.length) {
         return undefined;
       }
-      const object = await kube.json<KubeObject>(
-        ["--namespace", namespace, "get", set.resource, app],
-      );
-      const complete = statusOf(set, object)?.conditions?.find((c) => c.type === "Complete")
-        ?.status;
+      const complete = (await statusOf(kube, set, namespace))?.conditions?.find((c) =>
+        c.type === "Complete"
+      )?.status;
       if (complete !== "True") return undefined;
     }
     return true;

@@ -23,7 +23,7 @@
  *   (default 120).
  */
 import { assertEquals } from "@std/assert";
-import { advancedDaemonSetCrd } from "../../api/crd.ts";
+import { edgerollCrds } from "../../api/crd.ts";
 import { freePort } from "../../cluster/processes.ts";
 import { startClusterBehaviour } from "../../sim/cluster/mod.ts";
 import { startSim } from "../../sim/start.ts";
@@ -298,10 +298,9 @@ Deno.test(`soak: ${nodeCount} nodes, ${minutes} minutes of rollouts under faults
   let writesAtRest = -1;
 
   try {
-    sim.store.create(
-      "customresourcedefinitions.apiextensions.k8s.io",
-      advancedDaemonSetCrd() as never,
-    );
+    for (const crd of edgerollCrds()) {
+      sim.store.create("customresourcedefinitions.apiextensions.k8s.io", crd as never);
+    }
     for (const port of ports) {
       const child = serve(port);
       replicas.push(child);
