@@ -7,6 +7,7 @@ import { assertEquals, assertStringIncludes } from "@std/assert";
 import { KubectlError } from "../../cluster/kubectl.ts";
 import { conditionStatus, eventually, Kube, patchArgs, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
+import type { KubeObject } from "../../kube/objects.ts";
 import type { Scenario } from "./scenarios.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
 import { otaDaemonSet, otaPodsMarked } from "../edge-ota.ts";
@@ -683,6 +684,7 @@ export const edgerollScenarios: Scenario[] = [
       "edgeroll marks OpenYurt OTA pods PodNeedUpgrade; the controller and the edge agent upgrade on request",
     async run(target, kube) {
       const ns = "e2e-edgeroll-ota";
+      await kube.installCrd();
       await kube.createNamespace(ns);
       await kube.apply(otaDaemonSet(ns, image("v1")));
       const first = await eventually("one Ready OTA pod per node", async () => {
@@ -718,6 +720,31 @@ export const edgerollScenarios: Scenario[] = [
             .map((p) => `${p.metadata.uid} ${conditionStatus(p, "PodNeedUpgrade")}`).sort(),
           untouched(marked).map((p) => `${p.metadata.uid} True`).sort(),
         );
+      });
+      // Its rollout status is a RolloutStatus the DaemonSet owns (ADR 0039): the DaemonSet holds
+      // none of it, and the garbage collector takes it with the DaemonSet.
+      const get = (resource: string) =>
+        kube.json<KubeObject>(["--namespace", ns, "get", resource, "ota-agent"]);
+      const [daemonSet, rolloutStatus] = [await get("daemonsets"), await get("rolloutstatuses")];
+      assertEquals(rolloutStatus.metadata.ownerReferences?.map((o) => o.uid), [
+        daemonSet.metadata.uid,
+      ]);
+      assertEquals(
+        (rolloutStatus.status as { observedGeneration?: number }).observedGeneration,
+        daemonSet.metadata.generation,
+      );
+      assertEquals(
+        Object.keys(daemonSet.metadata.annotations ?? {}).filter((k) =>
+          k.startsWith("apps.edgeroll.dev/")
+        ),
+        [],
+      );
+      await kube.run(["--namespace", ns, "delete", "daemonsets", "ota-agent"]);
+      await eventually("the RolloutStatus collected with its DaemonSet", async () => {
+        const left = await kube.json<{ items: unknown[] }>(
+          ["--namespace", ns, "get", "rolloutstatuses"],
+        );
+        return left.items.length === 0 || undefined;
       });
     },
   },

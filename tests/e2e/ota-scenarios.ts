@@ -144,6 +144,7 @@ const apiServerStoppedScenario: Scenario = {
   async run(target: E2eTarget, kube: Kube) {
     const ns = "e2e-ota-offline";
     const image = (v: string) => `edgeroll.test/ota-agent:${v}`;
+    await kube.installCrd();
     await kube.createNamespace(ns);
     await kube.apply(otaDaemonSet(ns, image("v1")));
     const node = target.nodes[0];
@@ -233,6 +234,7 @@ const imagePullScenario: Scenario = {
   async run(target: E2eTarget, kube: Kube) {
     const ns = "e2e-ota-pull";
     const image = (v: string) => `edgeroll.test/ota-agent:${v}`;
+    await kube.installCrd();
     await kube.createNamespace(ns);
     await kube.apply(otaDaemonSet(ns, image("v1")));
     const [node, other] = target.nodes;
