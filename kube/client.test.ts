@@ -1,6 +1,6 @@
 import { assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import { clientNodeApi, interceptApi, type Overrides } from "./api.ts";
-import { KubeClient, type RequestRecord } from "./client.ts";
+import { claimTarget, KubeClient, type RequestRecord } from "./client.ts";
 import { isConflict, KubeError } from "./errors.ts";
 import { SnapshotCache } from "./cache.ts";
 import type { KubeObject } from "./objects.ts";
@@ -412,6 +412,64 @@ Deno.test("readSnapshot reads the set from the cache until our own write is newe
     assertEquals(second?.set.status, { observedGeneration: 1 });
     await client.readSnapshot(ref, { fresh: true });
     assertEquals(gets.length, 2, "fresh: a GET whatever the cache has");
+  } finally {
+    await client.cache!.close();
+  }
+});
+
+Deno.test("a plain DaemonSet read from the cache comes with the RolloutStatus of our last claim; fresh, or after a lost claim, a GET", async () => {
+  const api = memoryApi();
+  const daemonSet = api.put("daemonsets", {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: {
+      name: "yurt",
+      namespace: "edge",
+      annotations: { "apps.openyurt.io/update-strategy": "AdvancedRollingUpdate" },
+    },
+    spec: { selector: { matchLabels: { app: "yurt" } } },
+  });
+  const gets: string[] = [];
+  const counted = interceptApi(api, {
+    getRolloutStatus: (p, next) => {
+      gets.push(p.name);
+      return next(p);
+    },
+  });
+  const watch: WatchFn = () => Promise.resolve(new AbortController());
+  const client = new KubeClient(counted, {
+    cache: (metered) => new SnapshotCache({ api: metered, watch, logger: memoryLogger() }),
+  });
+  const ref = { kind: "daemonsets" as const, namespace: "edge", name: "yurt" };
+  const writtenGeneration = (s: Awaited<ReturnType<typeof client.readSnapshot>>) =>
+    ((s?.kind === "DaemonSet" ? s.rolloutStatus?.status : undefined) as
+      | { observedGeneration?: number }
+      | undefined)?.observedGeneration;
+  try {
+    await client.servedSetKinds();
+    await eventually("the set cached", () => client.cache!.set(ref));
+    const first = await client.readSnapshot(ref);
+    assertEquals([gets.length, writtenGeneration(first)], [1, undefined], "none yet: one GET");
+    const claimed = await client.claimStatus("daemonsets", { set: daemonSet }, {
+      observedGeneration: 1,
+    });
+    assertEquals(writtenGeneration(await client.readSnapshot(ref)), 1);
+    assertEquals(gets.length, 1, "our own claim's copy: no GET");
+    // Another replica claims meantime: ours, under the old resourceVersion, is lost.
+    await api.replaceRolloutStatus({
+      namespace: "edge",
+      name: "yurt",
+      body: { ...claimed.rolloutStatus!, status: { observedGeneration: 2 } },
+    });
+    const stale = await client.readSnapshot(ref);
+    assertEquals(writtenGeneration(stale), 1);
+    const lost = await assertRejects(() =>
+      client.claimStatus("daemonsets", claimTarget(stale!), { observedGeneration: 3 })
+    );
+    assertEquals(isConflict(lost), true);
+    assertEquals(writtenGeneration(await client.readSnapshot(ref, { fresh: true })), 2);
+    assertEquals(writtenGeneration(await client.readSnapshot(ref)), 2, "read afresh");
+    assertEquals(gets.length, 3);
   } finally {
     await client.cache!.close();
   }

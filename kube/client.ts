@@ -136,8 +136,9 @@ export class KubeClient {
   readonly #written = new RecentMap<string, string>(50_000);
   /**
    * Each plain DaemonSet's RolloutStatus as our last claim left it, read instead of a GET where
-   * the caches are open: one replica works at a time, so it is the newest unless another claimed
-   * since, and then our claim under its resourceVersion is lost and the step reads afresh.
+   * the set itself comes from the Lease holder's caches: one replica works at a time, so it is the
+   * newest unless another claimed since, and then our claim under its resourceVersion is lost and
+   * the step reads afresh.
    */
   readonly #rolloutStatuses = new RecentMap<string, KubeObject>(50_000);
 
@@ -170,8 +171,9 @@ export class KubeClient {
     const cached = options.fresh ? undefined : this.cache?.set(ref, this.#written.get(key));
     const set = cached ?? await this.readSet(ref);
     if (!set) return undefined;
+    // Where the set came from the Lease holder's caches, its RolloutStatus from our last claim.
     const rolloutStatus = ref.kind === "daemonsets"
-      ? await this.#readRolloutStatus(ref, options.fresh ?? false)
+      ? await this.#readRolloutStatus(ref, cached === undefined)
       : undefined;
     const read = { set, ...(rolloutStatus ? { rolloutStatus } : {}) };
     const spec = set.spec as { selector?: LabelSelector } | undefined;
@@ -202,13 +204,12 @@ export class KubeClient {
   }
 
   /**
-   * A plain DaemonSet's RolloutStatus: as our last claim left it where the caches are open (and
-   * not `fresh`), else a GET; undefined while none exists. A 404 that names no object (the CRD
-   * is not installed) is thrown.
+   * A plain DaemonSet's RolloutStatus: as our last claim left it, unless `fresh`, else a GET;
+   * undefined while none exists. A 404 that names no object (the CRD is not installed) is thrown.
    */
   async #readRolloutStatus(ref: SetRef, fresh: boolean): Promise<KubeObject | undefined> {
     const key = setKey(ref);
-    const remembered = this.cache && !fresh ? this.#rolloutStatuses.get(key) : undefined;
+    const remembered = fresh ? undefined : this.#rolloutStatuses.get(key);
     if (remembered) return remembered;
     try {
       return await this.api.getRolloutStatus({ namespace: ref.namespace, name: ref.name });
