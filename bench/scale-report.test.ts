@@ -1,0 +1,105 @@
+import { assertEquals, assertStringIncludes } from "@std/assert";
+import {
+  collect,
+  lineChart,
+  type Median,
+  renderReport,
+  reportOfResults,
+  type ResultFile,
+} from "./scale-report.ts";
+
+const figure = (median: number) => ({ median, min: median - 1, max: median + 1 });
+const median = (contender: string, wall: number, cut = 0): Median => ({
+  contender,
+  row: contender,
+  cut,
+  runs: 3,
+  completed: 3,
+  maxUnavailable: 100,
+  budgetUnavailable: 100,
+  figures: { "wall s": figure(wall), "writes / node": figure(2), "CPU s": figure(wall / 10) },
+});
+const file = (nodes: number, date: string, medians: Median[]): ResultFile => ({
+  date,
+  machine: { cores: 2, cpu: "test cpu", memoryGiB: 24 },
+  nodes,
+  runs: 3,
+  medians,
+});
+
+Deno.test("collect keeps the newest median of each contender, size and cut, sizes ascending", () => {
+  const measured = collect([
+    { name: "b.json", result: file(1000, "2026-11-28", [median("edgeroll", 35)]) },
+    {
+      name: "a.json",
+      result: file(1000, "2026-11-25", [median("edgeroll", 31), median("kcm", 100)]),
+    },
+    {
+      name: "c.json",
+      result: file(300, "2026-11-28", [median("edgeroll", 24), median("floor", 23)]),
+    },
+  ]);
+  assertEquals(
+    measured.map((m) => `${m.nodes} ${m.contender} ${m.figures["wall s"].median} ${m.file}`),
+    [
+      "300 floor 23 c.json",
+      "300 edgeroll 24 c.json",
+      "1000 kcm 100 a.json",
+      "1000 edgeroll 35 b.json",
+    ],
+  );
+});
+
+Deno.test("a line chart draws each series' points left to right by fleet size, higher figures higher", () => {
+  const svg = lineChart({
+    title: "wall <time>",
+    yLabel: "seconds",
+    series: [
+      { name: "edgeroll", points: [[5000, 60], [300, 24], [1000, 35]] },
+      { name: "kcm & co", points: [[300, 36], [1000, 104]] },
+    ],
+  });
+  assertStringIncludes(svg, "wall &lt;time&gt;");
+  assertStringIncludes(svg, "kcm &amp; co");
+  const lines = [...svg.matchAll(/<polyline [^>]*points="([^"]+)"/g)].map((m) =>
+    m[1].split(" ").map((p) => p.split(",").map(Number))
+  );
+  assertEquals(lines.map((l) => l.length), [3, 2]);
+  const [edgeroll] = lines;
+  assertEquals(edgeroll[0][0] < edgeroll[1][0] && edgeroll[1][0] < edgeroll[2][0], true);
+  // SVG's y grows downwards: 60 s is drawn above 24 s.
+  assertEquals(edgeroll[2][1] < edgeroll[0][1], true);
+  assertEquals([...svg.matchAll(/<circle /g)].length, 5);
+});
+
+Deno.test("the report has a table per size with wall time against that size's floor, and six charts", () => {
+  const { markdown, charts } = renderReport(collect([
+    {
+      name: "r.json",
+      result: file(1000, "2026-11-28", [median("floor", 34), median("edgeroll", 35.7)]),
+    },
+  ]));
+  assertStringIncludes(markdown, "## 1,000 nodes");
+  const edgeroll = markdown.split("\n").find((l) => l.startsWith("| edgeroll "))!;
+  assertStringIncludes(edgeroll, "| 1.05 ");
+  assertStringIncludes(edgeroll, "35.7 (34.7–36.7)");
+  assertEquals(charts.map(([name]) => name), [
+    "wall.svg",
+    "writes.svg",
+    "read.svg",
+    "cpu.svg",
+    "memory.svg",
+    "apiserver-cpu.svg",
+  ]);
+  // A figure no contender has (MiB read here) draws an empty chart, not a made-up line.
+  assertEquals(charts.find(([name]) => name === "read.svg")![1].includes("<polyline"), false);
+});
+
+Deno.test("docs/scale.md and its charts are the committed results' (run `deno task bench:report`)", () => {
+  const root = new URL("../", import.meta.url).pathname;
+  const { markdown, charts } = reportOfResults(`${root}bench/results`);
+  assertEquals(Deno.readTextFileSync(`${root}docs/scale.md`), markdown);
+  for (const [file, svg] of charts) {
+    assertEquals(Deno.readTextFileSync(`${root}docs/scale/${file}`), svg, file);
+  }
+});

@@ -1,0 +1,318 @@
+/**
+ * `deno task bench:report`: the scale report (`docs/scale.md`) and its charts (`docs/scale/*.svg`)
+ * from the results `deno task bench:peers` wrote (`bench/results/peers-*.json`). A size may be
+ * measured in several invocations (a contender or two per session at 5,000 nodes): the newest
+ * median of each contender, size and cut is taken, and the file it came from is named.
+ *
+ *   deno task bench:report [--out docs] [--results bench/results]
+ *
+ * `scale-report.test.ts` checks the committed report against the committed results.
+ */
+import { parseArgs } from "node:util";
+import { markdownTable } from "./markdown-table.ts";
+
+export interface Figure {
+  median: number;
+  min: number;
+  max: number;
+}
+
+export interface Median {
+  contender: string;
+  row: string;
+  cut: number;
+  runs: number;
+  completed: number;
+  maxUnavailable: number;
+  budgetUnavailable: number;
+  figures: Record<string, Figure>;
+}
+
+export interface ResultFile {
+  date: string;
+  machine: { cores: number; cpu: string; memoryGiB: number };
+  nodes: number;
+  runs: number;
+  medians: Median[];
+}
+
+/** One measured contender at one size and cut, with where it came from. */
+export interface Measured extends Median {
+  nodes: number;
+  date: string;
+  machine: ResultFile["machine"];
+  file: string;
+}
+
+/** The newest measurement of each contender, size and cut, sizes ascending. */
+export function collect(files: { name: string; result: ResultFile }[]): Measured[] {
+  const newest = new Map<string, Measured>();
+  for (const { name, result } of files) {
+    for (const median of result.medians) {
+      const key = `${result.nodes}/${median.contender}/${median.cut}`;
+      const seen = newest.get(key);
+      if (seen && seen.date >= result.date) continue;
+      newest.set(key, {
+        ...median,
+        nodes: result.nodes,
+        date: result.date,
+        machine: result.machine,
+        file: name,
+      });
+    }
+  }
+  const order = ["floor", "kcm", "kruise", "edgeroll", "edgeroll-surge", "openyurt"];
+  const rank = (c: string) => order.indexOf(c) === -1 ? order.length : order.indexOf(c);
+  return [...newest.values()].sort((a, b) =>
+    a.nodes - b.nodes || a.cut - b.cut || rank(a.contender) - rank(b.contender)
+  );
+}
+
+/** A chart's series: one contender's figure at each fleet size it was measured at. */
+export interface Series {
+  name: string;
+  points: [number, number][];
+}
+
+export interface ChartSpec {
+  title: string;
+  yLabel: string;
+  series: Series[];
+}
+
+const escapeXml = (text: string) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+/** Up to `count` round values from 0 to at least `max`. */
+function ticks(max: number, count = 5): number[] {
+  const raw = max / count;
+  const magnitude = 10 ** Math.floor(Math.log10(raw || 1));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= raw) ?? raw;
+  return Array.from({ length: Math.ceil(max / step) + 1 }, (_, i) => i * step);
+}
+
+const palette = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#b07aa1"];
+
+/**
+ * A line chart as SVG: fleet size on a log scale (the sizes measured), the figure on a linear one
+ * from zero, one line and its points per series, a legend.
+ */
+export function lineChart({ title, yLabel, series }: ChartSpec): string {
+  const [width, height] = [640, 360];
+  const margin = { left: 64, right: 180, top: 36, bottom: 48 };
+  const plotW = width - margin.left - margin.right;
+  const plotH = height - margin.top - margin.bottom;
+  const sizes = [...new Set(series.flatMap((s) => s.points.map(([x]) => x)))].sort((a, b) => a - b);
+  const yTicks = ticks(Math.max(0, ...series.flatMap((s) => s.points.map(([, y]) => y))));
+  const yMax = yTicks[yTicks.length - 1] || 1;
+  const [lo, hi] = [Math.log(sizes[0] ?? 1), Math.log(sizes[sizes.length - 1] ?? 1)];
+  const x = (n: number) =>
+    margin.left + (hi === lo ? plotW / 2 : (Math.log(n) - lo) / (hi - lo) * plotW);
+  const y = (v: number) => margin.top + plotH - v / yMax * plotH;
+  const out: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` +
+    `viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="white"/>`,
+    `<text x="${margin.left}" y="20" font-size="14">${escapeXml(title)}</text>`,
+  ];
+  for (const t of yTicks) {
+    out.push(
+      `<line x1="${margin.left}" x2="${margin.left + plotW}" y1="${y(t)}" y2="${y(t)}" ` +
+        `stroke="#ddd"/>`,
+      `<text x="${margin.left - 6}" y="${y(t) + 4}" text-anchor="end">${t}</text>`,
+    );
+  }
+  for (const n of sizes) {
+    out.push(
+      `<line x1="${x(n)}" x2="${x(n)}" y1="${margin.top}" y2="${margin.top + plotH}" ` +
+        `stroke="#eee"/>`,
+      `<text x="${x(n)}" y="${margin.top + plotH + 16}" text-anchor="middle">` +
+        `${n.toLocaleString("en-US")}</text>`,
+    );
+  }
+  out.push(
+    `<text x="${margin.left + plotW / 2}" y="${height - 8}" text-anchor="middle">` +
+      `kwok nodes (log scale)</text>`,
+    `<text transform="translate(14 ${margin.top + plotH / 2}) rotate(-90)" ` +
+      `text-anchor="middle">${escapeXml(yLabel)}</text>`,
+  );
+  series.forEach((s, i) => {
+    const color = palette[i % palette.length];
+    const points = [...s.points].sort((a, b) => a[0] - b[0]);
+    out.push(
+      `<polyline fill="none" stroke="${color}" stroke-width="2" points="${
+        points.map(([px, py]) => `${x(px).toFixed(1)},${y(py).toFixed(1)}`).join(" ")
+      }"/>`,
+      ...points.map(([px, py]) =>
+        `<circle cx="${x(px).toFixed(1)}" cy="${y(py).toFixed(1)}" r="3" fill="${color}"/>`
+      ),
+      `<rect x="${width - margin.right + 12}" y="${margin.top + i * 20}" width="12" height="12" ` +
+        `fill="${color}"/>`,
+      `<text x="${width - margin.right + 30}" y="${margin.top + i * 20 + 10}">` +
+        `${escapeXml(s.name)}</text>`,
+    );
+  });
+  out.push("</svg>");
+  return out.join("\n") + "\n";
+}
+
+const contenderNames: Record<string, string> = {
+  floor: "floor",
+  kcm: "kube-controller-manager",
+  kruise: "kruise-manager",
+  edgeroll: "edgeroll",
+  "edgeroll-surge": "edgeroll (surge)",
+  openyurt: "edgeroll + DaemonSet controller (OpenYurt)",
+};
+
+/** The figures charted against fleet size (cut 0), each a file under `scale/`. */
+const charted: { file: string; figure: string; title: string; yLabel: string }[] = [
+  { file: "wall.svg", figure: "wall s", title: "Rollout wall time", yLabel: "seconds" },
+  {
+    file: "writes.svg",
+    figure: "writes / node",
+    title: "Writes per updated node",
+    yLabel: "writes",
+  },
+  { file: "read.svg", figure: "MiB read", title: "Bytes read from the API server", yLabel: "MiB" },
+  { file: "cpu.svg", figure: "CPU s", title: "Controller CPU", yLabel: "CPU seconds" },
+  {
+    file: "memory.svg",
+    figure: "peak RSS MiB, summed",
+    title: "Controller peak memory (working processes)",
+    yLabel: "MiB",
+  },
+  {
+    file: "apiserver-cpu.svg",
+    figure: "kube-apiserver CPU s",
+    title: "kube-apiserver CPU during the rollout",
+    yLabel: "CPU seconds",
+  },
+];
+
+const range = (f: Figure | undefined, digits: number) =>
+  f ? `${f.median.toFixed(digits)} (${f.min.toFixed(digits)}–${f.max.toFixed(digits)})` : "—";
+
+/** The report: a Markdown page and its charts (file name → SVG). */
+export function renderReport(
+  measured: Measured[],
+): { markdown: string; charts: [string, string][] } {
+  const sizes = [...new Set(measured.map((m) => m.nodes))];
+  const sections = sizes.map((nodes) => {
+    const here = measured.filter((m) => m.nodes === nodes);
+    const floorWall = (cut: number) =>
+      here.find((m) => m.contender === "floor" && m.cut === cut)?.figures["wall s"]?.median;
+    const rows = here.map((m) => {
+      const f = m.figures;
+      const floor = floorWall(m.cut);
+      return [
+        contenderNames[m.contender] ?? m.contender,
+        String(m.cut),
+        `${m.completed}/${m.runs}`,
+        range(f["wall s"], 1),
+        floor ? (f["wall s"].median / floor).toFixed(2) : "—",
+        range(f["× minimum"], 2),
+        range(f["writes / node"], 2),
+        range(f["409s"], 0),
+        range(f["MiB read"], 1),
+        range(f["CPU s"], 1),
+        `${f["peak RSS MiB, summed"]?.median.toFixed(0) ?? "—"}` +
+        (f["standby RSS MiB"]?.median ? ` + ${f["standby RSS MiB"].median.toFixed(0)}` : ""),
+        `${f["kube-apiserver CPU s"]?.median.toFixed(1) ?? "—"}, ` +
+        `${f["kube-apiserver peak MiB"]?.median.toFixed(0) ?? "—"}`,
+        `${f["etcd CPU s"]?.median.toFixed(1) ?? "—"}, ${
+          f["etcd peak MiB"]?.median.toFixed(0) ?? "—"
+        }`,
+        `${m.maxUnavailable} / ${m.budgetUnavailable}`,
+      ];
+    });
+    const sources = [
+      ...new Set(here.map((m) => `${m.file.split("/").pop()} (${m.date.slice(0, 10)})`)),
+    ];
+    const machine = here[0].machine;
+    return [
+      `## ${nodes.toLocaleString("en-US")} nodes`,
+      "",
+      `${machine.cores} cores, ${machine.cpu}, ${machine.memoryGiB} GiB; from ${
+        sources.join(", ")
+      }; \`deno task bench:peers --nodes ${nodes}\`. Median of the runs, range in brackets.`,
+      "",
+      markdownTable([
+        "contender",
+        "cut",
+        "runs done",
+        "wall s",
+        "× floor",
+        "× minimum",
+        "writes / node",
+        "409s",
+        "MiB read",
+        "CPU s",
+        "peak RSS MiB (+ standby)",
+        "kube-apiserver CPU s, peak MiB",
+        "etcd CPU s, peak MiB",
+        "max unavailable / budget",
+      ], rows),
+      "",
+    ].join("\n");
+  });
+  const charts = charted.map(({ file, figure, title, yLabel }): [string, string] => {
+    const contenders = [...new Set(measured.map((m) => m.contender))];
+    const series = contenders.map((contender) => ({
+      name: contenderNames[contender] ?? contender,
+      points: measured
+        .filter((m) => m.contender === contender && m.cut === 0 && m.figures[figure])
+        .map((m): [number, number] => [m.nodes, m.figures[figure].median]),
+    })).filter((s) => s.points.length > 0);
+    return [file, lineChart({ title, yLabel, series })];
+  });
+  const markdown = [
+    "# edgeroll at fleet size, beside its peers",
+    "",
+    "Generated by `deno task bench:report` from `bench/results/peers-*.json`; do not edit. How the",
+    'bench measures is in the README ("Beside its peers") and ADR 0031.',
+    "",
+    ...charts.map(([file]) => `![${file}](scale/${file})`),
+    "",
+    ...sections,
+  ].join("\n");
+  return { markdown, charts };
+}
+
+/**
+ * The report of every result under `dir` with medians (a one-run result from before `--runs` is
+ * left out, and named in `leftOut`).
+ */
+export function reportOfResults(dir: string) {
+  const names = [...Deno.readDirSync(dir)]
+    .filter((e) => e.isFile && /^peers-.*\.json$/.test(e.name))
+    .map((e) => `${dir}/${e.name}`)
+    .sort();
+  const files = names.map((name) => ({
+    name,
+    result: JSON.parse(Deno.readTextFileSync(name)) as ResultFile,
+  }));
+  const withMedians = files.filter(({ result }) => Array.isArray(result.medians));
+  return {
+    ...renderReport(collect(withMedians)),
+    leftOut: files.filter((f) => !withMedians.includes(f)).map((f) => f.name),
+  };
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: {
+      out: { type: "string", default: "docs" },
+      results: { type: "string", default: "bench/results" },
+    },
+  });
+  const { markdown, charts, leftOut } = reportOfResults(values.results!);
+  for (const name of leftOut) {
+    console.error(`bench:report: ${name} has no medians (a bench before --runs): left out`);
+  }
+  Deno.mkdirSync(`${values.out}/scale`, { recursive: true });
+  Deno.writeTextFileSync(`${values.out}/scale.md`, markdown);
+  for (const [file, svg] of charts) Deno.writeTextFileSync(`${values.out}/scale/${file}`, svg);
+  console.log(`bench:report: ${values.out}/scale.md and ${charts.length} charts`);
+}
