@@ -98,8 +98,8 @@ const palette = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#b07aa1
  * from zero, one line and its points per series, a legend.
  */
 export function lineChart({ title, yLabel, series }: ChartSpec): string {
-  const [width, height] = [640, 360];
-  const margin = { left: 64, right: 180, top: 36, bottom: 48 };
+  const [width, height] = [800, 360];
+  const margin = { left: 64, right: 290, top: 36, bottom: 48 };
   const plotW = width - margin.left - margin.right;
   const plotH = height - margin.top - margin.bottom;
   const sizes = [...new Set(series.flatMap((s) => s.points.map(([x]) => x)))].sort((a, b) => a - b);
