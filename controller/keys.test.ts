@@ -37,3 +37,37 @@ Deno.test("node names sent in events are remembered up to a bound, the least rec
   assertEquals(nodes.changed(node("edge-0", "b"), false), true);
   assertEquals(nodes.changed(node("edge-0", "b"), false), false);
 });
+
+Deno.test("a ControllerRevision calls the set that controls it: a plain DaemonSet's comes after its template change", () => {
+  const revision = (owner: { apiVersion: string; kind: string; controller?: boolean }) => ({
+    apiVersion: "apps/v1",
+    kind: "ControllerRevision",
+    metadata: {
+      name: "ota-agent-5d8f7c",
+      namespace: "edge",
+      ownerReferences: [{ ...owner, name: "ota-agent" }],
+    },
+  });
+  const nodes = new NodeChanges();
+  assertEquals(
+    keysForChange(
+      revision({ apiVersion: "apps/v1", kind: "DaemonSet", controller: true }),
+      false,
+      nodes,
+    ),
+    [setQueueKey({ kind: "daemonsets", namespace: "edge", name: "ota-agent" })],
+  );
+  assertEquals(
+    keysForChange(revision({ apiVersion: "apps/v1", kind: "DaemonSet" }), false, nodes),
+    [],
+    "not its controller",
+  );
+  assertEquals(
+    keysForChange(
+      revision({ apiVersion: "apps/v1", kind: "StatefulSet", controller: true }),
+      false,
+      nodes,
+    ),
+    [],
+  );
+});

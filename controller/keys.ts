@@ -95,6 +95,11 @@ function keysForObject({ apiVersion, kind, metadata }: ChangedObject): QueueKey[
         return [];
       }
     }
+  }
+  // A pod, or a ControllerRevision: the DaemonSet controller writes a plain DaemonSet's revision
+  // after the template change, and the step that saw the change may have planned without it (as
+  // upstream's DaemonSet controller, whose history informer queues the owner too).
+  if (kind === "Pod" || kind === "ControllerRevision") {
     for (const owner of metadata.ownerReferences ?? []) {
       const ownerKind = owner.controller ? setKindOf(owner.apiVersion, owner.kind) : undefined;
       if (ownerKind) return [setQueueKey({ kind: ownerKind, namespace, name: owner.name })];
