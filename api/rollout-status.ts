@@ -5,14 +5,11 @@
  * writes it on every pod change; a status kept on the DaemonSet itself made each of our claims
  * and each of its writes lose to the other. Owned by the DaemonSet, it goes with it.
  */
-import { AdvancedDaemonSetStatus, apiVersion, group, version } from "./advanced-daemonset.ts";
+import { apiVersion, group, version } from "./advanced-daemonset.ts";
 
 export const rolloutStatusKind = "RolloutStatus";
 export const rolloutStatusPlural = "rolloutstatuses";
 export const rolloutStatusResource = { group, version, plural: rolloutStatusPlural };
-
-/** Its status has the AdvancedDaemonSet status's shape and schema. */
-export const RolloutStatusStatus = AdvancedDaemonSetStatus;
 
 interface DaemonSetMeta {
   metadata: { namespace?: string; name?: string; uid?: string };
