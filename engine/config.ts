@@ -39,7 +39,13 @@ export type UpdateMode =
 export interface SetConfig {
   kind: Snapshot["kind"];
   identity: SetIdentity;
+  /** The generation the plan reflects, written as the status' `observedGeneration`. */
   generation: number;
+  /**
+   * OpenYurt DaemonSet: the generation whose ControllerRevision the native controller has not
+   * written yet (it writes it, then observes the generation): the plan waits for it.
+   */
+  revisionAwaited?: number;
   /** Values read as their origin's default, said in the InvalidSpec condition and an Event. */
   notices: Notice[];
   template: PodTemplateSpec;
@@ -157,6 +163,11 @@ export function readSet(snapshot: Snapshot): SetReading {
   }
   const set = snapshot.set;
   const previous = parseStatus(writtenStatus("daemonsets", snapshot) ?? {});
+  const generation = meta.generation ?? 0;
+  // Until the DaemonSet controller observes the spec, its newest revision may be the old
+  // template's. The status says the generation it saw, so a tick looks again (ADR 0039).
+  const observed = set.status?.observedGeneration;
+  const revisionAwaited = observed !== undefined && observed < generation;
   const yurt = readOpenYurtRollout(set);
   if (!yurt.managed) return { ok: false, managed: false, issues: [], previous };
   if (!yurt.ok) return { ok: false, managed: true, issues: yurt.issues, previous };
@@ -166,7 +177,8 @@ export function readSet(snapshot: Snapshot): SetReading {
     config: {
       kind: "DaemonSet",
       identity: { apiVersion: "apps/v1", kind: "DaemonSet", ...identityBase },
-      generation: meta.generation ?? 0,
+      generation: revisionAwaited ? observed : generation,
+      ...(revisionAwaited ? { revisionAwaited: generation } : {}),
       notices: yurt.notices,
       template: set.spec.template,
       selector: set.spec.selector,

@@ -341,6 +341,13 @@ function nextLooks(outcome: Outcome): { nextCheckAt?: string; requeueAfterSecond
   };
 }
 
+/**
+ * An OpenYurt set whose template has no revision yet (none at all, or the native controller has
+ * not observed the spec): its plan acts on nothing and judges nothing.
+ */
+const waitsForRevision = (outcome: Outcome) =>
+  outcome.hash === undefined || outcome.config.revisionAwaited !== undefined;
+
 /** What the conditions are decided from. */
 interface Facts {
   outcome: Outcome;
@@ -362,12 +369,14 @@ const progressingRules: {
   state: (facts: Facts) => ConditionState;
 }[] = [
   {
-    name: "no revision yet",
-    applies: (facts) => facts.outcome.hash === undefined,
-    state: () => ({
+    name: "no revision of the template yet",
+    applies: (facts) => waitsForRevision(facts.outcome),
+    state: (facts) => ({
       status: false,
       reason: "WaitingForRevision",
-      message: "no ControllerRevision yet",
+      message: facts.outcome.config.revisionAwaited !== undefined
+        ? `no ControllerRevision of generation ${facts.outcome.config.revisionAwaited} yet`
+        : "no ControllerRevision yet",
     }),
   },
   {
@@ -519,13 +528,60 @@ function setWideWaits(states: Record<ConditionType, ConditionState>, complete: b
   ];
 }
 
+/** What a plan's status records of the rollout beyond its counts: stops, rollbacks, pulls. */
+const recordFields = [
+  "rolloutStop",
+  "rollback",
+  "lastCompleteRevision",
+  "acknowledgedFailures",
+  "progress",
+  "imagePreDownload",
+] as const;
+type RolloutRecords = Pick<AdvancedDaemonSetStatus, typeof recordFields[number]>;
+
+/** The records as the last plan wrote them. */
+function rolloutRecords(status: AdvancedDaemonSetStatus): RolloutRecords {
+  const kept: Record<string, unknown> = {};
+  for (const field of recordFields) if (status[field] !== undefined) kept[field] = status[field];
+  return kept as RolloutRecords;
+}
+
+/** The records this plan's judgement, rollback and pulls make. */
+function rolloutRecordsOf(outcome: Outcome, complete: boolean): RolloutRecords {
+  const { judged, hash, previous, preDownload } = outcome;
+  return {
+    ...(judged?.stop ? { rolloutStop: judged.stop } : {}),
+    ...(outcome.rollback ? { rollback: outcome.rollback } : {}),
+    // Kept for a set that may roll back (ADR 0035): the revision it would return to.
+    ...(judged && complete && hash !== undefined
+      ? { lastCompleteRevision: hash }
+      : judged && previous.lastCompleteRevision
+      ? { lastCompleteRevision: previous.lastCompleteRevision }
+      : {}),
+    ...(judged?.acknowledged ? { acknowledgedFailures: judged.acknowledged } : {}),
+    ...(judged ? { progress: judged.progress } : {}),
+    ...(preDownload
+      ? {
+        imagePreDownload: {
+          revision: preDownload.revision,
+          nodes: preDownload.nodes,
+          pulled: preDownload.pulled,
+          pulling: preDownload.pulling,
+          failed: preDownload.failed,
+          ...(preDownload.failedNodes.length > 0 ? { failedNodes: preDownload.failedNodes } : {}),
+        },
+      }
+      : {}),
+  };
+}
+
 /** The plan's report: status as upstream counts it, conditions, awaited items, the requeue. */
 export function finish(outcome: Outcome): Plan {
   const { previous, hash, builder, now } = outcome;
   const n = countNodes(outcome);
   const expectations = awaitExpectations(outcome);
   const { nextCheckAt, requeueAfterSeconds } = nextLooks(outcome);
-  const complete = hash !== undefined && n.outdated === 0 && n.available === n.desired &&
+  const complete = !waitsForRevision(outcome) && n.outdated === 0 && n.available === n.desired &&
     expectations.length === 0;
   const podActions = builder.actions.filter((a) =>
     a.type.endsWith("Pod") || a.type === "setPodCondition"
@@ -539,6 +595,15 @@ export function finish(outcome: Outcome): Plan {
   });
   const { conditions, events } = buildConditions(states, previous.conditions, now);
   const { preDownload, judged } = outcome;
+  const waiting = waitsForRevision(outcome);
+  // A plan waiting for its revision judges nothing: what the last one judged stands.
+  if (waiting) {
+    conditions.push(
+      ...(previous.conditions ?? []).filter((c) =>
+        c.type === rolloutStoppedCondition || c.type === preDownloadCondition
+      ),
+    );
+  }
   if (judged) {
     conditions.push(
       buildCondition(
@@ -574,28 +639,7 @@ export function finish(outcome: Outcome): Plan {
     conditions,
     ...(expectations.length > 0 ? { expectations } : {}),
     ...(nextCheckAt !== undefined ? { nextCheckAt } : {}),
-    ...(judged?.stop ? { rolloutStop: judged.stop } : {}),
-    ...(outcome.rollback ? { rollback: outcome.rollback } : {}),
-    // Kept for a set that may roll back (ADR 0035): the revision it would return to.
-    ...(judged && complete && hash !== undefined
-      ? { lastCompleteRevision: hash }
-      : judged && previous.lastCompleteRevision
-      ? { lastCompleteRevision: previous.lastCompleteRevision }
-      : {}),
-    ...(judged?.acknowledged ? { acknowledgedFailures: judged.acknowledged } : {}),
-    ...(judged ? { progress: judged.progress } : {}),
-    ...(preDownload
-      ? {
-        imagePreDownload: {
-          revision: preDownload.revision,
-          nodes: preDownload.nodes,
-          pulled: preDownload.pulled,
-          pulling: preDownload.pulling,
-          failed: preDownload.failed,
-          ...(preDownload.failedNodes.length > 0 ? { failedNodes: preDownload.failedNodes } : {}),
-        },
-      }
-      : {}),
+    ...(waiting ? rolloutRecords(previous) : rolloutRecordsOf(outcome, complete)),
   };
   const awaited = builder.awaited.length > maxAwaitedListed
     ? [

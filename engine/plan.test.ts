@@ -8,6 +8,7 @@ import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
 import { plan } from "./plan.ts";
 import { startingPodPollSeconds } from "./plan-report.ts";
 import * as f from "./testdata/fleet.ts";
+import { rolloutStatusObject } from "../api/rollout-status.ts";
 import type { Action, Plan, Snapshot } from "../api/plan.ts";
 
 function adsSnapshot(
@@ -969,6 +970,49 @@ Deno.test("OpenYurt: a bad annotation is InvalidSpec; no revision yet means wait
   const waiting = plan(early, f.t0);
   assertEquals(waiting.actions, []);
   assertEquals(condition(waiting, "Progressing"), "False WaitingForRevision");
+});
+
+Deno.test("OpenYurt: a template the DaemonSet controller has not observed waits for its revision", () => {
+  // Generation 3 is the spec; the native controller observed 2, and its newest revision is 2's.
+  const c = f.yurtCluster("AdvancedRollingUpdate", f.nodes(2));
+  c.snapshot.set.metadata.generation = 3;
+  const observedBy = (generation: number) => {
+    c.snapshot.set.status = { observedGeneration: generation };
+  };
+  observedBy(2);
+  // What the last plan judged: a stop, and the revision a rollback would return to.
+  const stopped = {
+    type: "RolloutStopped",
+    status: "True" as const,
+    reason: "FailureBudgetExceeded",
+    message: "1 failed",
+    lastTransitionTime: "2026-01-01T00:00:00Z",
+  };
+  const judged = { lastCompleteRevision: "v1hash", conditions: [stopped] };
+  if (c.snapshot.kind === "DaemonSet") {
+    c.snapshot.rolloutStatus = rolloutStatusObject(c.snapshot.set, judged);
+  }
+  const waiting = plan(c.snapshot, f.t0);
+  assertEquals(waiting.actions, [], "nothing replaced for a revision that may be the old one");
+  assertEquals(waiting.status.observedGeneration, 2, "the tick looks again until it moves");
+  assertEquals(
+    [condition(waiting, "Progressing"), condition(waiting, "Complete")].map((c) => c.split(" ")[1]),
+    ["WaitingForRevision", "Incomplete"],
+  );
+  assertEquals(waiting.awaited[0]?.what, "the ControllerRevision of generation 3");
+  assertEquals(waiting.status.lastCompleteRevision, "v1hash", "what was judged stands");
+  assertEquals(waiting.conditions.find((c) => c.type === "RolloutStopped"), stopped);
+  assertEquals(waiting.events, [], "nothing said again");
+  // Counted against the revision written last: both pods are on the old one.
+  assertEquals([waiting.status.desiredNumberScheduled, waiting.status.updatedNumberScheduled], [
+    2,
+    0,
+  ]);
+
+  observedBy(3);
+  const observed = plan(c.snapshot, f.t0);
+  assertEquals(observed.status.observedGeneration, 3);
+  assertEquals(podActions(observed).some((a) => a.startsWith("delete")), true);
 });
 
 Deno.test("OpenYurt: max-unavailable 0 is OpenYurt's 10%, said once in an Event and kept in InvalidSpec", () => {

@@ -83,11 +83,20 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const desiredCount = desired.length;
   const burst = Math.max(1, resolve(config.burstReplicas, desiredCount, true));
 
-  if (hash === undefined) {
-    const builder = new PlanBuilder(config, "", now, burst, pending);
-    builder.wait("a ControllerRevision", "the native DaemonSet controller has not written one yet");
-    const inScope = new Set<string>();
-    return finish({ config, previous, collisionCount, views, pending, builder, now, inScope });
+  /** What every plan's report is built from, as read. */
+  const seen = { config, previous, collisionCount, hash, views, pending, now };
+
+  // An OpenYurt set without the revision of its template: nothing to act on until the native
+  // DaemonSet controller writes it (pods are counted against the revision it wrote last).
+  if (hash === undefined || config.revisionAwaited !== undefined) {
+    const builder = new PlanBuilder(config, hash ?? "", now, burst, pending);
+    builder.wait(
+      config.revisionAwaited !== undefined
+        ? `the ControllerRevision of generation ${config.revisionAwaited}`
+        : "a ControllerRevision",
+      "the native DaemonSet controller has not written it yet",
+    );
+    return finish({ ...seen, builder, inScope: new Set<string>() });
   }
 
   const builder = new PlanBuilder(config, hash, now, burst, pending);
@@ -131,14 +140,8 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const preDownload = planPreDownload(builder, settled, order, available, pending, snapshot.pulls);
   const inScope = new Set(order.map((v) => v.name));
   const planned = finish({
-    config,
-    previous,
-    collisionCount,
-    hash,
-    views,
-    pending,
+    ...seen,
     builder,
-    now,
     inScope,
     preDownload,
     judged,

@@ -309,7 +309,7 @@ Deno.test("an inactive cache (a replica without the Lease) reads and watches not
   }
 });
 
-Deno.test("a set's change calls a reconcile, a DaemonSet's status written by its controller does not", async () => {
+Deno.test("a set's change calls a reconcile, a DaemonSet's status written by its controller does not but for the generation it observed", async () => {
   const server = fakeServer();
   server.listed.daemonsets = [daemonSet("agent", "5")];
   const changes: CacheChange[] = [];
@@ -325,6 +325,9 @@ Deno.test("a set's change calls a reconcile, a DaemonSet's status written by its
     onLine("MODIFIED", typed(daemonSet("agent", "6", { status: { numberReady: 1 } })));
     onLine("MODIFIED", typed(daemonSet("agent", "7", { status: { numberReady: 2 } })));
     assertEquals(changes.length, 1, "status alone is nothing");
+    // But the generation it observed: its revision of the spec is written by then (ADR 0039).
+    onLine("MODIFIED", typed(daemonSet("agent", "7", { status: { observedGeneration: 2 } })));
+    assertEquals(changes.length, 2, "observedGeneration moved");
     // A user's change of the template, then of an annotation (a pause): each is something.
     const changed = daemonSet("agent", "8");
     (changed.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec
@@ -337,7 +340,7 @@ Deno.test("a set's change calls a reconcile, a DaemonSet's status written by its
     onLine("DELETED", typed(annotated));
     assertEquals(
       changes.map((c) => `${c.object.metadata.resourceVersion}:${c.deleted}`),
-      ["5:false", "8:false", "9:false", "9:true"],
+      ["5:false", "7:false", "8:false", "9:false", "9:true"],
     );
     cache.setKindsServed([]);
     await eventually("the set watch stopped", () => cache.size === 0 || undefined);
