@@ -244,10 +244,11 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
     );
     log({ msg: "nodes created", nodes: state.nodes.length });
     const running = [etcd, apiserver, controllerManager, scheduler, kwok];
+    // kwok readies a few hundred nodes a second here: 3 min, and more for fleets of thousands.
     await waitFor(`${state.nodes.length} nodes to be Ready`, running, async () => {
       const list = await kubectlJson<NodeList>(state.kubeconfigPath, ["get", "nodes"]);
       return list.items.filter(isReady).length === state.nodes.length;
-    });
+    }, Math.max(180_000, state.nodes.length * 100));
     // Only kwok's node controller makes a node Ready: it has started, the pod controller has not.
     await kubectl(
       state.kubeconfigPath,
