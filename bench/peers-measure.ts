@@ -171,6 +171,13 @@ const available = (pod: Pod) =>
   !pod.metadata.deletionTimestamp &&
   (pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false);
 
+/** Whether a node has an available pod, one of the image expected, and one of another image. */
+interface NodeState {
+  available: boolean;
+  current: boolean;
+  stale: boolean;
+}
+
 /** A watch interrupted this many times in a row, with no event between, fails the bench. */
 const maxInterruptions = 20;
 
@@ -184,6 +191,11 @@ const maxInterruptions = 20;
  */
 export class RolloutWatch {
   readonly #pods = new Map<string, Pod>();
+  /** Pod uids by node, and each watched node's state: an event costs its node alone. */
+  readonly #podsOnNode = new Map<string, Set<string>>();
+  readonly #states = new Map<string, NodeState>();
+  #unavailable = 0;
+  #updated = 0;
   #nodes: Set<string>;
   #image = "";
   #watch?: RunningWatch;
@@ -212,16 +224,19 @@ export class RolloutWatch {
       relist: async () => {
         const list = await core.listNamespacedPod({ namespace: this.namespace });
         this.#pods.clear();
-        for (const pod of list.items) this.#pods.set(pod.metadata!.uid!, pod as Pod);
-        this.#measure();
+        this.#podsOnNode.clear();
+        for (const pod of list.items) this.#remember(pod as Pod);
+        this.#recount();
         return list.metadata!.resourceVersion!;
       },
       onEvent: (type, object) => {
         this.#interruptions = 0;
         const pod = object as unknown as Pod;
-        if (type === "DELETED") this.#pods.delete(pod.metadata.uid);
-        else this.#pods.set(pod.metadata.uid, pod);
-        this.#measure();
+        const before = this.#forget(pod.metadata.uid);
+        if (type !== "DELETED") this.#remember(pod);
+        if (before !== undefined) this.#refresh(before);
+        this.#refresh(pod.spec.nodeName);
+        this.#measured();
       },
       onState: (state) => {
         if (state === "watching") return open.resolve();
@@ -251,7 +266,7 @@ export class RolloutWatch {
     if (nodes) this.#nodes = new Set(nodes);
     this.maxUnavailable = 0;
     this.doneAt = undefined;
-    this.#measure();
+    this.#recount();
   }
 
   /** Resolves true when the rollout ends, false after `timeoutMs`. */
@@ -273,30 +288,66 @@ export class RolloutWatch {
     await this.#watch?.stop();
   }
 
-  #measure(): void {
-    const onNode = new Map<string, { available: boolean; current: boolean; stale: boolean }>();
-    for (const pod of this.#pods.values()) {
-      const node = pod.spec.nodeName;
-      if (!node || !this.#nodes.has(node)) continue;
-      const seen = onNode.get(node) ?? { available: false, current: false, stale: false };
+  #remember(pod: Pod) {
+    this.#pods.set(pod.metadata.uid, pod);
+    const node = pod.spec.nodeName ?? "";
+    const uids = this.#podsOnNode.get(node) ?? new Set();
+    this.#podsOnNode.set(node, uids.add(pod.metadata.uid));
+  }
+
+  /** Forgets a pod; answers the node it was on. */
+  #forget(uid: string): string | undefined {
+    const pod = this.#pods.get(uid);
+    if (!pod) return undefined;
+    this.#pods.delete(uid);
+    const node = pod.spec.nodeName ?? "";
+    this.#podsOnNode.get(node)?.delete(uid);
+    return node;
+  }
+
+  /** A watched node's state from its pods. */
+  #stateOf(node: string): NodeState {
+    const state = { available: false, current: false, stale: false };
+    for (const uid of this.#podsOnNode.get(node) ?? []) {
+      const pod = this.#pods.get(uid)!;
       const isCurrent = pod.spec.containers[0].image === this.#image;
       if (available(pod)) {
-        seen.available = true;
-        if (isCurrent) seen.current = true;
+        state.available = true;
+        if (isCurrent) state.current = true;
       }
-      if (!isCurrent && !pod.metadata.deletionTimestamp) seen.stale = true;
-      onNode.set(node, seen);
+      if (!isCurrent && !pod.metadata.deletionTimestamp) state.stale = true;
     }
-    let unavailable = 0;
-    let updated = 0;
-    for (const node of this.#nodes) {
-      const seen = onNode.get(node);
-      if (!seen?.available) unavailable++;
-      if (seen?.current && !seen.stale) updated++;
-    }
-    this.maxUnavailable = Math.max(this.maxUnavailable, unavailable);
-    this.updated = updated;
-    if (this.#image && this.doneAt === undefined && updated === this.#nodes.size) {
+    return state;
+  }
+
+  #count(state: NodeState, sign: 1 | -1) {
+    if (!state.available) this.#unavailable += sign;
+    if (state.current && !state.stale) this.#updated += sign;
+  }
+
+  /** Recounts one node after a change of its pods. */
+  #refresh(node: string | undefined) {
+    if (node === undefined || !this.#nodes.has(node)) return;
+    const before = this.#states.get(node);
+    if (before) this.#count(before, -1);
+    const state = this.#stateOf(node);
+    this.#states.set(node, state);
+    this.#count(state, 1);
+  }
+
+  /** Recounts every node: a new image, new nodes, a new list. */
+  #recount() {
+    this.#states.clear();
+    this.#unavailable = 0;
+    this.#updated = 0;
+    for (const node of this.#nodes) this.#refresh(node);
+    this.#measured();
+  }
+
+  #measured(): void {
+    this.maxUnavailable = Math.max(this.maxUnavailable, this.#unavailable);
+    this.updated = this.#updated;
+    if (this.#image && this.doneAt === undefined && this.#updated === this.#nodes.size) {
       this.doneAt = Date.now();
       this.#waiting?.(true);
     }
