@@ -14,6 +14,7 @@ import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
 import { clientNodeWatch, startWatch } from "../kube/watcher.ts";
 import { createLogger } from "../lib/log.ts";
+import { PodsByNode } from "./pods-by-node.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -46,8 +47,7 @@ const logger = createLogger({}, { component: "floor-executor", namespace, set: n
 
 /** The set's pod template as last seen, and the live pods by name and by node. */
 let template: k8s.V1PodTemplateSpec | undefined;
-const pods = new Map<string, k8s.V1Pod>();
-const podsOnNode = new Map<string, Set<string>>();
+const pods = new PodsByNode<k8s.V1Pod>((pod) => pod.metadata!.name!);
 /** Nodes whose new pod was asked for and is not yet seen Ready. */
 const inFlight = new Set<string>();
 /**
@@ -107,10 +107,7 @@ async function replace(node: string, old: k8s.V1Pod | undefined, image: string) 
 }
 
 /** The live (not terminating) pods on `node`. */
-function livePods(node: string): k8s.V1Pod[] {
-  const names = podsOnNode.get(node) ?? new Set();
-  return [...names].map((n) => pods.get(n)!).filter((p) => !p.metadata?.deletionTimestamp);
-}
+const livePods = (node: string) => pods.on(node).filter((p) => !p.metadata?.deletionTimestamp);
 
 /** A node in flight is done once a pod of the image runs Ready there. */
 function settle(node: string) {
@@ -133,20 +130,6 @@ function fill() {
   }
 }
 
-function remember(pod: k8s.V1Pod) {
-  const name = pod.metadata!.name!;
-  pods.set(name, pod);
-  const node = pod.spec?.nodeName ?? "";
-  const names = podsOnNode.get(node) ?? new Set();
-  podsOnNode.set(node, names.add(name));
-}
-
-function forget(name: string) {
-  const node = pods.get(name)?.spec?.nodeName ?? "";
-  pods.delete(name);
-  podsOnNode.get(node)?.delete(name);
-}
-
 function watchAll() {
   const labelSelector = `app=${name}`;
   startWatch(watch, {
@@ -156,15 +139,14 @@ function watchAll() {
     relist: async () => {
       const listed = await core.listNamespacedPod({ namespace, labelSelector });
       pods.clear();
-      podsOnNode.clear();
-      for (const pod of listed.items) remember(pod);
+      for (const pod of listed.items) pods.set(pod);
       for (const node of [...inFlight]) settle(node);
       return listed.metadata!.resourceVersion!;
     },
     onEvent: (type, object) => {
       const pod = object as k8s.V1Pod;
-      forget(pod.metadata!.name!);
-      if (type !== "DELETED") remember(pod);
+      if (type === "DELETED") pods.delete(pod.metadata!.name!);
+      else pods.set(pod);
       settle(pod.spec?.nodeName ?? "");
       fill();
     },

@@ -8,6 +8,7 @@ import * as k8s from "@kubernetes/client-node";
 import { residentMiB } from "../tests/processes.ts";
 import { clientNodeWatch, type RunningWatch, startWatch } from "../kube/watcher.ts";
 import { createLogger } from "../lib/log.ts";
+import { PodsByNode } from "./pods-by-node.ts";
 
 /** The audit policy: who is logged (the contenders' users), at Metadata level; nobody else. */
 export function auditPolicy(users: string[]) {
@@ -190,9 +191,8 @@ const maxInterruptions = 20;
  * again, with the same capped backoff as the controller's caches.
  */
 export class RolloutWatch {
-  readonly #pods = new Map<string, Pod>();
-  /** Pod uids by node, and each watched node's state: an event costs its node alone. */
-  readonly #podsOnNode = new Map<string, Set<string>>();
+  /** The pods by uid and node, and each watched node's state: an event costs its node alone. */
+  readonly #pods = new PodsByNode<Pod>((pod) => pod.metadata.uid);
   readonly #states = new Map<string, NodeState>();
   #unavailable = 0;
   #updated = 0;
@@ -224,16 +224,16 @@ export class RolloutWatch {
       relist: async () => {
         const list = await core.listNamespacedPod({ namespace: this.namespace });
         this.#pods.clear();
-        this.#podsOnNode.clear();
-        for (const pod of list.items) this.#remember(pod as Pod);
+        for (const pod of list.items) this.#pods.set(pod as Pod);
         this.#recount();
         return list.metadata!.resourceVersion!;
       },
       onEvent: (type, object) => {
         this.#interruptions = 0;
         const pod = object as unknown as Pod;
-        const before = this.#forget(pod.metadata.uid);
-        if (type !== "DELETED") this.#remember(pod);
+        const before = type === "DELETED"
+          ? this.#pods.delete(pod.metadata.uid)
+          : this.#pods.set(pod);
         if (before !== undefined) this.#refresh(before);
         this.#refresh(pod.spec.nodeName);
         this.#measured();
@@ -288,28 +288,10 @@ export class RolloutWatch {
     await this.#watch?.stop();
   }
 
-  #remember(pod: Pod) {
-    this.#pods.set(pod.metadata.uid, pod);
-    const node = pod.spec.nodeName ?? "";
-    const uids = this.#podsOnNode.get(node) ?? new Set();
-    this.#podsOnNode.set(node, uids.add(pod.metadata.uid));
-  }
-
-  /** Forgets a pod; answers the node it was on. */
-  #forget(uid: string): string | undefined {
-    const pod = this.#pods.get(uid);
-    if (!pod) return undefined;
-    this.#pods.delete(uid);
-    const node = pod.spec.nodeName ?? "";
-    this.#podsOnNode.get(node)?.delete(uid);
-    return node;
-  }
-
   /** A watched node's state from its pods. */
   #stateOf(node: string): NodeState {
     const state = { available: false, current: false, stale: false };
-    for (const uid of this.#podsOnNode.get(node) ?? []) {
-      const pod = this.#pods.get(uid)!;
+    for (const pod of this.#pods.on(node)) {
       const isCurrent = pod.spec.containers[0].image === this.#image;
       if (available(pod)) {
         state.available = true;
