@@ -581,7 +581,8 @@ export function finish(outcome: Outcome): Plan {
   const n = countNodes(outcome);
   const expectations = awaitExpectations(outcome);
   const { nextCheckAt, requeueAfterSeconds } = nextLooks(outcome);
-  const complete = !waitsForRevision(outcome) && n.outdated === 0 && n.available === n.desired &&
+  const waiting = waitsForRevision(outcome);
+  const complete = !waiting && n.outdated === 0 && n.available === n.desired &&
     expectations.length === 0;
   const podActions = builder.actions.filter((a) =>
     a.type.endsWith("Pod") || a.type === "setPodCondition"
@@ -595,7 +596,6 @@ export function finish(outcome: Outcome): Plan {
   });
   const { conditions, events } = buildConditions(states, previous.conditions, now);
   const { preDownload, judged } = outcome;
-  const waiting = waitsForRevision(outcome);
   // A plan waiting for its revision judges nothing: what the last one judged stands.
   if (waiting) {
     conditions.push(
