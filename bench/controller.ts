@@ -22,7 +22,7 @@ import {
   withEdgeroll,
   withSimProcess,
 } from "../tests/processes.ts";
-import { median } from "./stats.ts";
+import { median, percentile } from "./stats.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -38,9 +38,6 @@ function table(title: string, header: string[], rows: string[][]) {
   console.log(`\n${title}\n`);
   console.log(markdownTable(header, rows));
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 
 /** Resident MiB of a running process, as the tables print it (limits come from the peak). */
 const residentMb = (pid: number, field: "VmRSS" | "VmHWM") => residentMiB(pid, field)!.toFixed(0);
@@ -148,7 +145,6 @@ async function measure(nodes: number, rollout: boolean): Promise<Measured> {
       // bench's own two stats reads).
       const per = (verb: string) => ((after[verb] ?? 0) - (before[verb] ?? 0)) / calls;
       const writes = ["create", "update", "patch", "delete"].reduce((n, v) => n + per(v), 0);
-      times.sort((a, b) => a - b);
       await new Promise((resolve) => setTimeout(resolve, restMs));
       const pids = controller.pids ?? [];
       const memory = (field: "VmRSS" | "VmHWM") =>

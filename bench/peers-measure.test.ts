@@ -1,5 +1,10 @@
-import { assertEquals } from "@std/assert";
-import { auditedRequests } from "./peers-measure.ts";
+import { assert, assertEquals } from "@std/assert";
+import { auditedRequests, RolloutWatch } from "./peers-measure.ts";
+import { startSim } from "../sim/start.ts";
+import { stillCluster } from "../tests/sim/helpers.ts";
+import { loadKubeConfig } from "../kube/config.ts";
+import { eventually } from "../lib/eventually.ts";
+import type { KubeObject } from "../kube/objects.ts";
 
 const event = (
   user: string,
@@ -71,5 +76,45 @@ Deno.test("the audit log counts a user's requests in the window: a watch when it
     });
   } finally {
     await Deno.remove(path);
+  }
+});
+
+Deno.test("the bench's pod watch times each node's turn: old pod deleted, new pod, available", async () => {
+  const sim = await startSim({ behaviour: stillCluster });
+  const pod = (name: string, node: string, image: string, ready: boolean): KubeObject => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default" },
+    spec: { nodeName: node, containers: [{ name: "agent", image }] },
+    status: { conditions: [{ type: "Ready", status: ready ? "True" : "False" }] },
+  });
+  const nodes = ["edge-1", "edge-2"];
+  nodes.forEach((n) => sim.store.create("pods", pod(`old-${n}`, n, "agent:v1", true) as never));
+  const watch = new RolloutWatch(loadKubeConfig(sim.kubeconfigPath), "default", nodes);
+  try {
+    await watch.start();
+    watch.expect("agent:v2");
+    for (const n of nodes) {
+      sim.store.delete("pods", "default", `old-${n}`);
+      sim.store.create("pods", pod(`new-${n}`, n, "agent:v2", false) as never);
+    }
+    // edge-1 comes up; edge-2's new pod stays unready: it has no second span.
+    const started = sim.store.get("pods", "default", "new-edge-1") as unknown as KubeObject;
+    sim.store.update(
+      "pods",
+      { ...started, ...pod("new-edge-1", "edge-1", "agent:v2", true) } as never,
+    );
+    await eventually("edge-1 updated", () => watch.updated === 1 || undefined);
+    const phases = watch.podPhases();
+    assertEquals(phases.oldDeletedToNew.nodes, 2);
+    assertEquals(phases.newToAvailable.nodes, 1);
+    assert(
+      phases.oldDeletedToNew.p50 >= 0 && phases.newToAvailable.p90 >= 0,
+      JSON.stringify(phases),
+    );
+    assertEquals(watch.doneAt, undefined);
+  } finally {
+    await watch.stop();
+    await sim.stop();
   }
 });

@@ -9,6 +9,7 @@ import { residentMiB } from "../tests/processes.ts";
 import { clientNodeWatch, type RunningWatch, startWatch } from "../kube/watcher.ts";
 import { createLogger } from "../lib/log.ts";
 import { PodsByNode } from "./pods-by-node.ts";
+import { percentile } from "./stats.ts";
 
 /** The audit policy: who is logged (the contenders' users), at Metadata level; nobody else. */
 export function auditPolicy(users: string[]) {
@@ -179,6 +180,25 @@ interface NodeState {
   stale: boolean;
 }
 
+/** When the bench first saw a node's old pod deleted, its new pod, and the new pod available. */
+interface NodeTimes {
+  oldDeleted?: number;
+  newSeen?: number;
+  newAvailable?: number;
+}
+
+/** Seconds over the nodes that went through both steps. */
+export interface Span {
+  nodes: number;
+  p50: number;
+  p90: number;
+}
+
+export interface PodPhases {
+  oldDeletedToNew: Span;
+  newToAvailable: Span;
+}
+
 /** A watch interrupted this many times in a row, with no event between, fails the bench. */
 const maxInterruptions = 20;
 
@@ -202,6 +222,8 @@ export class RolloutWatch {
   #waiting?: (done: boolean | Error) => void;
   #ended?: Error;
   #interruptions = 0;
+  /** Per watched node, when the bench saw its pods move in the rollout under way (ms). */
+  #seen = new Map<string, NodeTimes>();
   maxUnavailable = 0;
   updated = 0;
   doneAt?: number;
@@ -236,6 +258,7 @@ export class RolloutWatch {
           : this.#pods.set(pod);
         if (before !== undefined) this.#refresh(before);
         this.#refresh(pod.spec.nodeName);
+        this.#timed(pod, type === "DELETED");
         this.#measured();
       },
       onState: (state) => {
@@ -266,7 +289,42 @@ export class RolloutWatch {
     if (nodes) this.#nodes = new Set(nodes);
     this.maxUnavailable = 0;
     this.doneAt = undefined;
+    this.#seen.clear();
     this.#recount();
+  }
+
+  /**
+   * Where a node's time went in the rollout under way, over the nodes seen through both steps:
+   * from its old pod's deletion to its new pod (the controller's reaction and the kubelet's
+   * confirmation; negative where the new pod came first, as under surge) and from the new pod to
+   * its availability (the kubelet's start, kwok's delay). Seconds, median and 90th percentile.
+   */
+  podPhases(): PodPhases {
+    const spans = (from: keyof NodeTimes, to: keyof NodeTimes) => {
+      const xs = [...this.#seen.values()]
+        .filter((t) => t[from] !== undefined && t[to] !== undefined)
+        .map((t) => (t[to]! - t[from]!) / 1000);
+      return { nodes: xs.length, p50: percentile(xs, 0.5), p90: percentile(xs, 0.9) };
+    };
+    return {
+      oldDeletedToNew: spans("oldDeleted", "newSeen"),
+      newToAvailable: spans("newSeen", "newAvailable"),
+    };
+  }
+
+  /** Notes the first time a watched node's old pod leaves, its new pod shows, and is available. */
+  #timed(pod: Pod, deleted: boolean) {
+    const node = pod.spec.nodeName;
+    if (!this.#image || node === undefined || !this.#nodes.has(node)) return;
+    const times = this.#seen.get(node) ?? {};
+    this.#seen.set(node, times);
+    const now = Date.now();
+    if (pod.spec.containers[0].image !== this.#image) {
+      if (deleted || pod.metadata.deletionTimestamp) times.oldDeleted ??= now;
+      return;
+    }
+    times.newSeen ??= now;
+    if (this.#states.get(node)?.current) times.newAvailable ??= now;
   }
 
   /** Resolves true when the rollout ends, false after `timeoutMs`. */

@@ -44,9 +44,15 @@ import {
   ControlPlaneLoad,
   cpuSeconds,
   peakResidentMiB,
+  type PodPhases,
   type RequestCounts,
   RolloutWatch,
+  type Span,
 } from "./peers-measure.ts";
+
+/** A span as the progress lines print it: "2.1 s (p90 4.0, 4,750 nodes)". */
+const spanText = ({ nodes, p50, p90 }: Span) =>
+  nodes === 0 ? "(no node)" : `${p50.toFixed(1)} s (p90 ${p90.toFixed(1)}, ${nodes} nodes)`;
 
 const { values: flags } = parseArgs({
   args: Deno.args,
@@ -144,6 +150,8 @@ interface Row {
   controlPlane: Record<string, ComponentLoad>;
   /** Times the bench's own pod watch was opened again (resumed, listed again), so far. */
   watchRestarts: number;
+  /** Where the nodes' time went: the controller's turn, then the kubelet's. */
+  podPhases: PodPhases;
 }
 
 /** The waves a budget of `percent` (rounded up, as every contender does) needs for `nodes`. */
@@ -257,11 +265,14 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
     controlPlane: controlPlaneLoad,
     watchRestarts: watch.restarts,
+    podPhases: watch.podPhases(),
   };
   progress(
     `run ${run}, ${key}${cut.length ? ` (${cut.length} cut)` : ""}: ` +
       `${completed ? "rolled out" : "stalled"} on ${watch.updated}/${connected.length} ` +
-      `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s)` +
+      `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s); a node's old pod ` +
+      `deleted → new pod ${spanText(row.podPhases.oldDeletedToNew)}, new pod → available ` +
+      `${spanText(row.podPhases.newToAvailable)}` +
       (watch.restarts ? `; the bench's pod watch opened again ${watch.restarts} times` : ""),
   );
   return row;
