@@ -1,5 +1,5 @@
 import { assert, assertEquals } from "@std/assert";
-import { auditedRequests, RolloutWatch } from "./peers-measure.ts";
+import { auditedRequests, NodeReadyWatch, RolloutWatch } from "./peers-measure.ts";
 import { startSim } from "../sim/start.ts";
 import { stillCluster } from "../tests/sim/helpers.ts";
 import { loadKubeConfig } from "../kube/config.ts";
@@ -113,6 +113,44 @@ Deno.test("the bench's pod watch times each node's turn: old pod deleted, new po
       JSON.stringify(phases),
     );
     assertEquals(watch.doneAt, undefined);
+  } finally {
+    await watch.stop();
+    await sim.stop();
+  }
+});
+
+Deno.test("the bench's node watch counts the expected nodes that turn NotReady, and the most at once", async () => {
+  const sim = await startSim({ behaviour: stillCluster });
+  const node = (name: string, ready: boolean): KubeObject => ({
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name },
+    status: { conditions: [{ type: "Ready", status: ready ? "True" : "Unknown" }] },
+  });
+  const setReady = (name: string, ready: boolean) => {
+    const stored = sim.store.get("nodes", undefined, name) as unknown as KubeObject;
+    sim.store.update("nodes", { ...stored, status: node(name, ready).status } as never);
+  };
+  ["edge-1", "edge-2", "edge-3"].forEach((n) =>
+    sim.store.create("nodes", node(n, n !== "edge-3") as never)
+  );
+  const watch = new NodeReadyWatch(loadKubeConfig(sim.kubeconfigPath));
+  try {
+    await watch.start();
+    // edge-3 is cut: not expected, not counted.
+    watch.expect(["edge-1", "edge-2"]);
+    assertEquals(watch.maxNotReady, 0);
+    setReady("edge-1", false);
+    setReady("edge-1", true);
+    setReady("edge-3", true);
+    setReady("edge-2", false);
+    await eventually("edge-2 seen NotReady", () => watch.turnedNotReady.has("edge-2") || undefined);
+    assertEquals([...watch.turnedNotReady].sort(), ["edge-1", "edge-2"]);
+    assertEquals(watch.maxNotReady, 1);
+    setReady("edge-1", false);
+    await eventually("both NotReady at once", () => watch.maxNotReady === 2 || undefined);
+    watch.expect(["edge-1", "edge-2"]);
+    assertEquals([watch.turnedNotReady.size, watch.maxNotReady], [0, 2]);
   } finally {
     await watch.stop();
     await sim.stop();

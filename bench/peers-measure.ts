@@ -393,3 +393,74 @@ export class RolloutWatch {
     }
   }
 }
+
+interface Node {
+  metadata: { name: string };
+  status?: { conditions?: { type: string; status: string }[] };
+}
+
+const isReady = (node: Node) =>
+  node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+
+/**
+ * The nodes' Ready condition from a list and a watch: which of the nodes expected connected turned
+ * NotReady since `expect` (kwok's heartbeats falling behind the load; the node lifecycle
+ * controller then marks their pods unready, and a controller that skips NotReady nodes waits for
+ * them), and the most of them NotReady at once.
+ */
+export class NodeReadyWatch {
+  readonly #ready = new Map<string, boolean>();
+  #nodes = new Set<string>();
+  #notReady = 0;
+  #watch?: RunningWatch;
+  readonly turnedNotReady = new Set<string>();
+  maxNotReady = 0;
+
+  constructor(private readonly kc: k8s.KubeConfig) {}
+
+  /** Resolves once the nodes are listed and the watch is open. */
+  async start(): Promise<void> {
+    const core = this.kc.makeApiClient(k8s.CoreV1Api);
+    const open = Promise.withResolvers<void>();
+    this.#watch = startWatch(clientNodeWatch(this.kc), {
+      path: "/api/v1/nodes",
+      logger: createLogger({}, { component: "bench node watch" }),
+      relist: async () => {
+        const list = await core.listNode();
+        this.#ready.clear();
+        for (const node of list.items) this.#ready.set(node.metadata!.name!, isReady(node as Node));
+        this.#recount();
+        return list.metadata!.resourceVersion!;
+      },
+      onEvent: (type, object) => {
+        const node = object as unknown as Node;
+        const { name } = node.metadata;
+        const was = this.#ready.get(name);
+        const ready = type !== "DELETED" && isReady(node);
+        this.#ready.set(name, ready);
+        if (!this.#nodes.has(name) || was === ready) return;
+        this.#notReady += ready ? -1 : 1;
+        if (!ready) this.turnedNotReady.add(name);
+        this.maxNotReady = Math.max(this.maxNotReady, this.#notReady);
+      },
+      onState: (state) => state === "watching" && open.resolve(),
+    });
+    await open.promise;
+  }
+
+  /** From now on `nodes` are expected Ready: counted afresh. */
+  expect(nodes: string[]): void {
+    this.#nodes = new Set(nodes);
+    this.turnedNotReady.clear();
+    this.#recount();
+  }
+
+  #recount() {
+    this.#notReady = [...this.#nodes].filter((n) => this.#ready.get(n) !== true).length;
+    this.maxNotReady = this.#notReady;
+  }
+
+  async stop(): Promise<void> {
+    await this.#watch?.stop();
+  }
+}

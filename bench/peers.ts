@@ -43,6 +43,7 @@ import {
   type ComponentLoad,
   ControlPlaneLoad,
   cpuSeconds,
+  NodeReadyWatch,
   peakResidentMiB,
   type PodPhases,
   type RequestCounts,
@@ -152,6 +153,9 @@ interface Row {
   watchRestarts: number;
   /** Where the nodes' time went: the controller's turn, then the kubelet's. */
   podPhases: PodPhases;
+  /** Connected nodes that turned NotReady in the window (the fleet's own heartbeats behind). */
+  nodesTurnedNotReady: number;
+  maxNodesNotReady: number;
 }
 
 /** The waves a budget of `percent` (rounded up, as every contender does) needs for `nodes`. */
@@ -203,6 +207,7 @@ interface Stage {
   running: Running;
   namespace: string;
   watch: RolloutWatch;
+  nodeWatch: NodeReadyWatch;
 }
 
 /**
@@ -210,7 +215,7 @@ interface Stage {
  * for a contender that stalls), and what the contender did in it.
  */
 async function measureUpdate(stage: Stage, image: string, cut: string[]): Promise<Row> {
-  const { run, cluster, key, running, namespace, watch } = stage;
+  const { run, cluster, key, running, namespace, watch, nodeWatch } = stage;
   const contender = contenders[key];
   const { kubeconfigPath, nodes } = cluster.state;
   const connected = nodes.filter((n) => !cut.includes(n));
@@ -223,6 +228,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
   );
   const started = Date.now();
   watch.expect(image, connected);
+  nodeWatch.expect(connected);
   await kubectl(kubeconfigPath, [
     "--namespace",
     namespace,
@@ -266,6 +272,8 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     controlPlane: controlPlaneLoad,
     watchRestarts: watch.restarts,
     podPhases: watch.podPhases(),
+    nodesTurnedNotReady: nodeWatch.turnedNotReady.size,
+    maxNodesNotReady: nodeWatch.maxNotReady,
   };
   progress(
     `run ${run}, ${key}${cut.length ? ` (${cut.length} cut)` : ""}: ` +
@@ -273,7 +281,10 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
       `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s); a node's old pod ` +
       `deleted → new pod ${spanText(row.podPhases.oldDeletedToNew)}, new pod → available ` +
       `${spanText(row.podPhases.newToAvailable)}` +
-      (watch.restarts ? `; the bench's pod watch opened again ${watch.restarts} times` : ""),
+      (watch.restarts ? `; the bench's pod watch opened again ${watch.restarts} times` : "") +
+      (row.nodesTurnedNotReady
+        ? `; ${row.nodesTurnedNotReady} connected nodes turned NotReady (${row.maxNodesNotReady} at once)`
+        : ""),
   );
   return row;
 }
@@ -324,7 +335,8 @@ async function runContender(
     const pids = [...running.pids, ...running.standbyPids ?? []];
     for (const pid of pids) live.pids.add(pid);
     const watch = new RolloutWatch(kc, namespace, nodes);
-    await watch.start();
+    const nodeWatch = new NodeReadyWatch(kc);
+    await Promise.all([watch.start(), nodeWatch.start()]);
     try {
       watch.expect(`${peerApp}:v1`);
       await kubectl(
@@ -338,7 +350,7 @@ async function runContender(
         );
       }
       progress(`${key}: v1 on every node`);
-      const stage = { run, cluster, key, running, namespace, watch };
+      const stage = { run, cluster, key, running, namespace, watch, nodeWatch };
       rows.push(await measureUpdate(stage, `${peerApp}:v2`, []));
       if (cut.length) {
         await setLinks(kubeconfigPath, cut, "disconnect");
@@ -346,7 +358,7 @@ async function runContender(
         rows.push(await measureUpdate(stage, `${peerApp}:v3`, cut));
       }
     } finally {
-      await watch.stop();
+      await Promise.all([watch.stop(), nodeWatch.stop()]);
       for (const pid of pids) live.pids.delete(pid);
     }
   });
