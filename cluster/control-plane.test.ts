@@ -1,11 +1,15 @@
 import { assert, assertEquals, assertRejects } from "@std/assert";
 import { parseAllDocuments } from "yaml";
-import { downCluster, nodeNames, readState, upCluster } from "./control-plane.ts";
+import { downCluster, kwokParallelism, nodeNames, readState, upCluster } from "./control-plane.ts";
 import { isAlive } from "./processes.ts";
 import { untilExeced } from "./test-helpers.ts";
 
 Deno.test("nodes are named edge-1…edge-N", () => {
   assertEquals(nodeNames(3), ["edge-1", "edge-2", "edge-3"]);
+});
+
+Deno.test("kwok gets a worker per 250 nodes, never fewer than its own 4: up to 1,000 nodes as before", () => {
+  assertEquals([10, 1_000, 1_001, 5_000, 10_000].map(kwokParallelism), [4, 4, 5, 20, 40]);
 });
 
 Deno.test("each kwok stage file holds the stages of one kind, so kwok starts Node before Pod", async () => {

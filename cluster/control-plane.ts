@@ -51,6 +51,15 @@ const components = [
  */
 const defaultNodeLeaseDurationSeconds = 12;
 
+/**
+ * kwok's workers for pod stages and for node Leases: its default of 4 each stands for every
+ * kubelet of the fleet at once. At 5,000 nodes 4 pod workers cap any rollout at about 30 pods a
+ * second (each pod takes two stage writes) and made every contender wait on kwok (ADR 0040); a
+ * real fleet's kubelets work in parallel. One worker per 250 nodes, never fewer than kwok's 4,
+ * leaves fleets up to 1,000 nodes as before.
+ */
+export const kwokParallelism = (nodes: number) => Math.max(4, Math.ceil(nodes / 250));
+
 export interface ClusterOptions {
   nodes: number;
   /** Where the admin kubeconfig goes (default: inside the work directory). */
@@ -227,8 +236,20 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       "customresourcedefinition/stages.kwok.x-k8s.io",
     ]);
     await kubectl(state.kubeconfigPath, ["create", "-f", nodeStagesPath]);
+    const kwokConfigPath = `${workDir}/kwok-configuration.json`;
+    const parallelism = kwokParallelism(state.nodes.length);
+    await Deno.writeTextFile(
+      kwokConfigPath,
+      JSON.stringify({
+        apiVersion: "config.kwok.x-k8s.io/v1alpha1",
+        kind: "KwokConfiguration",
+        options: { podPlayStageParallelism: parallelism, nodeLeaseParallelism: parallelism },
+      }),
+    );
     const kwok = await start("kwok", [
       `--kubeconfig=${await kubeconfigOf("kwok")}`,
+      // Options only: the stages stay Stage objects (see above).
+      `--config=${kwokConfigPath}`,
       "--enable-crds=Stage",
       "--manage-all-nodes=true",
       `--node-lease-duration-seconds=${leaseSeconds}`,
