@@ -86,7 +86,13 @@ Deno.test("the bench's pod watch times each node's turn: old pod deleted, new po
     kind: "Pod",
     metadata: { name, namespace: "default" },
     spec: { nodeName: node, containers: [{ name: "agent", image }] },
-    status: { conditions: [{ type: "Ready", status: ready ? "True" : "False" }] },
+    status: {
+      conditions: [{
+        type: "Ready",
+        status: ready ? "True" : "False",
+        lastTransitionTime: new Date().toISOString(),
+      }],
+    },
   });
   const nodes = ["edge-1", "edge-2"];
   nodes.forEach((n) => sim.store.create("pods", pod(`old-${n}`, n, "agent:v1", true) as never));
@@ -108,6 +114,9 @@ Deno.test("the bench's pod watch times each node's turn: old pod deleted, new po
     const phases = watch.podPhases();
     assertEquals(phases.oldDeletedToNew.nodes, 2);
     assertEquals(phases.newToAvailable.nodes, 1);
+    assertEquals(phases.createdToReady.nodes, 1);
+    // Whole seconds on the API server's clock: the pod became Ready within a second or two.
+    assert(phases.createdToReady.p50 > -1 && phases.createdToReady.p50 < 2, JSON.stringify(phases));
     assert(
       phases.oldDeletedToNew.p50 >= 0 && phases.newToAvailable.p90 >= 0,
       JSON.stringify(phases),

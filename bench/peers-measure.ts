@@ -164,9 +164,9 @@ export class ControlPlaneLoad {
 }
 
 interface Pod {
-  metadata: { uid: string; deletionTimestamp?: string };
+  metadata: { uid: string; creationTimestamp?: string; deletionTimestamp?: string };
   spec: { nodeName?: string; containers: { image: string }[] };
-  status?: { conditions?: { type: string; status: string }[] };
+  status?: { conditions?: { type: string; status: string; lastTransitionTime?: string }[] };
 }
 
 const available = (pod: Pod) =>
@@ -185,6 +185,8 @@ interface NodeTimes {
   oldDeleted?: number;
   newSeen?: number;
   newAvailable?: number;
+  /** The new pod's Ready transition after its creation, by the API server's timestamps (ms). */
+  createdToReady?: number;
 }
 
 /** Seconds over the nodes that went through both steps. */
@@ -197,6 +199,8 @@ export interface Span {
 export interface PodPhases {
   oldDeletedToNew: Span;
   newToAvailable: Span;
+  /** The new pod's creation to its Ready, on the API server's clock (1 s resolution). */
+  createdToReady: Span;
 }
 
 /** A watch interrupted this many times in a row, with no event between, fails the bench. */
@@ -297,18 +301,21 @@ export class RolloutWatch {
    * Where a node's time went in the rollout under way, over the nodes seen through both steps:
    * from its old pod's deletion to its new pod (the controller's reaction and the kubelet's
    * confirmation; negative where the new pod came first, as under surge) and from the new pod to
-   * its availability (the kubelet's start, kwok's delay). Seconds, median and 90th percentile.
+   * its availability (the kubelet's start, kwok's delay), both as the bench saw them; and the
+   * latter again on the API server's own timestamps. Seconds, median and 90th percentile.
    */
   podPhases(): PodPhases {
-    const spans = (from: keyof NodeTimes, to: keyof NodeTimes) => {
-      const xs = [...this.#seen.values()]
-        .filter((t) => t[from] !== undefined && t[to] !== undefined)
-        .map((t) => (t[to]! - t[from]!) / 1000);
+    const span = (ms: (t: NodeTimes) => number | undefined): Span => {
+      const xs = [...this.#seen.values()].map(ms).filter((x) => x !== undefined && !isNaN(x))
+        .map((x) => x! / 1000);
       return { nodes: xs.length, p50: percentile(xs, 0.5), p90: percentile(xs, 0.9) };
     };
+    const between = (from: keyof NodeTimes, to: keyof NodeTimes) => (t: NodeTimes) =>
+      t[from] !== undefined && t[to] !== undefined ? t[to]! - t[from]! : undefined;
     return {
-      oldDeletedToNew: spans("oldDeleted", "newSeen"),
-      newToAvailable: spans("newSeen", "newAvailable"),
+      oldDeletedToNew: span(between("oldDeleted", "newSeen")),
+      newToAvailable: span(between("newSeen", "newAvailable")),
+      createdToReady: span((t) => t.createdToReady),
     };
   }
 
@@ -324,7 +331,13 @@ export class RolloutWatch {
       return;
     }
     times.newSeen ??= now;
-    if (this.#states.get(node)?.current) times.newAvailable ??= now;
+    if (!this.#states.get(node)?.current || times.newAvailable !== undefined) return;
+    times.newAvailable = now;
+    // The same span on the API server's clock (whole seconds): the bench's own lag left out.
+    const readySince = pod.status?.conditions?.find((c) => c.type === "Ready")?.lastTransitionTime;
+    if (readySince && pod.metadata.creationTimestamp) {
+      times.createdToReady = Date.parse(readySince) - Date.parse(pod.metadata.creationTimestamp);
+    }
   }
 
   /** Resolves true when the rollout ends, false after `timeoutMs`. */

@@ -280,7 +280,8 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
       `${completed ? "rolled out" : "stalled"} on ${watch.updated}/${connected.length} ` +
       `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s); a node's old pod ` +
       `deleted → new pod ${spanText(row.podPhases.oldDeletedToNew)}, new pod → available ` +
-      `${spanText(row.podPhases.newToAvailable)}` +
+      `${spanText(row.podPhases.newToAvailable)} (created → Ready by the API server's clock ` +
+      `${spanText(row.podPhases.createdToReady)})` +
       (watch.restarts ? `; the bench's pod watch opened again ${watch.restarts} times` : "") +
       (row.nodesTurnedNotReady
         ? `; ${row.nodesTurnedNotReady} connected nodes turned NotReady (${row.maxNodesNotReady} at once)`
@@ -441,6 +442,11 @@ const figures: { name: string; of: (r: Row) => number; digits: number }[] = [
   },
   { name: "etcd CPU s", of: (r) => r.controlPlane.etcd.cpuSeconds, digits: 1 },
   { name: "etcd peak MiB", of: (r) => r.controlPlane.etcd.peakMiB, digits: 0 },
+  // A node's turn, median: the controller's part (old pod deleted → new pod), the kubelet's.
+  { name: "old pod → new pod s", of: (r) => r.podPhases.oldDeletedToNew.p50, digits: 1 },
+  { name: "new pod → available s", of: (r) => r.podPhases.newToAvailable.p50, digits: 1 },
+  { name: "created → Ready s (server)", of: (r) => r.podPhases.createdToReady.p50, digits: 1 },
+  { name: "nodes turned NotReady", of: (r) => r.nodesTurnedNotReady, digits: 0 },
 ];
 
 /** A contender's rows over the runs: with the same nodes cut, in the order first measured. */
