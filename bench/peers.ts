@@ -579,7 +579,11 @@ async function main() {
     };
     await Deno.mkdir(new URL("results/", import.meta.url), { recursive: true });
     const out = new URL(
-      `results/peers-${nodeCount}-${resultTag(only)}${result.date.slice(0, 10)}.json`,
+      // To the minute: invocations of one day (runs of one size split over sessions) keep each
+      // its file, and bench:report takes the runs of them all.
+      `results/peers-${nodeCount}-${resultTag(only)}${
+        result.date.slice(0, 16).replace(":", "-")
+      }.json`,
       import.meta.url,
     );
     await Deno.writeTextFile(out, JSON.stringify(result, null, 2) + "\n");
@@ -598,13 +602,24 @@ async function main() {
       console.log(`\n${contender} did not run in run ${run}: ${error}`);
     }
     progress(`written ${out.pathname}`);
-    if (flags["keep-logs"]) progress(`the contenders' logs and the audit log: ${logDir}`);
-    else await Deno.remove(logDir, { recursive: true });
+    if (flags["keep-logs"]) {
+      progress(`the contenders' and the cluster's logs and the audit log: ${logDir}`);
+    } else await Deno.remove(logDir, { recursive: true });
   } catch (err) {
     progress(`failed; the contenders' logs and the audit log are kept in ${logDir}`);
     throw err;
   } finally {
+    if (state && flags["keep-logs"]) await keepComponentLogs(state.workDir, logDir);
     if (state) await stopCluster(state);
+  }
+}
+
+/** The control plane's and kwok's own logs, kept beside the contenders' (the cluster's go). */
+async function keepComponentLogs(workDir: string, logDir: string) {
+  for await (const entry of Deno.readDir(workDir)) {
+    if (entry.isFile && entry.name.endsWith(".log")) {
+      await Deno.copyFile(`${workDir}/${entry.name}`, `${logDir}/${entry.name}`);
+    }
   }
 }
 
