@@ -27,6 +27,7 @@ import { kubectl, kubectlJson } from "../cluster/kubectl.ts";
 import { setNodeLink } from "../cluster/node-link.ts";
 import { sleep } from "../cluster/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
+import { figures, mediansOf, type Row } from "./peers-figures.ts";
 import { median } from "./stats.ts";
 import { edgerollCrdFileNames } from "../cli/crd-command.ts";
 import {
@@ -126,38 +127,6 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
-interface Row {
-  /** Which round of `--runs` measured it, from 1. */
-  run: number;
-  contender: string;
-  row: string;
-  nodes: number;
-  cut: number;
-  /** Nodes the rollout had to update (the connected ones). */
-  target: number;
-  updated: number;
-  completed: boolean;
-  wallSeconds: number;
-  minimumSeconds: number;
-  requests: RequestCounts;
-  bytesRead: number;
-  cpuSeconds: number;
-  peakRssMiB: number[];
-  /** Hot standbys' peak RSS, apart from the processes doing the work. */
-  standbyPeakRssMiB: number[];
-  maxUnavailable: number;
-  budgetUnavailable: number;
-  /** kube-apiserver's and etcd's own load over the same window. */
-  controlPlane: Record<string, ComponentLoad>;
-  /** Times the bench's own pod watch was opened again (resumed, listed again), so far. */
-  watchRestarts: number;
-  /** Where the nodes' time went: the controller's turn, then the kubelet's. */
-  podPhases: PodPhases;
-  /** Connected nodes that turned NotReady in the window (the fleet's own heartbeats behind). */
-  nodesTurnedNotReady: number;
-  maxNodesNotReady: number;
-}
-
 /** The waves a budget of `percent` (rounded up, as every contender does) needs for `nodes`. */
 function minimumSeconds(contender: Contender, nodes: number): number {
   const { maxUnavailablePercent, maxSurgePercent } = contender.budget;
@@ -245,6 +214,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
   const bytesRead = running.bytesRead() - bytesBefore;
   const controlPlaneLoad = controlPlane.stop();
   await sleep(3000); // the audit log's batches are written within a second
+  const podPhases = watch.podPhases();
   const row: Row = {
     run,
     contender: key,
@@ -271,7 +241,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
     controlPlane: controlPlaneLoad,
     watchRestarts: watch.restarts,
-    podPhases: watch.podPhases(),
+    podPhases,
     nodesTurnedNotReady: nodeWatch.turnedNotReady.size,
     maxNodesNotReady: nodeWatch.maxNotReady,
   };
@@ -279,9 +249,9 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     `run ${run}, ${key}${cut.length ? ` (${cut.length} cut)` : ""}: ` +
       `${completed ? "rolled out" : "stalled"} on ${watch.updated}/${connected.length} ` +
       `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s); a node's old pod ` +
-      `deleted → new pod ${spanText(row.podPhases.oldDeletedToNew)}, new pod → available ` +
-      `${spanText(row.podPhases.newToAvailable)} (created → Ready by the API server's clock ` +
-      `${spanText(row.podPhases.createdToReady)})` +
+      `deleted → new pod ${spanText(podPhases.oldDeletedToNew)}, new pod → available ` +
+      `${spanText(podPhases.newToAvailable)} (created → Ready by the API server's clock ` +
+      `${spanText(podPhases.createdToReady)})` +
       (watch.restarts ? `; the bench's pod watch opened again ${watch.restarts} times` : "") +
       (row.nodesTurnedNotReady
         ? `; ${row.nodesTurnedNotReady} connected nodes turned NotReady (${row.maxNodesNotReady} at once)`
@@ -421,60 +391,6 @@ function printRuns(rows: Row[]) {
 }
 
 /** The figures a contender is judged on, each a number of one row. */
-const figures: { name: string; of: (r: Row) => number; digits: number }[] = [
-  { name: "wall s", of: (r) => r.wallSeconds, digits: 1 },
-  { name: "× minimum", of: (r) => r.wallSeconds / r.minimumSeconds, digits: 2 },
-  { name: "writes / node", of: (r) => r.requests.writes / Math.max(1, r.updated), digits: 2 },
-  { name: "409s", of: (r) => r.requests.conflicts, digits: 0 },
-  { name: "MiB read", of: (r) => r.bytesRead / 2 ** 20, digits: 1 },
-  { name: "CPU s", of: (r) => r.cpuSeconds, digits: 1 },
-  { name: "peak RSS MiB, summed", of: (r) => sum(r.peakRssMiB), digits: 0 },
-  { name: "standby RSS MiB", of: (r) => sum(r.standbyPeakRssMiB), digits: 0 },
-  {
-    name: "kube-apiserver CPU s",
-    of: (r) => r.controlPlane["kube-apiserver"].cpuSeconds,
-    digits: 1,
-  },
-  {
-    name: "kube-apiserver peak MiB",
-    of: (r) => r.controlPlane["kube-apiserver"].peakMiB,
-    digits: 0,
-  },
-  { name: "etcd CPU s", of: (r) => r.controlPlane.etcd.cpuSeconds, digits: 1 },
-  { name: "etcd peak MiB", of: (r) => r.controlPlane.etcd.peakMiB, digits: 0 },
-  // A node's turn, median: the controller's part (old pod deleted → new pod), the kubelet's.
-  { name: "old pod → new pod s", of: (r) => r.podPhases.oldDeletedToNew.p50, digits: 1 },
-  { name: "new pod → available s", of: (r) => r.podPhases.newToAvailable.p50, digits: 1 },
-  { name: "created → Ready s (server)", of: (r) => r.podPhases.createdToReady.p50, digits: 1 },
-  { name: "nodes turned NotReady", of: (r) => r.nodesTurnedNotReady, digits: 0 },
-];
-
-/** A contender's rows over the runs: with the same nodes cut, in the order first measured. */
-function groupsOf(rows: Row[]): Row[][] {
-  const groups = new Map<string, Row[]>();
-  for (const row of rows) {
-    const key = `${row.contender}/${row.cut}`;
-    groups.set(key, [...groups.get(key) ?? [], row]);
-  }
-  return [...groups.values()];
-}
-
-/** Each figure's median over the runs, with its lowest and highest. */
-function mediansOf(rows: Row[]) {
-  return groupsOf(rows).map((group) => ({
-    contender: group[0].contender,
-    row: group[0].row,
-    cut: group[0].cut,
-    runs: group.length,
-    completed: group.filter((r) => r.completed).length,
-    maxUnavailable: Math.max(...group.map((r) => r.maxUnavailable)),
-    budgetUnavailable: group[0].budgetUnavailable,
-    figures: Object.fromEntries(figures.map(({ name, of }) => {
-      const values = group.map(of);
-      return [name, { median: median(values), min: Math.min(...values), max: Math.max(...values) }];
-    })),
-  }));
-}
 
 function printMedians(medians: ReturnType<typeof mediansOf>) {
   const floorWall = (cut: number) =>
@@ -495,7 +411,9 @@ function printMedians(medians: ReturnType<typeof mediansOf>) {
       ? "—"
       : (m.figures["wall s"].median / floorWall(m.cut)!).toFixed(2),
     ...figures.map(({ name, digits }) => {
-      const { median, min, max } = m.figures[name];
+      const figure = m.figures[name];
+      if (!figure) return "—";
+      const { median, min, max } = figure;
       return `${median.toFixed(digits)} (${min.toFixed(digits)}–${max.toFixed(digits)})`;
     }),
     `${m.maxUnavailable} / ${m.budgetUnavailable}`,

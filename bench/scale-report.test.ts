@@ -3,10 +3,12 @@ import {
   collect,
   lineChart,
   type Median,
+  mergeRuns,
   renderReport,
   reportOfResults,
   type ResultFile,
 } from "./scale-report.ts";
+import type { Row } from "./peers-figures.ts";
 
 const figure = (median: number) => ({ median, min: median - 1, max: median + 1 });
 const median = (contender: string, wall: number, cut = 0): Median => ({
@@ -102,4 +104,57 @@ Deno.test("docs/scale.md and its charts are the committed results' (run `deno ta
   for (const [file, svg] of charts) {
     assertEquals(Deno.readTextFileSync(`${root}docs/scale/${file}`), svg, file);
   }
+});
+
+Deno.test("runs of one size from several files are taken together: the three newest of each contender", () => {
+  const row = (contender: string, run: number, wallSeconds: number): Row => ({
+    run,
+    contender,
+    row: contender,
+    nodes: 5000,
+    cut: 0,
+    target: 5000,
+    updated: 5000,
+    completed: true,
+    wallSeconds,
+    minimumSeconds: 20,
+    requests: { requests: 10_000, writes: 10_000, conflicts: 0, byKind: {} },
+    bytesRead: 2 ** 20,
+    cpuSeconds: 10,
+    peakRssMiB: [100],
+    standbyPeakRssMiB: [],
+    maxUnavailable: 500,
+    budgetUnavailable: 500,
+    controlPlane: {
+      "kube-apiserver": { cpuSeconds: 1, peakMiB: 1 },
+      etcd: { cpuSeconds: 1, peakMiB: 1 },
+    },
+    watchRestarts: 0,
+  });
+  const result = (date: string, rows: Row[]): ResultFile => ({
+    ...file(5000, date, []),
+    runs: rows.length,
+    rows,
+  });
+  const merged = mergeRuns([
+    { name: "old.json", result: result("2026-11-27T10:00", [row("floor", 1, 400)]) },
+    {
+      name: "mid.json",
+      result: result("2026-11-28T10:00", [row("floor", 1, 150), row("floor", 2, 160)]),
+    },
+    {
+      name: "new.json",
+      result: result("2026-11-28T12:00", [row("floor", 1, 90), row("kcm", 1, 500)]),
+    },
+    { name: "medians-only.json", result: file(1000, "2026-11-25", [median("kcm", 100)]) },
+  ]);
+  const measured = collect(merged);
+  assertEquals(
+    measured.map((m) => [m.nodes, m.contender, m.runs, m.figures["wall s"], m.file]),
+    [
+      [1000, "kcm", 3, figure(100), "medians-only.json"],
+      [5000, "floor", 3, { median: 150, min: 90, max: 160 }, "mid.json + new.json"],
+      [5000, "kcm", 1, { median: 500, min: 500, max: 500 }, "new.json"],
+    ],
+  );
 });

@@ -1,8 +1,9 @@
 /**
  * `deno task bench:report`: the scale report (`docs/scale.md`) and its charts (`docs/scale/*.svg`)
  * from the results `deno task bench:peers` wrote (`bench/results/peers-*.json`). A size may be
- * measured in several invocations (a contender or two per session at 5,000 nodes): the newest
- * median of each contender, size and cut is taken, and the file it came from is named.
+ * measured in several invocations (a contender or two per session at 5,000 nodes): the three
+ * newest runs of each contender, size and cut are taken together over the files (`mergeRuns`),
+ * and the files they came from are named.
  *
  *   deno task bench:report [--out docs] [--results bench/results]
  *
@@ -10,12 +11,9 @@
  */
 import { parseArgs } from "node:util";
 import { markdownTable } from "./markdown-table.ts";
+import { type Figure, mediansOf, type Row } from "./peers-figures.ts";
 
-export interface Figure {
-  median: number;
-  min: number;
-  max: number;
-}
+export type { Figure };
 
 export interface Median {
   contender: string;
@@ -34,6 +32,8 @@ export interface ResultFile {
   nodes: number;
   runs: number;
   medians: Median[];
+  /** Each run's row (bench:peers since it ran each contender more than once). */
+  rows?: Row[];
 }
 
 /** One measured contender at one size and cut, with where it came from. */
@@ -66,6 +66,54 @@ export function collect(files: { name: string; result: ResultFile }[]): Measured
   return [...newest.values()].sort((a, b) =>
     a.nodes - b.nodes || a.cut - b.cut || rank(a.contender) - rank(b.contender)
   );
+}
+
+/** Runs a report takes of each contender, size and cut: the issue's three. */
+export const reportedRuns = 3;
+
+/**
+ * The runs of several invocations taken together: for each size, contender and cut, the rows of
+ * its `reportedRuns` newest runs over every file with rows (a size measured a contender or two per
+ * session), their medians recomputed; one result per size, named after the files it drew on.
+ * Files without rows pass as they are.
+ */
+export function mergeRuns(
+  files: { name: string; result: ResultFile }[],
+): { name: string; result: ResultFile }[] {
+  const withRows = files.filter(({ result }) => result.rows?.length);
+  const bySize = new Map<number, { name: string; result: ResultFile }[]>();
+  for (const file of withRows) {
+    bySize.set(file.result.nodes, [...bySize.get(file.result.nodes) ?? [], file]);
+  }
+  const merged = [...bySize.values()].flatMap((sized) => {
+    const newestFirst = [...sized].sort((a, b) => b.result.date.localeCompare(a.result.date));
+    const taken = new Map<string, { row: Row; name: string }[]>();
+    for (const { name, result } of newestFirst) {
+      for (const row of result.rows!) {
+        const key = `${row.contender}/${row.cut}`;
+        const runs = taken.get(key) ?? [];
+        if (runs.length < reportedRuns) taken.set(key, [...runs, { row, name }]);
+      }
+    }
+    // One result per set of files drawn on, so each measurement names its own sources.
+    const bySources = new Map<string, Row[]>();
+    for (const runs of taken.values()) {
+      const sources = [...new Set(runs.map((r) => r.name))].sort().join(" + ");
+      bySources.set(sources, [...bySources.get(sources) ?? [], ...runs.map((r) => r.row)]);
+    }
+    return [...bySources].map(([name, rows]) => {
+      const newest = newestFirst.find((f) => name.split(" + ").includes(f.name))!.result;
+      return {
+        name,
+        result: {
+          ...newest,
+          medians: mediansOf(rows),
+          rows,
+        },
+      };
+    });
+  });
+  return [...files.filter((f) => !withRows.includes(f)), ...merged];
 }
 
 /** A chart's series: one contender's figure at each fleet size it was measured at. */
@@ -227,7 +275,13 @@ export function renderReport(
       ];
     });
     const sources = [
-      ...new Set(here.map((m) => `${m.file.split("/").pop()} (${m.date.slice(0, 10)})`)),
+      ...new Set(
+        here.map((m) =>
+          `${m.file.split(" + ").map((f) => f.split("/").pop()).join(" + ")} (${
+            m.date.slice(0, 10)
+          })`
+        ),
+      ),
     ];
     const machine = here[0].machine;
     return [
@@ -294,7 +348,7 @@ export function reportOfResults(dir: string) {
   }));
   const withMedians = files.filter(({ result }) => Array.isArray(result.medians));
   return {
-    ...renderReport(collect(withMedians)),
+    ...renderReport(collect(mergeRuns(withMedians))),
     leftOut: files.filter((f) => !withMedians.includes(f)).map((f) => f.name),
   };
 }
