@@ -4,7 +4,7 @@
  * runs of several invocations together.
  */
 import type { ComponentLoad, PodPhases, RequestCounts } from "./peers-measure.ts";
-import { median } from "./stats.ts";
+import { median, sum } from "./stats.ts";
 
 /** A figure over runs: its median and range. */
 export interface Figure {
@@ -44,8 +44,6 @@ export interface Row {
   nodesTurnedNotReady?: number;
   maxNodesNotReady?: number;
 }
-
-const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 /** Each figure of a row; undefined where a row from an older bench did not measure it. */
 export const figures: { name: string; of: (r: Row) => number | undefined; digits: number }[] = [

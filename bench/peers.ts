@@ -28,7 +28,7 @@ import { setNodeLink } from "../cluster/node-link.ts";
 import { sleep } from "../cluster/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
 import { figures, mediansOf, type Row } from "./peers-figures.ts";
-import { median } from "./stats.ts";
+import { sum } from "./stats.ts";
 import { edgerollCrdFileNames } from "../cli/crd-command.ts";
 import {
   type BenchCluster,
@@ -41,13 +41,10 @@ import {
 import {
   auditedRequests,
   auditPolicy,
-  type ComponentLoad,
   ControlPlaneLoad,
   cpuSeconds,
   NodeReadyWatch,
   peakResidentMiB,
-  type PodPhases,
-  type RequestCounts,
   RolloutWatch,
   type Span,
 } from "./peers-measure.ts";
@@ -336,7 +333,6 @@ async function runContender(
 }
 
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
-const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 /** A row's wall time against the floor's in the same run, with the same nodes cut. */
 function overFloor(r: Row, floor?: Row): string {

@@ -12,3 +12,5 @@ export function percentile(values: number[], p: number): number {
 export function median(values: number[]): number {
   return percentile(values, 0.5);
 }
+
+export const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
