@@ -74,7 +74,7 @@ export const figures: { name: string; of: (r: Row) => number | undefined; digits
   { name: "nodes turned NotReady", of: (r) => r.nodesTurnedNotReady, digits: 0 },
 ];
 
-export /** A contender's rows over the runs: with the same nodes cut, in the order first measured. */
+/** A contender's rows over the runs: with the same nodes cut, in the order first measured. */
 function groupsOf(rows: Row[]): Row[][] {
   const groups = new Map<string, Row[]>();
   for (const row of rows) {
@@ -83,6 +83,10 @@ function groupsOf(rows: Row[]): Row[][] {
   }
   return [...groups.values()];
 }
+
+/** A figure as the tables print it: "24.5 (24.0–24.8)", or "—" where it was not measured. */
+export const figureText = (f: Figure | undefined, digits: number) =>
+  f ? `${f.median.toFixed(digits)} (${f.min.toFixed(digits)}–${f.max.toFixed(digits)})` : "—";
 
 /** Each figure's median over the runs, with its lowest and highest. */
 export function mediansOf(rows: Row[]) {

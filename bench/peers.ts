@@ -27,7 +27,7 @@ import { kubectl, kubectlJson } from "../cluster/kubectl.ts";
 import { setNodeLink } from "../cluster/node-link.ts";
 import { sleep } from "../cluster/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
-import { figures, mediansOf, type Row } from "./peers-figures.ts";
+import { figures, figureText, mediansOf, type Row } from "./peers-figures.ts";
 import { sum } from "./stats.ts";
 import { edgerollCrdFileNames } from "../cli/crd-command.ts";
 import {
@@ -386,8 +386,6 @@ function printRuns(rows: Row[]) {
   console.log(markdownTable(header, cells));
 }
 
-/** The figures a contender is judged on, each a number of one row. */
-
 function printMedians(medians: ReturnType<typeof mediansOf>) {
   const floorWall = (cut: number) =>
     medians.find((m) => m.contender === "floor" && m.cut === cut)?.figures["wall s"].median;
@@ -406,12 +404,7 @@ function printMedians(medians: ReturnType<typeof mediansOf>) {
     floorWall(m.cut) === undefined
       ? "—"
       : (m.figures["wall s"].median / floorWall(m.cut)!).toFixed(2),
-    ...figures.map(({ name, digits }) => {
-      const figure = m.figures[name];
-      if (!figure) return "—";
-      const { median, min, max } = figure;
-      return `${median.toFixed(digits)} (${min.toFixed(digits)}–${max.toFixed(digits)})`;
-    }),
+    ...figures.map(({ name, digits }) => figureText(m.figures[name], digits)),
     `${m.maxUnavailable} / ${m.budgetUnavailable}`,
   ]);
   console.log(markdownTable(header, cells));

@@ -11,9 +11,7 @@
  */
 import { parseArgs } from "node:util";
 import { markdownTable } from "./markdown-table.ts";
-import { type Figure, mediansOf, type Row } from "./peers-figures.ts";
-
-export type { Figure };
+import { type Figure, figureText, mediansOf, type Row } from "./peers-figures.ts";
 
 export interface Median {
   contender: string;
@@ -238,9 +236,6 @@ const charted: { file: string; figure: string; title: string; yLabel: string }[]
   },
 ];
 
-const range = (f: Figure | undefined, digits: number) =>
-  f ? `${f.median.toFixed(digits)} (${f.min.toFixed(digits)}–${f.max.toFixed(digits)})` : "—";
-
 /** The report: a Markdown page and its charts (file name → SVG). */
 export function renderReport(
   measured: Measured[],
@@ -257,13 +252,13 @@ export function renderReport(
         contenderNames[m.contender] ?? m.contender,
         String(m.cut),
         `${m.completed}/${m.runs}`,
-        range(f["wall s"], 1),
+        figureText(f["wall s"], 1),
         floor ? (f["wall s"].median / floor).toFixed(2) : "—",
-        range(f["× minimum"], 2),
-        range(f["writes / node"], 2),
-        range(f["409s"], 0),
-        range(f["MiB read"], 1),
-        range(f["CPU s"], 1),
+        figureText(f["× minimum"], 2),
+        figureText(f["writes / node"], 2),
+        figureText(f["409s"], 0),
+        figureText(f["MiB read"], 1),
+        figureText(f["CPU s"], 1),
         `${f["peak RSS MiB, summed"]?.median.toFixed(0) ?? "—"}` +
         (f["standby RSS MiB"]?.median ? ` + ${f["standby RSS MiB"].median.toFixed(0)}` : ""),
         `${f["kube-apiserver CPU s"]?.median.toFixed(1) ?? "—"}, ` +
