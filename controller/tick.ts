@@ -9,6 +9,7 @@ import { type SetRead, writtenStatus } from "../api/written-status.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { setKey, type SetKind, type SetRef } from "../api/set-ref.ts";
 import { failureOf } from "./errors.ts";
+import { forEachConcurrently } from "../lib/concurrently.ts";
 import type { Reconcile } from "./reconciler.ts";
 
 export interface TickDeps {
@@ -123,23 +124,19 @@ export function createTicker(deps: TickDeps) {
       return why ? [{ ref, why }] : [];
     });
     const reconciled: TickEntry[] = [];
-    const queue = [...due];
-    const worker = async () => {
-      for (let next = queue.shift(); next; next = queue.shift()) {
-        const entry: TickEntry = { set: setKey(next.ref), why: next.why, result: "ok" };
-        try {
-          const answer = await deps.reconcile(next.ref);
-          entry.actions = answer.actions.length;
-          entry.result = answer.actions.some((a) => a.result === "failed") ? "partial" : "ok";
-        } catch (err) {
-          const failure = failureOf(err);
-          entry.result = failure.reason;
-          entry.error = failure.message;
-        }
-        reconciled.push(entry);
+    await forEachConcurrently(due, deps.concurrency ?? 4, async (next) => {
+      const entry: TickEntry = { set: setKey(next.ref), why: next.why, result: "ok" };
+      try {
+        const answer = await deps.reconcile(next.ref);
+        entry.actions = answer.actions.length;
+        entry.result = answer.actions.some((a) => a.result === "failed") ? "partial" : "ok";
+      } catch (err) {
+        const failure = failureOf(err);
+        entry.result = failure.reason;
+        entry.error = failure.message;
       }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, deps.concurrency ?? 4) }, worker));
+      reconciled.push(entry);
+    });
     reconciled.sort((a, b) => a.set.localeCompare(b.set));
     return { full, served, sets: sets.length, reconciled };
   };
