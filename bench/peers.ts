@@ -429,6 +429,22 @@ function machine() {
 const resultTag = (only: string[]) =>
   only.length === Object.keys(contenders).length ? "" : `${only.join("+")}-`;
 
+/** The result file's content: the rows so far, whole-fleet first, and their medians. */
+function resultOf(rows: Row[], failures: { run: number; contender: string; error: string }[]) {
+  // Whole-fleet rows first, then the cut ones, each group in the contenders' order, by run.
+  const sorted = rows.toSorted((a, b) => Math.sign(a.cut) - Math.sign(b.cut) || a.run - b.run);
+  return {
+    failures,
+    date: new Date().toISOString(),
+    machine: machine(),
+    nodes: nodeCount,
+    podReadyDelayMs,
+    runs,
+    medians: mediansOf(sorted),
+    rows: sorted,
+  };
+}
+
 async function main() {
   const only = chosen(flags.only);
   const cutOnly = cutPercent > 0 ? chosen(flags["cut-only"]).filter((k) => only.includes(k)) : [];
@@ -461,6 +477,16 @@ async function main() {
     const cut = state.nodes.filter((_, i) => i % stride === 0).slice(0, cutCount);
     const rows: Row[] = [];
     const failures: { run: number; contender: string; error: string }[] = [];
+    await Deno.mkdir(new URL("results/", import.meta.url), { recursive: true });
+    const out = new URL(
+      // To the minute it started: invocations of one day (runs of one size split over sessions)
+      // keep each its file, and bench:report takes the runs of them all.
+      `results/peers-${nodeCount}-${resultTag(only)}${
+        new Date().toISOString().slice(0, 16).replace(":", "-")
+      }.json`,
+      import.meta.url,
+    );
+    let result = resultOf(rows, failures);
     for (let run = 1; run <= runs; run++) {
       for (const key of only) {
         try {
@@ -471,31 +497,12 @@ async function main() {
           progress(`run ${run}, ${key} failed: ${error}`);
           failures.push({ run, contender: key, error });
         }
+        // Written after every contender: a run of hours stopped midway keeps what it measured.
+        result = resultOf(rows, failures);
+        await Deno.writeTextFile(out, JSON.stringify(result, null, 2) + "\n");
       }
     }
-    // Whole-fleet rows first, then the cut ones, each group in the contenders' order, by run.
-    rows.sort((a, b) => Math.sign(a.cut) - Math.sign(b.cut) || a.run - b.run);
-    const medians = mediansOf(rows);
-    const result = {
-      failures,
-      date: new Date().toISOString(),
-      machine: machine(),
-      nodes: nodeCount,
-      podReadyDelayMs,
-      runs,
-      medians,
-      rows,
-    };
-    await Deno.mkdir(new URL("results/", import.meta.url), { recursive: true });
-    const out = new URL(
-      // To the minute: invocations of one day (runs of one size split over sessions) keep each
-      // its file, and bench:report takes the runs of them all.
-      `results/peers-${nodeCount}-${resultTag(only)}${
-        result.date.slice(0, 16).replace(":", "-")
-      }.json`,
-      import.meta.url,
-    );
-    await Deno.writeTextFile(out, JSON.stringify(result, null, 2) + "\n");
+    const { medians } = result;
     console.log(
       `\nPeers on cluster/, ${nodeCount} kwok nodes in 3 zones, pods Ready ${
         podReadyDelayMs / 1000
@@ -504,7 +511,7 @@ async function main() {
           result.date.slice(0, 10)
         } (${result.machine.cores} cores)\n`,
     );
-    printRuns(rows);
+    printRuns(result.rows);
     console.log(`\nEach figure's median over ${runs} run(s), and its range\n`);
     printMedians(medians);
     for (const { run, contender, error } of failures) {
