@@ -1,4 +1,4 @@
-import { assertEquals } from "@std/assert";
+import { assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import { clientNodeApi, interceptApi } from "./api.ts";
 import { KubeError } from "./errors.ts";
 import {
@@ -87,6 +87,38 @@ Deno.test("clientNodeApi returns lists in wire form with their resourceVersion",
       Date.parse(pods.items[0].metadata.creationTimestamp!),
       Date.parse("2026-01-02T03:04:05Z"),
     );
+  } finally {
+    await server.stop();
+  }
+});
+
+Deno.test("clientNodeApi reads a list as it arrives, keeping of each item what it is asked", async () => {
+  const list = {
+    kind: "NodeList",
+    metadata: { resourceVersion: "51" },
+    items: ["n1", "n2", "n3"].map((name) => ({
+      metadata: { name, managedFields: [{ manager: "kubelet" }] },
+    })),
+  };
+  const text = JSON.stringify(list);
+  // Cut through names and braces alike; the last answer ends inside the third item.
+  const cuts = (body: string) =>
+    Array.from({ length: Math.ceil(body.length / 17) }, (_, i) => body.slice(i * 17, i * 17 + 17));
+  let served = 0;
+  const server = startRecordingServer(() => ({
+    body: undefined,
+    chunks: served++ === 0 ? cuts(text) : cuts(text.slice(0, text.lastIndexOf("{"))),
+  }));
+  try {
+    const api = clientNodeApi(server.kubeConfig);
+    const kept = await api.listNodes({ keep: (n) => ({ metadata: { name: n.metadata.name } }) });
+    assertEquals(kept, {
+      resourceVersion: "51",
+      items: ["n1", "n2", "n3"].map((name) => ({ metadata: { name } })),
+    });
+    const cut = await assertRejects(() => api.listNodes({}), KubeError);
+    assertEquals([cut.status, cut.operation], [0, "GET /api/v1/nodes"]);
+    assertStringIncludes(cut.message, "the list ended inside its JSON (2 items read)");
   } finally {
     await server.stop();
   }

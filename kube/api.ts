@@ -8,6 +8,7 @@ import * as k8s from "@kubernetes/client-node";
 import type { Access } from "./access.ts";
 import { toKubeError } from "./errors.ts";
 import { type KubeList, type KubeObject, toWire } from "./objects.ts";
+import { ListItemsReader } from "./list-items.ts";
 import {
   type CustomSetResource,
   customSetResources,
@@ -28,6 +29,12 @@ export interface TokenReviewResult {
   audiences?: string[];
   error?: string;
 }
+
+/**
+ * What a list keeps of each item, applied as the item arrives: a cache's trimmed copy is all that
+ * stays alive, not the whole list parsed first (at 5,000 pods that set the controller's peak).
+ */
+export type KeepOfItem = (object: KubeObject) => KubeObject;
 
 export interface KubeApi {
   getSet(p: SetRef): Promise<KubeObject>;
@@ -53,9 +60,11 @@ export interface KubeApi {
    * Pods of one namespace, or of all when `namespace` is absent; `nodeName` keeps those bound
    * to that node (field selector `spec.nodeName`).
    */
-  listPods(p: { namespace?: string; labelSelector?: string; nodeName?: string }): Promise<KubeList>;
+  listPods(
+    p: { namespace?: string; labelSelector?: string; nodeName?: string; keep?: KeepOfItem },
+  ): Promise<KubeList>;
   getPod(p: { namespace: string; name: string }): Promise<KubeObject>;
-  listNodes(p: { labelSelector?: string }): Promise<KubeList>;
+  listNodes(p: { labelSelector?: string; keep?: KeepOfItem }): Promise<KubeList>;
   listRevisions(p: { namespace: string; labelSelector?: string }): Promise<KubeList>;
   /** With `dryRun`, admitted and validated by the server but not stored (`dryRun=All`). */
   createPod(p: { namespace: string; body: KubeObject; dryRun?: boolean }): Promise<KubeObject>;
@@ -220,18 +229,20 @@ function customResource(kind: SetKind): CustomSetResource | undefined {
 }
 
 /**
- * A GET answered as plain JSON: client-node's request context, authentication and transport,
+ * GETs answered as plain JSON: client-node's request context, authentication and transport,
  * without its model classes. Those turn every object into class instances with `Date`s,
  * which `toWire` then undoes: four times the cost of `JSON.parse` on a 1,000-node list, and
- * every reconcile reads the whole fleet (measured in bench/controller.ts). A failure names
- * the path it asked, so a wrong URL is never mistaken for an absent resource.
+ * every reconcile reads the whole fleet (measured in bench/controller.ts). A list is read as it
+ * arrives, item by item (kube/list-items.ts), each item given to `keep` at once. A failure
+ * names the path it asked, so a wrong URL is never mistaken for an absent resource.
  */
 function jsonGetter(kc: k8s.KubeConfig) {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error("no current cluster in the kubeconfig");
   const server = new k8s.ServerConfiguration(cluster.server, {});
   const http = new k8s.IsomorphicFetchHttpLibrary();
-  return async <T>(path: string, query: Record<string, string | undefined> = {}): Promise<T> => {
+  /** The answer of a GET that succeeded, its body not yet read. */
+  const get = async (path: string, query: Record<string, string | undefined>) => {
     const request = server.makeRequestContext(path, k8s.HttpMethod.GET);
     for (const [name, value] of Object.entries(query)) {
       if (value) request.setQueryParam(name, value);
@@ -244,20 +255,42 @@ function jsonGetter(kc: k8s.KubeConfig) {
     } catch (err) {
       throw toKubeError(err, `GET ${path}`);
     }
-    const text = await response.body.text();
     if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
       // The shape client-node's own methods throw, read by the same toKubeError.
       throw toKubeError(
         new k8s.ApiException(
           response.httpStatusCode,
           `HTTP ${response.httpStatusCode}`,
-          text,
+          await response.body.text(),
           response.headers,
         ),
         `GET ${path}`,
       );
     }
-    return JSON.parse(text) as T;
+    return response;
+  };
+  return {
+    async json<T>(path: string, query: Record<string, string | undefined> = {}): Promise<T> {
+      return JSON.parse(await (await get(path, query)).body.text()) as T;
+    },
+    async list(
+      path: string,
+      query: Record<string, string | undefined>,
+      keep: KeepOfItem,
+    ): Promise<KubeList> {
+      const body = (await get(path, query)).body.stream();
+      if (!body) throw new Error(`GET ${path} answered without a body`);
+      const items: KubeObject[] = [];
+      const reader = new ListItemsReader((item) => items.push(keep(item as KubeObject)));
+      try {
+        for await (const chunk of body) reader.push(chunk);
+        const metadata = reader.end().rest.metadata as { resourceVersion?: string } | undefined;
+        return { items, resourceVersion: metadata?.resourceVersion ?? "" };
+      } catch (err) {
+        // A body cut short reads as a cut connection: the reader lists again, after its backoff.
+        throw toKubeError(err, `GET ${path}`);
+      }
+    },
   };
 }
 
@@ -271,17 +304,13 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
   const versionApi = kc.makeApiClient(k8s.VersionApi);
   const preconditions = (uid: string) => ({ body: { preconditions: { uid } } });
-  const getJson = jsonGetter(kc);
-  const listJson = async (
+  const getter = jsonGetter(kc);
+  const getJson = getter.json;
+  const listJson = (
     path: string,
     selectors: { labelSelector?: string; fieldSelector?: string } = {},
-  ): Promise<KubeList> => {
-    const raw = await getJson<{ items?: KubeObject[]; metadata?: { resourceVersion?: string } }>(
-      path,
-      selectors,
-    );
-    return { items: raw.items ?? [], resourceVersion: raw.metadata?.resourceVersion ?? "" };
-  };
+    keep: KeepOfItem = (object) => object,
+  ): Promise<KubeList> => getter.list(path, selectors, keep);
   const inNamespace = (namespace: string, group: string, resource: string) =>
     `${group}/namespaces/${encodeURIComponent(namespace)}/${resource}`;
   const rolloutStatusPath = (namespace: string) => {
@@ -340,17 +369,18 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         body,
       });
     },
-    listPods({ namespace, labelSelector, nodeName }) {
+    listPods({ namespace, labelSelector, nodeName, keep }) {
       return listJson(
         namespace === undefined ? "/api/v1/pods" : inNamespace(namespace, "/api/v1", "pods"),
         { labelSelector, fieldSelector: nodeName && `spec.nodeName=${nodeName}` },
+        keep,
       );
     },
     async getPod({ namespace, name }) {
       return toWire(await core.readNamespacedPod({ namespace, name }));
     },
-    listNodes({ labelSelector }) {
-      return listJson("/api/v1/nodes", { labelSelector });
+    listNodes({ labelSelector, keep }) {
+      return listJson("/api/v1/nodes", { labelSelector }, keep);
     },
     listRevisions({ namespace, labelSelector }) {
       return listJson(

@@ -24,7 +24,7 @@ import {
 import { kruiseApiVersion, kruiseKind } from "../api/kruise.ts";
 import { group, version } from "../api/advanced-daemonset.ts";
 import { Fingerprints } from "./fingerprints.ts";
-import type { Access, KubeApi } from "./api.ts";
+import type { Access, KeepOfItem, KubeApi } from "./api.ts";
 import {
   type KubeList,
   type KubeObject,
@@ -93,7 +93,8 @@ class CollectionCache {
     labelSelector: string | undefined,
     /** What of each object is kept (and reported to `onChange`). */
     asCached: (object: KubeObject) => KubeObject,
-    list: () => Promise<{ items: KubeObject[]; resourceVersion: string }>,
+    /** Lists the collection, keeping of each item what `keep` returns. */
+    list: (keep: KeepOfItem) => Promise<KubeList>,
     options: SnapshotCacheOptions,
     onChange: (change: CacheChange) => void,
   ) {
@@ -107,10 +108,10 @@ class CollectionCache {
       idleMs: 60_000,
       timeoutSeconds: 240,
       relist: async () => {
-        const listed = await list();
+        const listed = await list(asCached);
         const before = new Map(this.#objects);
         this.#objects.clear();
-        for (const object of listed.items) this.#objects.set(key(object), asCached(object));
+        for (const object of listed.items) this.#objects.set(key(object), object);
         this.#items = undefined;
         // A relist after 410 Gone stands for the events the watch missed, as an informer's
         // Replace: what it shows changed or gone is reported, or a reconcile that read the
@@ -322,7 +323,7 @@ export class SnapshotCache {
       "/api/v1/nodes",
       undefined,
       nodeAsCached,
-      () => this.#options.api.listNodes({}),
+      (keep) => this.#options.api.listNodes({ keep }),
       this.#options,
       (change) => this.#notify(change),
     );
@@ -352,7 +353,7 @@ export class SnapshotCache {
     let cache = caches.get(key);
     if (!cache) {
       const list = resource === "pods"
-        ? () => this.#options.api.listPods({ namespace, labelSelector })
+        ? (keep: KeepOfItem) => this.#options.api.listPods({ namespace, labelSelector, keep })
         : () => this.#options.api.listRevisions({ namespace, labelSelector });
       cache = new CollectionCache(
         `${resource === "pods" ? "/api/v1" : "/apis/apps/v1"}/namespaces/${

@@ -179,16 +179,18 @@ export function memoryApi(): MemoryApi {
       Promise.resolve().then(() => create("rolloutstatuses", namespace, body)),
     replaceRolloutStatus: ({ namespace, name, body }) =>
       Promise.resolve().then(() => replace("rolloutstatuses", namespace, name, body)),
-    listPods: ({ namespace, labelSelector, nodeName }) => {
+    listPods: ({ namespace, labelSelector, nodeName, keep = (pod) => pod }) => {
       const pods = list("pods", namespace, labelSelector);
-      if (nodeName === undefined) return Promise.resolve(pods);
       const onNode = (pod: KubeObject) =>
-        (pod.spec as { nodeName?: string })?.nodeName === nodeName;
-      return Promise.resolve({ ...pods, items: pods.items.filter(onNode) });
+        nodeName === undefined || (pod.spec as { nodeName?: string })?.nodeName === nodeName;
+      return Promise.resolve({ ...pods, items: pods.items.filter(onNode).map(keep) });
     },
     getPod: ({ namespace, name }) =>
       Promise.resolve().then(() => copy(get("pods", namespace, name))),
-    listNodes: ({ labelSelector }) => Promise.resolve(list("nodes", undefined, labelSelector)),
+    listNodes: ({ labelSelector, keep = (node) => node }) => {
+      const nodes = list("nodes", undefined, labelSelector);
+      return Promise.resolve({ ...nodes, items: nodes.items.map(keep) });
+    },
     listRevisions: ({ namespace, labelSelector }) =>
       Promise.resolve(list("controllerrevisions", namespace, labelSelector)),
     createPod: ({ namespace, body, dryRun }) =>

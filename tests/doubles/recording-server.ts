@@ -14,7 +14,13 @@ export interface RecordedRequest {
   body: unknown;
 }
 
-export type Answer = { status?: number; body: unknown; headers?: Record<string, string> };
+/** `chunks`, when given, are the body as sent, piece by piece (`body` is then not sent). */
+export type Answer = {
+  status?: number;
+  body: unknown;
+  headers?: Record<string, string>;
+  chunks?: string[];
+};
 
 export interface RecordingServer {
   url: string;
@@ -47,8 +53,11 @@ export function startRecordingServer(
       body: text ? JSON.parse(text) : undefined,
     };
     requests.push(recorded);
-    const { status = 200, body, headers = {} } = answer(recorded);
-    return Response.json(body, { status, headers });
+    const { status = 200, body, headers = {}, chunks } = answer(recorded);
+    if (!chunks) return Response.json(body, { status, headers });
+    const encoder = new TextEncoder();
+    const stream = ReadableStream.from(chunks.map((chunk) => encoder.encode(chunk)));
+    return new Response(stream, { status, headers: { "content-type": "application/json" } });
   });
   const url = `http://127.0.0.1:${server.addr.port}`;
   return {
