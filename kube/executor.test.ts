@@ -1,6 +1,7 @@
 import { assertEquals } from "@std/assert";
 import { clientNodeApi } from "./api.ts";
 import { KubeClient } from "./client.ts";
+import { memoryApi } from "../tests/doubles/memory-api.ts";
 import { executeActions } from "./executor.ts";
 import {
   type Answer,
@@ -174,4 +175,34 @@ Deno.test("each action type becomes its request", async () => {
       }],
     },
   });
+});
+
+Deno.test("a batch of creations and the deletions go at most 32 at a time, all of them sent", async () => {
+  const api = memoryApi();
+  let inFlight = 0;
+  let most = 0;
+  const counted = <T>(call: () => Promise<T>) => async () => {
+    most = Math.max(most, ++inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    inFlight--;
+    return await call();
+  };
+  const client = new KubeClient({
+    ...api,
+    createPod: (p) => counted(() => api.createPod(p))(),
+    deletePod: () => counted(() => Promise.resolve())(),
+  }, { retry: noRetry });
+  const actions: Action[] = [
+    ...Array.from({ length: 100 }, (_, i) => deletePod(`old${i}`)),
+    ...Array.from({ length: 100 }, (_, i) => createPod(`p${i}`)),
+  ];
+  const outcomes = await executeActions(
+    client,
+    { kind: "advanceddaemonsets", namespace: "edge", name: "agent" },
+    actions,
+    // Batches of 1, 2, 4, …, 64: the last of them is more than 32.
+    { burst: 250, now },
+  );
+  assertEquals(outcomes.filter((o) => o.result === "done").length, 200);
+  assertEquals(most, 32);
 });

@@ -1,17 +1,20 @@
 /**
  * The one executor of a plan's actions, as upstream's `syncNodes`: at most `burst` pod
- * creations and at most `burst` deletions (pod conditions and pull Jobs count with them) per call. Revisions go first (the pods name theirs; a failure there
- * ends the run). Creations go in slow-start batches (1, 2, 4, …), so a failing API server or an
- * exhausted quota costs one request, not a whole burst: a batch with a failure skips the
- * creations after it. Deletions, patches and pod conditions then go all at once (a few dozen
- * in flight), as upstream deletes. What did not land is left for the next reconcile, which
- * re-plans from what it observes.
+ * creations and at most `burst` deletions (pod conditions and pull Jobs count with them) per
+ * call. Revisions go first (the pods name theirs; a failure there ends the run). Creations go in
+ * slow-start batches (1, 2, 4, …), so a failing API server or an exhausted quota costs one
+ * request, not a whole burst: a batch with a failure skips the creations after it. Deletions,
+ * patches and pod conditions then go all at once, as upstream deletes. Never more than a few
+ * dozen requests are in flight: a batch of 256 creations sent at once opened as many
+ * connections, each a TLS session held by this process and by the API server. What did not
+ * land is left for the next reconcile, which re-plans from what it observes.
  */
 import type { Action } from "../api/plan.ts";
 import type { KubeClient } from "./client.ts";
 import type { KubeObject } from "./objects.ts";
 import type { SetRef } from "../api/set-ref.ts";
 import { type KubeError, toKubeError } from "./errors.ts";
+import { forEachConcurrently } from "../lib/concurrently.ts";
 
 /** `alreadyDone`: a create found the object, a delete found it gone (or replaced). */
 export type ActionResult = "done" | "alreadyDone" | "failed" | "skipped";
@@ -30,7 +33,7 @@ export interface ExecuteOptions {
   now: Date;
 }
 
-/** Requests in flight at once for the writes that are not slow-started. */
+/** Requests in flight at once, within a batch of creations and for the other writes. */
 const inFlight = 32;
 
 const revisionActions = new Set<Action["type"]>([
@@ -77,7 +80,7 @@ export async function executeActions(
   let start = 0;
   for (let size = Math.max(1, initialBatch); start < creations.length; size *= 2) {
     const batch = creations.slice(start, start + size);
-    await Promise.all(batch.map(apply));
+    await forEachConcurrently(batch, inFlight, apply);
     start += batch.length;
     if (failed(batch)) break;
   }
@@ -85,11 +88,7 @@ export async function executeActions(
   const rest = sendable.filter((o) =>
     o.action.type !== "createPod" && !revisionActions.has(o.action.type)
   );
-  let next = 0;
-  const worker = async () => {
-    while (next < rest.length) await apply(rest[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(inFlight, rest.length) }, worker));
+  await forEachConcurrently(rest, inFlight, apply);
   return outcomes;
 }
 
