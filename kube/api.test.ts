@@ -153,7 +153,12 @@ Deno.test("an API error keeps its HTTP status and Status reason", async () => {
     const err = await clientNodeApi(server.kubeConfig)
       .createPod({ namespace: "x", body: { metadata: { name: "p" } } })
       .catch((e) => e);
-    assertEquals([err.code, JSON.parse(err.body).reason], [409, "AlreadyExists"]);
+    assertEquals(err instanceof KubeError, true);
+    assertEquals([err.status, err.reason, err.operation], [
+      409,
+      "AlreadyExists",
+      "POST /api/v1/namespaces/x/pods",
+    ]);
   } finally {
     await server.stop();
   }
