@@ -12,6 +12,7 @@ import type { Pod } from "../api/kube-objects.ts";
 import type { Access } from "./access.ts";
 import { toKubeError } from "./errors.ts";
 import { type LeanConnection, readSecret } from "./lean-config.ts";
+import { concatBytes } from "../lib/bytes.ts";
 
 /** What each call of `LeanKubeClient` asks of the API server (checked in tests/rbac.test.ts). */
 export const leanClientAccess: Record<keyof LeanKubeApi, Access> = {
@@ -272,15 +273,5 @@ async function readBody(response: IncomingMessage, operation: string): Promise<s
     }
     chunks.push(chunk);
   }
-  return new TextDecoder().decode(concat(chunks, size));
-}
-
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-  const whole = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    whole.set(chunk, at);
-    at += chunk.length;
-  }
-  return whole;
+  return new TextDecoder().decode(concatBytes(chunks));
 }

@@ -5,6 +5,7 @@
  * were alive together and set the controller's peak memory. Item by item, only one full object
  * lives at a time beside what the reader keeps of it.
  */
+import { concatBytes } from "../lib/bytes.ts";
 const openBrace = 0x7b, closeBrace = 0x7d, openBracket = 0x5b, closeBracket = 0x5d;
 const quote = 0x22, backslash = 0x5c;
 
@@ -120,7 +121,7 @@ export class ListItemsReader {
     if (this.#depth !== 0 || this.#inString) {
       throw new Error(`the list ended inside its JSON (${this.#items} items read)`);
     }
-    const rest = JSON.parse(this.#decoder.decode(concat(this.#rest)));
+    const rest = JSON.parse(this.#decoder.decode(concatBytes(this.#rest)));
     if (typeof rest !== "object" || rest === null || Array.isArray(rest)) {
       throw new Error("the answer is not a JSON object");
     }
@@ -138,7 +139,7 @@ export class ListItemsReader {
 
   #endItem(chunk: Uint8Array, end: number) {
     const piece = chunk.subarray(this.#itemStart, end + 1);
-    const bytes = this.#item.length ? concat([...this.#item, piece]) : piece;
+    const bytes = this.#item.length ? concatBytes([...this.#item, piece]) : piece;
     this.#item = [];
     this.#itemStart = -1;
     this.#items++;
@@ -148,14 +149,4 @@ export class ListItemsReader {
 
 function notAnObject(index: number): Error {
   return new Error(`item ${index} of the list is not a JSON object`);
-}
-
-function concat(pieces: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.length;
-  }
-  return out;
 }

@@ -11,6 +11,7 @@ import { type IncludeObject, toTable } from "./table.ts";
 import type { ServerContext } from "./context.ts";
 import { flag, JSON_TYPE, optionalInt, type Target } from "./http.ts";
 import { includeObject, objectKey, present, selectorFilter, views, wantsTable } from "./read.ts";
+import { concatBytes } from "../lib/bytes.ts";
 
 /** One open watch stream. */
 export interface OpenWatch {
@@ -71,16 +72,6 @@ const encoder = new TextEncoder();
 
 function eventLine(type: string, object: unknown): Uint8Array {
   return encoder.encode(JSON.stringify({ type, object }) + "\n");
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }
 
 /**
@@ -150,7 +141,7 @@ function openStream(
     pending = [];
     if (closed || lines.length === 0) return;
     try {
-      controller.enqueue(lines.length === 1 ? lines[0] : concat(lines));
+      controller.enqueue(lines.length === 1 ? lines[0] : concatBytes(lines));
     } catch {
       close();
     }
