@@ -213,6 +213,12 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       "--use-service-account-credentials=true",
       "--node-monitor-period=1s",
       `--node-monitor-grace-period=${Math.ceil(leaseSeconds * 2 / 3)}s`,
+      // The node lifecycle controller lifts each new node's not-ready taint with a request of its
+      // own: at the default 20 a second (shared with every other controller here) it lifted about
+      // five a second, some 17 minutes for 5,000 nodes. ClusterLoader2 gives 100 to large clusters.
+      // (Not the DaemonSet controller that bench:peers runs as a contender: that keeps its own.)
+      "--kube-api-qps=100",
+      "--kube-api-burst=200",
       ...(options.controllerManagerControllers
         ? [`--controllers=${options.controllerManagerControllers.join(",")}`]
         : []),
@@ -266,10 +272,10 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
     log({ msg: "nodes created", nodes: state.nodes.length });
     const running = [etcd, apiserver, controllerManager, scheduler, kwok];
     // kwok readies a few hundred nodes a second here: 3 min, and more for fleets of thousands.
-    await waitFor(`${state.nodes.length} nodes to be Ready`, running, async () => {
+    await waitFor(`${state.nodes.length} nodes to be Ready and untainted`, running, async () => {
       const list = await kubectlJson<NodeList>(state.kubeconfigPath, ["get", "nodes"]);
-      return list.items.filter(isReady).length === state.nodes.length;
-    }, Math.max(180_000, state.nodes.length * 100));
+      return list.items.filter(isReadyAndUntainted).length === state.nodes.length;
+    }, Math.max(180_000, state.nodes.length * 300));
     // Only kwok's node controller makes a node Ready: it has started, the pod controller has not.
     await kubectl(
       state.kubeconfigPath,
@@ -383,11 +389,22 @@ async function writeState(statePath: string, state: ClusterState): Promise<void>
 }
 
 interface NodeList {
-  items: { status?: { conditions?: { type: string; status: string }[] } }[];
+  items: {
+    spec?: { taints?: { key: string }[] };
+    status?: { conditions?: { type: string; status: string }[] };
+  }[];
 }
 
-function isReady(node: NodeList["items"][number]): boolean {
-  return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+/**
+ * Ready, and no longer tainted not-ready: kube-controller-manager lifts that taint a while after
+ * kwok reports the node Ready (about five nodes a second at 5,000), and a DaemonSet places no pod
+ * on a node that carries it. A fleet handed over with half its nodes still tainted made the first
+ * contender's set grow node by node as the taints went.
+ */
+function isReadyAndUntainted(node: NodeList["items"][number]): boolean {
+  const ready = node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+  return (ready ?? false) &&
+    !(node.spec?.taints ?? []).some((t) => t.key === "node.kubernetes.io/not-ready");
 }
 
 function nodeListJson(names: string[], zones?: number): string {
