@@ -32,7 +32,7 @@ export interface TokenReviewResult {
 
 /**
  * What a list keeps of each item, applied as the item arrives: a cache's trimmed copy is all that
- * stays alive, not the whole list parsed first (at 5,000 pods that set the controller's peak).
+ * stays alive, not the whole list parsed first (kube/list-items.ts).
  */
 export type KeepOfItem = (object: KubeObject) => KubeObject;
 
@@ -301,7 +301,7 @@ function jsonRequests(kc: k8s.KubeConfig) {
       keep: KeepOfItem,
     ): Promise<KubeList> {
       const body = (await get(path, query)).body.stream();
-      if (!body) throw new Error(`GET ${path} answered without a body`);
+      if (!body) throw toKubeError(new Error("an answer without a body"), `GET ${path}`);
       const items: KubeObject[] = [];
       const reader = new ListItemsReader((item) => items.push(keep(item as KubeObject)));
       try {
@@ -326,13 +326,13 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
   const versionApi = kc.makeApiClient(k8s.VersionApi);
   const preconditions = (uid: string) => ({ body: { preconditions: { uid } } });
-  const getter = jsonRequests(kc);
-  const getJson = getter.json;
+  const requests = jsonRequests(kc);
+  const getJson = requests.json;
   const listJson = (
     path: string,
     selectors: { labelSelector?: string; fieldSelector?: string } = {},
     keep: KeepOfItem = (object) => object,
-  ): Promise<KubeList> => getter.list(path, selectors, keep);
+  ): Promise<KubeList> => requests.list(path, selectors, keep);
   const inNamespace = (namespace: string, group: string, resource: string) =>
     `${group}/namespaces/${encodeURIComponent(namespace)}/${resource}`;
   const rolloutStatusPath = (namespace: string) => {
@@ -411,7 +411,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
       );
     },
     createPod({ namespace, body, dryRun }) {
-      return getter.write<KubeObject>(
+      return requests.write<KubeObject>(
         k8s.HttpMethod.POST,
         inNamespace(namespace, "/api/v1", "pods"),
         { dryRun: dryRun ? "All" : undefined },
@@ -419,7 +419,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
       );
     },
     async deletePod({ namespace, name, uid }) {
-      await getter.write(
+      await requests.write(
         k8s.HttpMethod.DELETE,
         `${inNamespace(namespace, "/api/v1", "pods")}/${encodeURIComponent(name)}`,
         {},
