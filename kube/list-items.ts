@@ -117,7 +117,7 @@ export class ListItemsReader {
   }
 
   /** The list without its items, once every byte has been pushed; throws if it did not end. */
-  end(): { items: number; rest: Record<string, unknown> } {
+  end(): { rest: Record<string, unknown> } {
     if (this.#depth !== 0 || this.#inString) {
       throw new Error(`the list ended inside its JSON (${this.#items} items read)`);
     }
@@ -125,7 +125,7 @@ export class ListItemsReader {
     if (typeof rest !== "object" || rest === null || Array.isArray(rest)) {
       throw new Error("the answer is not a JSON object");
     }
-    return { items: this.#items, rest };
+    return { rest };
   }
 
   #isItemsKey(): boolean {
