@@ -36,6 +36,11 @@ export interface Row {
   budgetUnavailable: number;
   /** kube-apiserver's and etcd's own load over the same window. */
   controlPlane: Record<string, ComponentLoad>;
+  /**
+   * kwok's and the bench's own load over the same window: on two cores, a harness behind its
+   * work slows every contender alike (absent from runs before session 20).
+   */
+  harness?: Record<string, ComponentLoad>;
   /** Times the bench's own pod watch was opened again (resumed, listed again), so far. */
   watchRestarts: number;
   /** Where the nodes' time went: the controller's turn, then the kubelet's. */

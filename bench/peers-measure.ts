@@ -117,19 +117,20 @@ export function peakResidentMiB(pids: number[]): number[] {
   });
 }
 
-/** A control-plane component's load over a window: CPU seconds spent and resident memory's peak. */
+/** A process's load over a window: CPU seconds spent and resident memory's peak. */
 export interface ComponentLoad {
   cpuSeconds: number;
   peakMiB: number;
 }
 
 /**
- * The control plane's own load while a contender rolls (issue 34: a controller that saves its
- * own memory by loading the API server is not cheaper): each component's CPU seconds over the
- * window and its highest resident memory, sampled every `everyMs` (VmHWM would hold the peak of
- * the process's whole life, earlier contenders' included).
+ * The load of processes beside the contender while it rolls: the control plane's (issue 34: a
+ * controller that saves its own memory by loading the API server is not cheaper), and the
+ * harness's (kwok, the bench itself), which on two cores share the CPU with it. Each process's
+ * CPU seconds over the window and its highest resident memory, sampled every `everyMs` (VmHWM
+ * would hold the peak of the process's whole life, earlier contenders' included).
  */
-export class ControlPlaneLoad {
+export class ProcessLoad {
   readonly #cpuBefore: number[];
   readonly #peak: number[];
   readonly #timer: ReturnType<typeof setInterval>;

@@ -42,10 +42,10 @@ import {
 import {
   auditedRequests,
   auditPolicy,
-  ControlPlaneLoad,
   cpuSeconds,
   NodeReadyWatch,
   peakResidentMiB,
+  ProcessLoad,
   RolloutWatch,
   type Span,
 } from "./peers-measure.ts";
@@ -90,6 +90,8 @@ if (
 
 /** The control plane's components whose own load each row reports. */
 const controlPlaneLoadOf = ["kube-apiserver", "etcd"];
+/** The harness's processes whose load each row reports too: the cluster's, then this bench. */
+const harnessLoadOf = ["kwok"];
 
 /** kwok's pod start: bind to Running and Ready. Deletion is immediate; minReadySeconds 0. */
 const podReadyDelayMs = Number(flags["pod-ready-seconds"]) * 1000;
@@ -191,9 +193,13 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
   const auditOffset = (await Deno.stat(cluster.auditLogPath)).size;
   const bytesBefore = running.bytesRead();
   const cpuBefore = running.pids.map((pid) => cpuSeconds(pid) ?? 0);
-  const controlPlane = new ControlPlaneLoad(
+  const controlPlane = new ProcessLoad(
     cluster.state.processes.filter((p) => controlPlaneLoadOf.includes(p.name)),
   );
+  const harness = new ProcessLoad([
+    ...cluster.state.processes.filter((p) => harnessLoadOf.includes(p.name)),
+    { name: "bench", pid: Deno.pid },
+  ]);
   const started = Date.now();
   watch.expect(image, connected);
   nodeWatch.expect(connected);
@@ -212,6 +218,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
   const cpu = running.pids.reduce((sum, pid, i) => sum + (cpuSeconds(pid) ?? 0) - cpuBefore[i], 0);
   const bytesRead = running.bytesRead() - bytesBefore;
   const controlPlaneLoad = controlPlane.stop();
+  const harnessLoad = harness.stop();
   await sleep(3000); // the audit log's batches are written within a second
   const podPhases = watch.podPhases();
   const row: Row = {
@@ -239,6 +246,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     maxUnavailable: watch.maxUnavailable,
     budgetUnavailable: Math.ceil(nodes.length * contender.budget.maxUnavailablePercent / 100),
     controlPlane: controlPlaneLoad,
+    harness: harnessLoad,
     watchRestarts: watch.restarts,
     podPhases,
     nodesTurnedNotReady: nodeWatch.turnedNotReady.size,
@@ -250,7 +258,9 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
       `nodes in ${row.wallSeconds.toFixed(1)} s (minimum ${minimum} s); a node's old pod ` +
       `deleted → new pod ${spanText(podPhases.oldDeletedToNew)}, new pod → available ` +
       `${spanText(podPhases.newToAvailable)} (created → Ready by the API server's clock ` +
-      `${spanText(podPhases.createdToReady)})` +
+      `${spanText(podPhases.createdToReady)}); kwok spent ` +
+      `${harnessLoad.kwok.cpuSeconds.toFixed(1)} CPU s, the bench ` +
+      `${harnessLoad.bench.cpuSeconds.toFixed(1)}` +
       (watch.restarts ? `; the bench's pod watch opened again ${watch.restarts} times` : "") +
       (row.nodesTurnedNotReady
         ? `; ${row.nodesTurnedNotReady} connected nodes turned NotReady (${row.maxNodesNotReady} at once)`
