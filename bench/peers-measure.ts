@@ -229,6 +229,9 @@ export class RolloutWatch {
   #interruptions = 0;
   /** Per watched node, when the bench saw its pods move in the rollout under way (ms). */
   #seen = new Map<string, NodeTimes>();
+  /** The most nodes seen updated at once since `expect`, and when that count last grew (ms). */
+  #mostUpdated = 0;
+  #progressAt = 0;
   maxUnavailable = 0;
   updated = 0;
   doneAt?: number;
@@ -294,6 +297,8 @@ export class RolloutWatch {
     if (nodes) this.#nodes = new Set(nodes);
     this.maxUnavailable = 0;
     this.doneAt = undefined;
+    this.#mostUpdated = 0;
+    this.#progressAt = Date.now();
     this.#seen.clear();
     this.#recount();
   }
@@ -342,15 +347,25 @@ export class RolloutWatch {
   }
 
   /** Resolves true when the rollout ends, false after `timeoutMs`. */
-  async until(timeoutMs: number): Promise<boolean> {
+  /**
+   * True once every node is updated; false once `stalledMs` pass with no more nodes updated than
+   * before, or `capMs` in all. A contender that goes on updating nodes is waited for: at its
+   * default 20 requests a second kube-controller-manager updates 5,000 nodes in about ten minutes,
+   * which a deadline of 20 times the physical minimum cut at 4,000 and called stalled.
+   */
+  async until({ stalledMs, capMs }: { stalledMs: number; capMs: number }): Promise<boolean> {
     if (this.#ended) throw this.#ended;
     if (this.doneAt !== undefined) return true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    const started = Date.now();
+    let timer: ReturnType<typeof setInterval> | undefined;
     const done = await new Promise<boolean | Error>((resolve) => {
       this.#waiting = resolve;
-      timer = setTimeout(() => resolve(false), timeoutMs);
+      timer = setInterval(() => {
+        const now = Date.now();
+        if (now - this.#progressAt > stalledMs || now - started > capMs) resolve(false);
+      }, 1000);
     });
-    clearTimeout(timer);
+    clearInterval(timer);
     this.#waiting = undefined;
     if (done instanceof Error) throw done;
     return done;
@@ -401,6 +416,10 @@ export class RolloutWatch {
   #measured(): void {
     this.maxUnavailable = Math.max(this.maxUnavailable, this.#unavailable);
     this.updated = this.#updated;
+    if (this.#updated > this.#mostUpdated) {
+      this.#mostUpdated = this.#updated;
+      this.#progressAt = Date.now();
+    }
     if (this.#image && this.doneAt === undefined && this.#updated === this.#nodes.size) {
       this.doneAt = Date.now();
       this.#waiting?.(true);

@@ -104,6 +104,12 @@ const nodeLeaseDurationSeconds = Math.max(40, Math.ceil(nodeCount / 25));
 /** How long a set may take to converge: 15 min up to 1,000 nodes, 10 min per 1,000 above. */
 const convergeTimeoutMinutes = Math.max(15, Math.ceil(nodeCount / 1000) * 10);
 const convergeTimeoutMs = convergeTimeoutMinutes * 60_000;
+/**
+ * A rollout has stalled once this long passes with no more nodes updated; it is given up after
+ * `rolloutCapMs` in all, however it goes on.
+ */
+const stalledMs = 5 * 60_000;
+const rolloutCapMs = 3 * 3600_000;
 
 const progress = (message: string) =>
   console.error(`[peers ${new Date().toISOString().slice(11, 19)}] ${message}`);
@@ -212,7 +218,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     "--type=merge",
     `--patch=${imagePatch(image)}`,
   ]);
-  const completed = await watch.until(Math.max(20 * minimum * 1000, 5 * 60_000));
+  const completed = await watch.until({ stalledMs, capMs: rolloutCapMs });
   const ended = watch.doneAt ?? Date.now();
   await running.verify?.();
   const cpu = running.pids.reduce((sum, pid, i) => sum + (cpuSeconds(pid) ?? 0) - cpuBefore[i], 0);
@@ -324,7 +330,7 @@ async function runContender(
         ["apply", "-f", "-"],
         JSON.stringify(contender.manifest(namespace, `${peerApp}:v1`)),
       );
-      if (!await watch.until(convergeTimeoutMs)) {
+      if (!await watch.until({ stalledMs, capMs: convergeTimeoutMs })) {
         throw new Error(
           `${contender.row}: v1 on ${watch.updated}/${nodes.length} nodes in ${convergeTimeoutMinutes} min`,
         );
