@@ -10,7 +10,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { IncomingMessage } from "node:http";
 import type { Pod } from "../api/kube-objects.ts";
 import type { Access } from "./access.ts";
-import { toKubeError } from "./errors.ts";
+import { KubeError, toKubeError } from "./errors.ts";
+import { JsonLines } from "../lib/json-lines.ts";
 import { type LeanConnection, readSecret } from "./lean-config.ts";
 import { concatBytes } from "../lib/bytes.ts";
 
@@ -107,23 +108,19 @@ export class LeanKubeClient implements LeanKubeApi {
     if ((response.statusCode ?? 0) >= 300) await this.#fail(response, operation);
     // Decoded as a stream: a character split between two chunks stays whole.
     response.setEncoding("utf8");
-    let pending = "";
-    for await (const chunk of response as AsyncIterable<string>) {
-      pending += chunk;
-      let newline: number;
-      while ((newline = pending.indexOf("\n")) >= 0) {
-        const line = pending.slice(0, newline).trim();
-        pending = pending.slice(newline + 1);
-        if (line === "") continue;
-        const event = JSON.parse(line) as { type: string; object: Record<string, unknown> };
-        if (event.type === "ERROR") {
-          const status = event.object as { code?: number };
-          throw toKubeError({ code: status.code ?? 500, body: event.object }, operation);
-        }
-        onEvent(event as PodWatchEvent);
+    const lines = new JsonLines((value) => {
+      const event = value as { type: string; object: Record<string, unknown> };
+      if (event.type === "ERROR") {
+        const status = event.object as { code?: number };
+        throw toKubeError({ code: status.code ?? 500, body: event.object }, operation);
       }
-      if (pending.length > maxBodyBytes) {
-        throw toKubeError(new Error("a watch event larger than 32 MiB"), operation);
+      onEvent(event as PodWatchEvent);
+    }, maxBodyBytes);
+    for await (const chunk of response as AsyncIterable<string>) {
+      try {
+        lines.push(chunk);
+      } catch (err) {
+        throw err instanceof KubeError ? err : toKubeError(err, operation);
       }
     }
   }
