@@ -15,9 +15,9 @@ import { parseDuration } from "../lib/duration.ts";
 import { untilStopSignal } from "../lib/signals.ts";
 import { createLogger, type Logger } from "../lib/log.ts";
 import { plan } from "../engine/plan.ts";
-import { clientNodeApi } from "../kube/api.ts";
+import { clientNodeApi, kubeWatch } from "../kube/api.ts";
 import { SnapshotCache } from "../kube/cache.ts";
-import { clientNodeWatch, type WatchFn } from "../kube/watcher.ts";
+import type { WatchFn } from "../kube/watcher.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import { type ControllerApp, createApp } from "../routes/app.ts";
@@ -89,7 +89,7 @@ export function meteredKubeClient(
       ? (api) =>
         new SnapshotCache({
           api,
-          watch: countedWatch(clientNodeWatch(kubeConfig), metrics),
+          watch: countedWatch(kubeWatch(kubeConfig), metrics),
           logger,
           active: options.cacheActive,
         })
@@ -99,9 +99,9 @@ export function meteredKubeClient(
 
 /** `watch`, each request it starts counted in `metrics`. */
 function countedWatch(watch: WatchFn, metrics: Metrics): WatchFn {
-  return (path, query, onLine, done) => {
+  return (path, query, onLine, done, view) => {
     metrics.observeWatch();
-    return watch(path, query, onLine, done);
+    return watch(path, query, onLine, done, view);
   };
 }
 

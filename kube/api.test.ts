@@ -1,5 +1,6 @@
 import { assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
-import { clientNodeApi, interceptApi } from "./api.ts";
+import { clientNodeApi, interceptApi, kubeWatch } from "./api.ts";
+import { type KubeObject, podAsCached, podCachedForm } from "./objects.ts";
 import { KubeError } from "./errors.ts";
 import {
   type Answer,
@@ -111,7 +112,9 @@ Deno.test("clientNodeApi reads a list as it arrives, keeping of each item what i
   }));
   try {
     const api = clientNodeApi(server.kubeConfig);
-    const kept = await api.listNodes({ keep: (n) => ({ metadata: { name: n.metadata.name } }) });
+    const kept = await api.listNodes({
+      form: { keep: (n) => ({ metadata: { name: n.metadata.name } }), view: true },
+    });
     assertEquals(kept, {
       resourceVersion: "51",
       items: ["n1", "n2", "n3"].map((name) => ({ metadata: { name } })),
@@ -159,6 +162,125 @@ Deno.test("an API error keeps its HTTP status and Status reason", async () => {
       "AlreadyExists",
       "POST /api/v1/namespaces/x/pods",
     ]);
+  } finally {
+    await server.stop();
+  }
+});
+
+/** kube-apiserver's own answers (api/testdata/protobuf), served in pieces by a recording server. */
+const apiserverFixture = (name: string) =>
+  Deno.readFileSync(new URL(`../api/testdata/protobuf/${name}`, import.meta.url));
+const piecesOf = (bytes: Uint8Array, size: number) =>
+  Array.from(
+    { length: Math.ceil(bytes.length / size) },
+    (_, i) => bytes.slice(i * size, i * size + size),
+  );
+/** JSON's nulls (a zero Time), which protobuf leaves out. */
+const withoutNulls = (value: unknown): unknown =>
+  JSON.parse(JSON.stringify(value, (_key, v) => v === null ? undefined : v));
+
+Deno.test("pods are listed as protobuf where the server has it, and read as the cache keeps them", async () => {
+  const json = JSON.parse(new TextDecoder().decode(apiserverFixture("podlist.json")));
+  const server = startRecordingServer((request) =>
+    request.path.endsWith("/pods")
+      ? {
+        body: undefined,
+        headers: { "content-type": "application/vnd.kubernetes.protobuf" },
+        chunks: piecesOf(apiserverFixture("podlist.pb"), 500),
+      }
+      : { body: { items: [], metadata: { resourceVersion: "7" } } }
+  );
+  try {
+    const api = clientNodeApi(server.kubeConfig);
+    const listed = await api.listPods({ namespace: "peers-kcm", form: podCachedForm });
+    assertEquals(
+      listed.items,
+      json.items.map((pod: KubeObject) => podAsCached(withoutNulls(pod) as KubeObject)),
+    );
+    await api.listSets({ kind: "advanceddaemonsets" });
+    assertEquals(server.requests.map((r) => r.accept), [
+      "application/vnd.kubernetes.protobuf, application/json",
+      "application/json",
+    ]);
+  } finally {
+    await server.stop();
+  }
+});
+
+for (const format of ["protobuf", "JSON"]) {
+  Deno.test(`kubeWatch reads a ${format} watch stream, however it is cut, until the server ends it`, async () => {
+    const protobuf = format === "protobuf";
+    const stream = apiserverFixture(protobuf ? "watch.pb" : "watch.json");
+    const server = startRecordingServer(() => ({
+      body: undefined,
+      headers: {
+        "content-type": protobuf
+          ? "application/vnd.kubernetes.protobuf;stream=watch"
+          : "application/json",
+      },
+      chunks: piecesOf(stream, 7),
+    }));
+    try {
+      const events: [string, unknown][] = [];
+      const ended = Promise.withResolvers<unknown>();
+      await kubeWatch(server.kubeConfig)(
+        "/api/v1/namespaces/peers-kcm/pods",
+        { resourceVersion: "1", allowWatchBookmarks: true },
+        (type, object) => events.push([type, object]),
+        ended.resolve,
+        podCachedForm.view,
+      );
+      assertEquals(await ended.promise, null);
+      const expected = JSON.parse(new TextDecoder().decode(apiserverFixture("watch.json")));
+      assertEquals(events.length, 1);
+      assertEquals(events[0][0], expected.type);
+      const object = events[0][1] as KubeObject;
+      // JSON carries every field; protobuf only the view's, and no nulls (a zero Time): what
+      // the cache keeps is the same.
+      const sent = protobuf ? withoutNulls(expected.object) : expected.object;
+      assertEquals(podAsCached(object), podAsCached(sent as KubeObject));
+      assertEquals(server.requests[0].query.get("watch"), "true");
+      assertEquals(
+        server.requests[0].accept,
+        "application/vnd.kubernetes.protobuf;stream=watch, application/json",
+      );
+    } finally {
+      await server.stop();
+    }
+  });
+}
+
+Deno.test("kubeWatch reports a stream cut inside an event as an error naming the watch", async () => {
+  const stream = apiserverFixture("watch.pb");
+  const server = startRecordingServer(() => ({
+    body: undefined,
+    headers: { "content-type": "application/vnd.kubernetes.protobuf;stream=watch" },
+    chunks: [stream.slice(0, stream.length - 5)],
+  }));
+  try {
+    const ended = Promise.withResolvers<unknown>();
+    await kubeWatch(server.kubeConfig)("/api/v1/nodes", {}, () => {}, ended.resolve);
+    const err = await ended.promise as KubeError;
+    assertEquals(err instanceof KubeError, true);
+    assertStringIncludes(err.message, "WATCH /api/v1/nodes");
+    assertStringIncludes(err.message, "the watch ended within an event");
+  } finally {
+    await server.stop();
+  }
+});
+
+Deno.test("an error answered as a protobuf Status is a KubeError with its status, reason and object", async () => {
+  const server = startRecordingServer(() => ({
+    status: 404,
+    body: undefined,
+    headers: { "content-type": "application/vnd.kubernetes.protobuf" },
+    chunks: [apiserverFixture("status404.pb")],
+  }));
+  try {
+    const api = clientNodeApi(server.kubeConfig);
+    const err = await assertRejects(() => api.listPods({ namespace: "default" }), KubeError);
+    assertEquals([err.status, err.reason, err.objectName], [404, "NotFound", "no-such-pod"]);
+    assertStringIncludes(err.message, 'pods "no-such-pod" not found');
   } finally {
     await server.stop();
   }

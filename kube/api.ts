@@ -7,8 +7,12 @@
 import * as k8s from "@kubernetes/client-node";
 import type { Access } from "./access.ts";
 import { toKubeError } from "./errors.ts";
-import { type KubeList, type KubeObject, toWire } from "./objects.ts";
+import { type CachedForm, type KubeList, type KubeObject, toWire, wholeObject } from "./objects.ts";
 import { ListItemsReader } from "./list-items.ts";
+import type { WatchFn } from "./watcher.ts";
+import { decodeObject, decodeWatchEvent, WatchFrames } from "../api/protobuf.ts";
+import { concatBytes } from "../lib/bytes.ts";
+import { JsonLines } from "../lib/json-lines.ts";
 import {
   type CustomSetResource,
   customSetResources,
@@ -29,12 +33,6 @@ export interface TokenReviewResult {
   audiences?: string[];
   error?: string;
 }
-
-/**
- * What a list keeps of each item, applied as the item arrives: a cache's trimmed copy is all that
- * stays alive, not the whole list parsed first (kube/list-items.ts).
- */
-export type KeepOfItem = (object: KubeObject) => KubeObject;
 
 export interface KubeApi {
   getSet(p: SetRef): Promise<KubeObject>;
@@ -61,10 +59,10 @@ export interface KubeApi {
    * to that node (field selector `spec.nodeName`).
    */
   listPods(
-    p: { namespace?: string; labelSelector?: string; nodeName?: string; keep?: KeepOfItem },
+    p: { namespace?: string; labelSelector?: string; nodeName?: string; form?: CachedForm },
   ): Promise<KubeList>;
   getPod(p: { namespace: string; name: string }): Promise<KubeObject>;
-  listNodes(p: { labelSelector?: string; keep?: KeepOfItem }): Promise<KubeList>;
+  listNodes(p: { labelSelector?: string; form?: CachedForm }): Promise<KubeList>;
   listRevisions(p: { namespace: string; labelSelector?: string }): Promise<KubeList>;
   /** With `dryRun`, admitted and validated by the server but not stored (`dryRun=All`). */
   createPod(p: { namespace: string; body: KubeObject; dryRun?: boolean }): Promise<KubeObject>;
@@ -228,16 +226,36 @@ function customResource(kind: SetKind): CustomSetResource | undefined {
   return customSetResources[kind];
 }
 
+const protobufType = "application/vnd.kubernetes.protobuf";
 /**
- * Requests sent and answered as plain JSON: client-node's request context, authentication and
+ * The collections read as protobuf where the server has it (api/protobuf.ts reads their kinds):
+ * pods and nodes, what a rollout reads most. Sim, and every custom resource, answer JSON.
+ */
+const protobufCollection = /^\/api\/v1\/(namespaces\/[^/]+\/)?(pods|nodes)$/;
+const jsonType = "application/json";
+
+function isProtobufAnswer(response: k8s.ResponseContext): boolean {
+  return (response.headers["content-type"] ?? "").startsWith(protobufType);
+}
+
+async function readAll(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return concatBytes(chunks);
+}
+
+/**
+ * Requests sent as plain JSON and answered as JSON or, for pods and nodes, as protobuf (about 62%
+ * and 70% of their compact JSON: ADR 0040): client-node's request context, authentication and
  * transport, without its model classes. Those turn every object into class instances with
  * `Date`s, which `toWire` then undoes: four times the cost of `JSON.parse` on a 1,000-node list,
  * and every reconcile reads the whole fleet (measured in bench/controller.ts); 5,000 pod creations
- * spent about a second of CPU in them. A list is read as it arrives, item by item
- * (kube/list-items.ts), each item given to `keep` at once. A failure names the method and path
- * it asked, so a wrong URL is never mistaken for an absent resource.
+ * spent about a second of CPU in them. A JSON list is read as it arrives, item by item
+ * (kube/list-items.ts), each item given to `keep` at once; a protobuf one is decoded only as far
+ * as the form's view reaches. A failure names the method and path it asked, so a wrong URL is
+ * never mistaken for an absent resource.
  */
-function jsonRequests(kc: k8s.KubeConfig) {
+function kubeRequests(kc: k8s.KubeConfig) {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error("no current cluster in the kubeconfig");
   const server = new k8s.ServerConfiguration(cluster.server, {});
@@ -247,17 +265,18 @@ function jsonRequests(kc: k8s.KubeConfig) {
     method: k8s.HttpMethod,
     path: string,
     query: Record<string, string | undefined>,
-    body?: unknown,
+    options: { body?: unknown; accept?: string; signal?: AbortSignal } = {},
   ) => {
     const request = server.makeRequestContext(path, method);
     for (const [name, value] of Object.entries(query)) {
       if (value) request.setQueryParam(name, value);
     }
-    request.setHeaderParam("Accept", "application/json");
-    if (body !== undefined) {
-      request.setHeaderParam("Content-Type", "application/json");
-      request.setBody(JSON.stringify(body));
+    request.setHeaderParam("Accept", options.accept ?? jsonType);
+    if (options.body !== undefined) {
+      request.setHeaderParam("Content-Type", jsonType);
+      request.setBody(JSON.stringify(options.body));
     }
+    if (options.signal) request.setSignal(options.signal);
     await kc.applySecurityAuthentication(request);
     const operation = `${method} ${path}`;
     let response;
@@ -267,12 +286,23 @@ function jsonRequests(kc: k8s.KubeConfig) {
       throw toKubeError(err, operation);
     }
     if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
-      // The shape client-node's own methods throw, read by the same toKubeError.
+      // The shape client-node's own methods throw, read by the same toKubeError; a Status
+      // answered as protobuf is read as its JSON.
+      const stream = response.body.stream();
+      const bytes = stream ? await readAll(stream) : new Uint8Array();
+      let text = new TextDecoder().decode(bytes);
+      if (isProtobufAnswer(response)) {
+        try {
+          text = JSON.stringify(decodeObject(bytes));
+        } catch (err) {
+          text = `a protobuf Status of ${bytes.length} bytes that could not be read: ${err}`;
+        }
+      }
       throw toKubeError(
         new k8s.ApiException(
           response.httpStatusCode,
           `HTTP ${response.httpStatusCode}`,
-          await response.body.text(),
+          text,
           response.headers,
         ),
         operation,
@@ -280,11 +310,10 @@ function jsonRequests(kc: k8s.KubeConfig) {
     }
     return response;
   };
-  const get = (path: string, query: Record<string, string | undefined>) =>
-    send(k8s.HttpMethod.GET, path, query);
   return {
+    send,
     async json<T>(path: string, query: Record<string, string | undefined> = {}): Promise<T> {
-      return JSON.parse(await (await get(path, query)).body.text()) as T;
+      return JSON.parse(await (await send(k8s.HttpMethod.GET, path, query)).body.text()) as T;
     },
     /** A write of `body` (or none); the object answered, parsed. */
     async write<T>(
@@ -293,18 +322,30 @@ function jsonRequests(kc: k8s.KubeConfig) {
       query: Record<string, string | undefined>,
       body?: unknown,
     ): Promise<T> {
-      return JSON.parse(await (await send(method, path, query, body)).body.text()) as T;
+      return JSON.parse(await (await send(method, path, query, { body })).body.text()) as T;
     },
     async list(
       path: string,
       query: Record<string, string | undefined>,
-      keep: KeepOfItem,
+      form: CachedForm,
     ): Promise<KubeList> {
-      const body = (await get(path, query)).body.stream();
+      const accept = protobufCollection.test(path) ? `${protobufType}, ${jsonType}` : jsonType;
+      const response = await send(k8s.HttpMethod.GET, path, query, { accept });
+      const body = response.body.stream();
       if (!body) throw toKubeError(new Error("an answer without a body"), `GET ${path}`);
-      const items: KubeObject[] = [];
-      const reader = new ListItemsReader((item) => items.push(keep(item as KubeObject)));
       try {
+        if (isProtobufAnswer(response)) {
+          const list = decodeObject(await readAll(body), form.view) as {
+            items: KubeObject[];
+            metadata?: { resourceVersion?: string };
+          };
+          return {
+            items: list.items.map((item) => form.keep(item)),
+            resourceVersion: list.metadata?.resourceVersion ?? "",
+          };
+        }
+        const items: KubeObject[] = [];
+        const reader = new ListItemsReader((item) => items.push(form.keep(item as KubeObject)));
         for await (const chunk of body) reader.push(chunk);
         const metadata = reader.end().rest.metadata as { resourceVersion?: string } | undefined;
         return { items, resourceVersion: metadata?.resourceVersion ?? "" };
@@ -313,6 +354,59 @@ function jsonRequests(kc: k8s.KubeConfig) {
         throw toKubeError(err, `GET ${path}`);
       }
     },
+  };
+}
+
+/**
+ * Watches as the caches ask for them (kube/watcher.ts's `startWatch` keeps them going): pods and
+ * nodes as protobuf where the server has it, each event decoded as far as the `view` reaches;
+ * everything else, and everything sim answers, as JSON lines. The end of the server's answer is
+ * the watch's end; an abort of ours is no error.
+ */
+export function kubeWatch(kc: k8s.KubeConfig): WatchFn {
+  const requests = kubeRequests(kc);
+  return async (path, query, onLine, done, view = true) => {
+    const controller = new AbortController();
+    const accept = protobufCollection.test(path)
+      ? `${protobufType};stream=watch, ${jsonType}`
+      : jsonType;
+    const asked = Object.fromEntries(
+      Object.entries({ ...query, watch: true }).map(([k, v]) => [k, v === undefined ? v : `${v}`]),
+    );
+    let response: k8s.ResponseContext;
+    try {
+      response = await requests.send(k8s.HttpMethod.GET, path, asked, {
+        accept,
+        signal: controller.signal,
+      });
+    } catch (err) {
+      done(err);
+      return controller;
+    }
+    const read = async () => {
+      const body = response.body.stream();
+      if (!body) throw new Error("a watch answered without a body");
+      if (isProtobufAnswer(response)) {
+        const frames = new WatchFrames((frame) => {
+          const event = decodeWatchEvent(frame, view);
+          onLine(event.type, event.object);
+        });
+        for await (const chunk of body) frames.push(chunk);
+        if (frames.partial) throw new Error("the watch ended within an event");
+      } else {
+        const lines = new JsonLines((value) => {
+          const event = value as { type: string; object: unknown };
+          onLine(event.type, event.object);
+        });
+        const decoder = new TextDecoder();
+        for await (const chunk of body) lines.push(decoder.decode(chunk, { stream: true }));
+        if (lines.partial) throw new Error("the watch ended within an event");
+      }
+    };
+    read().then(() => done(null), (err) => {
+      if (!controller.signal.aborted) done(toKubeError(err, `WATCH ${path}`));
+    });
+    return controller;
   };
 }
 
@@ -326,13 +420,13 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   const coordination = kc.makeApiClient(k8s.CoordinationV1Api);
   const versionApi = kc.makeApiClient(k8s.VersionApi);
   const preconditions = (uid: string) => ({ body: { preconditions: { uid } } });
-  const requests = jsonRequests(kc);
+  const requests = kubeRequests(kc);
   const getJson = requests.json;
   const listJson = (
     path: string,
     selectors: { labelSelector?: string; fieldSelector?: string } = {},
-    keep: KeepOfItem = (object) => object,
-  ): Promise<KubeList> => requests.list(path, selectors, keep);
+    form: CachedForm = wholeObject,
+  ): Promise<KubeList> => requests.list(path, selectors, form);
   const inNamespace = (namespace: string, group: string, resource: string) =>
     `${group}/namespaces/${encodeURIComponent(namespace)}/${resource}`;
   const rolloutStatusPath = (namespace: string) => {
@@ -391,18 +485,18 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         body,
       });
     },
-    listPods({ namespace, labelSelector, nodeName, keep }) {
+    listPods({ namespace, labelSelector, nodeName, form }) {
       return listJson(
         namespace === undefined ? "/api/v1/pods" : inNamespace(namespace, "/api/v1", "pods"),
         { labelSelector, fieldSelector: nodeName && `spec.nodeName=${nodeName}` },
-        keep,
+        form,
       );
     },
     async getPod({ namespace, name }) {
       return toWire(await core.readNamespacedPod({ namespace, name }));
     },
-    listNodes({ labelSelector, keep }) {
-      return listJson("/api/v1/nodes", { labelSelector }, keep);
+    listNodes({ labelSelector, form }) {
+      return listJson("/api/v1/nodes", { labelSelector }, form);
     },
     listRevisions({ namespace, labelSelector }) {
       return listJson(

@@ -5,7 +5,7 @@ import { type CacheChange, isAtLeast, SnapshotCache } from "./cache.ts";
 import { pullSetLabel } from "../api/image-pull.ts";
 import type { KubeList, KubeObject } from "./objects.ts";
 import type { WatchFn } from "./watcher.ts";
-import type { KeepOfItem } from "./api.ts";
+import type { CachedForm } from "./objects.ts";
 
 type OnLine = (type: string, object: unknown) => void;
 type Done = (err: unknown) => void;
@@ -16,8 +16,11 @@ function fakeServer() {
     [];
   const listed: Record<string, KubeObject[]> = { nodes: [], pods: [], daemonsets: [] };
   let rv = 10;
-  const answer = (items: KubeObject[], keep: KeepOfItem = (o) => o): Promise<KubeList> =>
-    Promise.resolve({ items: structuredClone(items).map(keep), resourceVersion: String(rv++) });
+  const answer = (items: KubeObject[], form?: CachedForm): Promise<KubeList> =>
+    Promise.resolve({
+      items: structuredClone(items).map((item) => form ? form.keep(item) : item),
+      resourceVersion: String(rv++),
+    });
   const watch: WatchFn = (path, query, onLine, done) => {
     watches.push({ path, query, onLine, done });
     return Promise.resolve(new AbortController());
@@ -26,8 +29,8 @@ function fakeServer() {
     watches,
     listed,
     api: {
-      listNodes: ({ keep }: { keep?: KeepOfItem }) => answer(listed.nodes, keep),
-      listPods: ({ keep }: { keep?: KeepOfItem }) => answer(listed.pods, keep),
+      listNodes: ({ form }: { form?: CachedForm }) => answer(listed.nodes, form),
+      listPods: ({ form }: { form?: CachedForm }) => answer(listed.pods, form),
       listSets: ({ kind }: { kind: string }) => answer(listed[kind] ?? []),
       listRevisions: () => answer(listed.controllerrevisions ?? []),
     },

@@ -24,13 +24,15 @@ import {
 import { kruiseApiVersion, kruiseKind } from "../api/kruise.ts";
 import { group, version } from "../api/advanced-daemonset.ts";
 import { Fingerprints } from "./fingerprints.ts";
-import type { Access, KeepOfItem, KubeApi } from "./api.ts";
+import type { Access, KubeApi } from "./api.ts";
 import {
+  type CachedForm,
   type KubeList,
   type KubeObject,
-  nodeAsCached,
-  podAsCached,
+  nodeCachedForm,
+  podCachedForm,
   setChangeView,
+  wholeObject,
 } from "./objects.ts";
 import { type RunningWatch, startWatch, type WatchFn } from "./watcher.ts";
 
@@ -91,10 +93,10 @@ class CollectionCache {
   constructor(
     path: string,
     labelSelector: string | undefined,
-    /** What of each object is kept (and reported to `onChange`). */
-    asCached: (object: KubeObject) => KubeObject,
-    /** Lists the collection, keeping of each item what `keep` returns. */
-    list: (keep: KeepOfItem) => Promise<KubeList>,
+    /** What of each object is kept (and reported to `onChange`), and read of its protobuf. */
+    form: CachedForm,
+    /** Lists the collection, keeping of each item what `form` keeps. */
+    list: (form: CachedForm) => Promise<KubeList>,
     options: SnapshotCacheOptions,
     onChange: (change: CacheChange) => void,
   ) {
@@ -107,8 +109,9 @@ class CollectionCache {
       // Nodes and pods change often; silence this long means a stalled watch.
       idleMs: 60_000,
       timeoutSeconds: 240,
+      view: form.view,
       relist: async () => {
-        const listed = await list(asCached);
+        const listed = await list(form);
         const before = new Map(this.#objects);
         this.#objects.clear();
         for (const object of listed.items) this.#objects.set(key(object), object);
@@ -133,7 +136,7 @@ class CollectionCache {
       onState: (state) => this.#open = state === "watching",
       onEvent: (type, object) => {
         const deleted = type === "DELETED";
-        const cached = asCached(object);
+        const cached = form.keep(object);
         if (deleted) this.#objects.delete(key(object));
         else this.#objects.set(key(object), cached);
         this.#items = undefined;
@@ -322,8 +325,8 @@ export class SnapshotCache {
     this.#nodes ??= new CollectionCache(
       "/api/v1/nodes",
       undefined,
-      nodeAsCached,
-      (keep) => this.#options.api.listNodes({ keep }),
+      nodeCachedForm,
+      (form) => this.#options.api.listNodes({ form }),
       this.#options,
       (change) => this.#notify(change),
     );
@@ -353,14 +356,14 @@ export class SnapshotCache {
     let cache = caches.get(key);
     if (!cache) {
       const list = resource === "pods"
-        ? (keep: KeepOfItem) => this.#options.api.listPods({ namespace, labelSelector, keep })
+        ? (form: CachedForm) => this.#options.api.listPods({ namespace, labelSelector, form })
         : () => this.#options.api.listRevisions({ namespace, labelSelector });
       cache = new CollectionCache(
         `${resource === "pods" ? "/api/v1" : "/apis/apps/v1"}/namespaces/${
           encodeURIComponent(namespace)
         }/${resource}`,
         labelSelector || undefined,
-        resource === "pods" ? podAsCached : (object) => object,
+        resource === "pods" ? podCachedForm : wholeObject,
         list,
         this.#options,
         (change) => this.#notify(change),

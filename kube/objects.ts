@@ -3,6 +3,7 @@
  * to whoever reads it.
  */
 import type { ObjectMeta } from "../api/kube-objects.ts";
+import { type FieldView, messageFieldNames } from "../api/protobuf.ts";
 
 export interface KubeObject {
   apiVersion?: string;
@@ -45,6 +46,18 @@ export function nodeSchedulingView(node: {
 }
 
 /**
+ * What a cache keeps of an object (`keep`), and the fields a protobuf answer is read for
+ * (`view`: at least what `keep` reads; the rest of the bytes are skipped unread).
+ */
+export interface CachedForm {
+  keep(object: KubeObject): KubeObject;
+  view: FieldView | true;
+}
+
+/** The whole object. */
+export const wholeObject: CachedForm = { keep: (object) => object, view: true };
+
+/**
  * What a cache keeps of a node: what the planner and the change fingerprint read (metadata
  * without managedFields and annotations, taints, unschedulable, the Ready condition without
  * its heartbeat and message). A node's
@@ -69,6 +82,22 @@ export function nodeAsCached(node: KubeObject): KubeObject {
     status: { conditions: ready },
   };
 }
+
+/** Reads of a node as its cache keeps it. */
+export const nodeCachedForm: CachedForm = {
+  keep: nodeAsCached,
+  view: {
+    metadata: {
+      name: true,
+      uid: true,
+      resourceVersion: true,
+      labels: true,
+      deletionTimestamp: true,
+    },
+    spec: { unschedulable: true, taints: true },
+    status: { conditions: true },
+  },
+};
 
 /**
  * What a cache keeps of a pod: its metadata without managedFields, its node (`nodeName`, or
@@ -116,6 +145,26 @@ export function podAsCached(pod: KubeObject): KubeObject {
     }),
   };
 }
+
+/** Every field of ObjectMeta but managedFields. */
+const metadataWithoutManagedFields: FieldView = Object.fromEntries(
+  messageFieldNames("meta.ObjectMeta").filter((name) => name !== "managedFields")
+    .map((name) => [name, true]),
+);
+
+/** Reads of a pod as its cache keeps it. */
+export const podCachedForm: CachedForm = {
+  keep: podAsCached,
+  view: {
+    metadata: metadataWithoutManagedFields,
+    spec: { nodeName: true, affinity: true, containers: true, readinessGates: true },
+    status: {
+      phase: true,
+      conditions: true,
+      containerStatuses: { name: true, image: true, ready: true, state: { waiting: true } },
+    },
+  },
+};
 
 /** The object without its undefined fields, so what a cache keeps reads as the wire form. */
 function withoutUndefined<T extends Record<string, unknown>>(object: T): T {

@@ -10,6 +10,7 @@
 import * as k8s from "@kubernetes/client-node";
 import type { Logger } from "../lib/log.ts";
 import type { KubeObject } from "./objects.ts";
+import type { FieldView } from "../api/protobuf.ts";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
 
@@ -26,6 +27,8 @@ export interface WatchOptions {
   /** Wait before restarting after an error; doubled up to `maxBackoffMs`. */
   backoffMs?: number;
   maxBackoffMs?: number;
+  /** The fields a protobuf event is decoded for (api/protobuf.ts); by default every one. */
+  view?: FieldView | true;
   /** Lists the collection when there is no resourceVersion to resume from; answers the list's. */
   relist?: () => Promise<string>;
   /**
@@ -42,12 +45,16 @@ export interface RunningWatch {
   stop(): Promise<void>;
 }
 
-/** The watch function of client-node, injectable so tests can make it stall or fail. */
+/**
+ * A watch request (client-node's, or kube/api.ts's `kubeWatch`, which reads protobuf and decodes
+ * only `view`), injectable so tests can make it stall or fail.
+ */
 export type WatchFn = (
   path: string,
   query: Record<string, string | number | boolean | undefined>,
   onLine: (type: string, object: unknown) => void,
   done: (err: unknown) => void,
+  view?: FieldView | true,
 ) => Promise<AbortController>;
 
 export interface ClientNodeWatchOptions {
@@ -181,7 +188,9 @@ export function startWatch(watchFn: WatchFn, options: WatchOptions): RunningWatc
     const done = (err: unknown) => {
       if (gen !== generation) return;
       if (err) {
-        const status = (err as { statusCode?: number }).statusCode;
+        // client-node's errors carry `statusCode`, a KubeError `status`.
+        const { statusCode, status: kubeStatus } = err as { statusCode?: number; status?: number };
+        const status = statusCode ?? kubeStatus;
         if (status === 410) resourceVersion = undefined;
         stats.errors++;
         log.warn("watch ended with an error", {
@@ -204,6 +213,7 @@ export function startWatch(watchFn: WatchFn, options: WatchOptions): RunningWatc
       },
       onLine,
       done,
+      options.view,
     ).then((controller) => {
       if (gen === generation && !stopped) {
         abort = controller;

@@ -9,7 +9,8 @@
 import { assertEquals } from "@std/assert";
 import { eventually } from "../lib/eventually.ts";
 import { memoryLogger } from "../lib/log.ts";
-import { clientNodeWatch, type RunningWatch, startWatch } from "../kube/watcher.ts";
+import { clientNodeWatch, type RunningWatch, startWatch, type WatchFn } from "../kube/watcher.ts";
+import { kubeWatch } from "../kube/api.ts";
 import { loadKubeConfig } from "../kube/config.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { startSim } from "../sim/start.ts";
@@ -23,7 +24,7 @@ const node = (color: string): KubeObject => ({
 });
 
 async function withQuietWatch(
-  silenceMs: number | undefined,
+  watchFn: (kubeconfigPath: string) => WatchFn,
   body: (
     relabel: (color: string) => void,
     colors: string[],
@@ -34,7 +35,7 @@ async function withQuietWatch(
   const sim = await startSim({ behaviour: stillCluster, bookmarkIntervalMs: 3_600_000 });
   const colors: string[] = [];
   const logger = memoryLogger();
-  const watch = startWatch(clientNodeWatch(loadKubeConfig(sim.kubeconfigPath), { silenceMs }), {
+  const watch = startWatch(watchFn(sim.kubeconfigPath), {
     path: "/api/v1/nodes",
     logger,
     // Longer than the test: only client-node's silence limit may end the watch.
@@ -60,7 +61,8 @@ async function withQuietWatch(
 }
 
 Deno.test("a watch quiet for longer than client-node's 30 s still delivers the next change", async () => {
-  await withQuietWatch(undefined, async (relabel, colors, watch) => {
+  const watchFn = (path: string) => clientNodeWatch(loadKubeConfig(path));
+  await withQuietWatch(watchFn, async (relabel, colors, watch) => {
     await new Promise((resolve) => setTimeout(resolve, 32_000));
     relabel("blue");
     await eventually(
@@ -76,7 +78,8 @@ Deno.test("a watch quiet for longer than client-node's 30 s still delivers the n
 });
 
 Deno.test("client-node's own abort of a silent watch ends it loudly: it resumes and misses nothing", async () => {
-  await withQuietWatch(500, async (relabel, colors, watch) => {
+  const watchFn = (path: string) => clientNodeWatch(loadKubeConfig(path), { silenceMs: 500 });
+  await withQuietWatch(watchFn, async (relabel, colors, watch) => {
     // Past client-node's limit: its abort must come to `done`, and the watch resume.
     await eventually("the abort reported", () => watch.stats.errors > 0 || undefined, {
       timeoutMs: 5_000,
@@ -87,5 +90,18 @@ Deno.test("client-node's own abort of a silent watch ends it loudly: it resumes 
     });
     assertEquals(colors, ["red", "blue"]);
     assertEquals(watch.stats.starts > 1, true, "resumed");
+  });
+});
+
+Deno.test("kubeWatch, the controller's, reads sim's JSON watch: every change once, no error", async () => {
+  const watchFn = (path: string) => kubeWatch(loadKubeConfig(path));
+  await withQuietWatch(watchFn, async (relabel, colors, watch) => {
+    relabel("blue");
+    relabel("green");
+    await eventually("both changes", () => colors.includes("green") || undefined, {
+      timeoutMs: 5_000,
+    });
+    assertEquals(colors, ["red", "blue", "green"]);
+    assertEquals([watch.stats.starts, watch.stats.errors], [1, 0]);
   });
 });

@@ -6,7 +6,7 @@
  */
 import type { ApiGroup, KubeApi, MergePatch } from "../../kube/api.ts";
 import { KubeError } from "../../kube/errors.ts";
-import type { KubeObject } from "../../kube/objects.ts";
+import { type KubeObject, wholeObject } from "../../kube/objects.ts";
 import { customSetResources, kruiseSetKind, type SetKind } from "../../api/set-ref.ts";
 
 type Resource =
@@ -179,17 +179,17 @@ export function memoryApi(): MemoryApi {
       Promise.resolve().then(() => create("rolloutstatuses", namespace, body)),
     replaceRolloutStatus: ({ namespace, name, body }) =>
       Promise.resolve().then(() => replace("rolloutstatuses", namespace, name, body)),
-    listPods: ({ namespace, labelSelector, nodeName, keep = (pod) => pod }) => {
+    listPods: ({ namespace, labelSelector, nodeName, form = wholeObject }) => {
       const pods = list("pods", namespace, labelSelector);
       const onNode = (pod: KubeObject) =>
         nodeName === undefined || (pod.spec as { nodeName?: string })?.nodeName === nodeName;
-      return Promise.resolve({ ...pods, items: pods.items.filter(onNode).map(keep) });
+      return Promise.resolve({ ...pods, items: pods.items.filter(onNode).map(form.keep) });
     },
     getPod: ({ namespace, name }) =>
       Promise.resolve().then(() => copy(get("pods", namespace, name))),
-    listNodes: ({ labelSelector, keep = (node) => node }) => {
+    listNodes: ({ labelSelector, form = wholeObject }) => {
       const nodes = list("nodes", undefined, labelSelector);
-      return Promise.resolve({ ...nodes, items: nodes.items.map(keep) });
+      return Promise.resolve({ ...nodes, items: nodes.items.map(form.keep) });
     },
     listRevisions: ({ namespace, labelSelector }) =>
       Promise.resolve(list("controllerrevisions", namespace, labelSelector)),

@@ -10,16 +10,20 @@ export interface RecordedRequest {
   path: string;
   query: URLSearchParams;
   contentType: string | null;
+  accept: string | null;
   authorization: string | null;
   body: unknown;
 }
 
-/** `chunks`, when given, are the body as sent, piece by piece (`body` is then not sent). */
+/**
+ * `chunks`, when given, are the body as sent, piece by piece (`body` is then not sent), as JSON
+ * unless `headers` name another content-type.
+ */
 export type Answer = {
   status?: number;
   body: unknown;
   headers?: Record<string, string>;
-  chunks?: string[];
+  chunks?: (string | Uint8Array)[];
 };
 
 export interface RecordingServer {
@@ -49,6 +53,7 @@ export function startRecordingServer(
       path: url.pathname,
       query: url.searchParams,
       contentType: req.headers.get("content-type"),
+      accept: req.headers.get("accept"),
       authorization: req.headers.get("authorization"),
       body: text ? JSON.parse(text) : undefined,
     };
@@ -56,8 +61,13 @@ export function startRecordingServer(
     const { status = 200, body, headers = {}, chunks } = answer(recorded);
     if (!chunks) return Response.json(body, { status, headers });
     const encoder = new TextEncoder();
-    const stream = ReadableStream.from(chunks.map((chunk) => encoder.encode(chunk)));
-    return new Response(stream, { status, headers: { "content-type": "application/json" } });
+    const stream = ReadableStream.from(
+      chunks.map((chunk) => typeof chunk === "string" ? encoder.encode(chunk) : chunk),
+    );
+    return new Response(stream, {
+      status,
+      headers: { "content-type": "application/json", ...headers },
+    });
   });
   const url = `http://127.0.0.1:${server.addr.port}`;
   return {
