@@ -208,6 +208,41 @@ Deno.test("pods are listed as protobuf where the server has it, and read as the 
 });
 
 for (const format of ["protobuf", "JSON"]) {
+  Deno.test(`a pod's create and delete answered as ${format} are read as far as their metadata`, async () => {
+    const protobuf = format === "protobuf";
+    const pod = JSON.parse(new TextDecoder().decode(apiserverFixture("pod.json")));
+    const server = startRecordingServer(() =>
+      protobuf
+        ? {
+          body: undefined,
+          headers: { "content-type": "application/vnd.kubernetes.protobuf" },
+          chunks: piecesOf(apiserverFixture("pod.pb"), 300),
+        }
+        : { body: pod }
+    );
+    try {
+      const api = clientNodeApi(server.kubeConfig);
+      const created = await api.createPod({ namespace: "peers-kcm", body: { metadata: {} } });
+      await api.deletePod({ namespace: "peers-kcm", name: "p", uid: "u-1" });
+      assertEquals(created, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: protobuf ? withoutNulls(pod.metadata) : pod.metadata,
+      });
+      assertEquals(
+        server.requests.map((r) => `${r.method} ${r.path} ${r.accept}`),
+        [
+          "POST /api/v1/namespaces/peers-kcm/pods",
+          "DELETE /api/v1/namespaces/peers-kcm/pods/p",
+        ].map((call) => `${call} application/vnd.kubernetes.protobuf, application/json`),
+      );
+    } finally {
+      await server.stop();
+    }
+  });
+}
+
+for (const format of ["protobuf", "JSON"]) {
   Deno.test(`kubeWatch reads a ${format} watch stream, however it is cut, until the server ends it`, async () => {
     const protobuf = format === "protobuf";
     const stream = apiserverFixture(protobuf ? "watch.pb" : "watch.json");

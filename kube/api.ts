@@ -64,7 +64,10 @@ export interface KubeApi {
   getPod(p: { namespace: string; name: string }): Promise<KubeObject>;
   listNodes(p: { labelSelector?: string; form?: CachedForm }): Promise<KubeList>;
   listRevisions(p: { namespace: string; labelSelector?: string }): Promise<KubeList>;
-  /** With `dryRun`, admitted and validated by the server but not stored (`dryRun=All`). */
+  /**
+   * With `dryRun`, admitted and validated by the server but not stored (`dryRun=All`). Answers
+   * the created pod's apiVersion, kind and metadata only: nothing reads more of it.
+   */
   createPod(p: { namespace: string; body: KubeObject; dryRun?: boolean }): Promise<KubeObject>;
   /** Deletes only the pod with this UID: a pod recreated under the same name is left alone. */
   deletePod(p: { namespace: string; name: string; uid: string }): Promise<void>;
@@ -228,11 +231,18 @@ function customResource(kind: SetKind): CustomSetResource | undefined {
 
 const protobufType = "application/vnd.kubernetes.protobuf";
 /**
- * The collections read as protobuf where the server has it (api/protobuf.ts reads their kinds):
- * pods and nodes, what a rollout reads most. Sim, and every custom resource, answer JSON.
+ * The paths answered as protobuf where the server has it (api/protobuf.ts reads their kinds):
+ * pods and nodes, collections and single objects, what a rollout reads and writes most. Sim, and
+ * every custom resource, answer JSON.
  */
-const protobufCollection = /^\/api\/v1\/(namespaces\/[^/]+\/)?(pods|nodes)$/;
+const protobufPath = /^\/api\/v1\/(namespaces\/[^/]+\/)?(pods|nodes)(\/[^/]+)?$/;
 const jsonType = "application/json";
+
+/** The Accept header for `path`: protobuf first where it is read, JSON always acceptable. */
+function acceptFor(path: string, watch = false): string {
+  if (!protobufPath.test(path)) return jsonType;
+  return `${protobufType}${watch ? ";stream=watch" : ""}, ${jsonType}`;
+}
 
 function isProtobufAnswer(response: k8s.ResponseContext): boolean {
   return (response.headers["content-type"] ?? "").startsWith(protobufType);
@@ -315,22 +325,32 @@ function kubeRequests(kc: k8s.KubeConfig) {
     async json<T>(path: string, query: Record<string, string | undefined> = {}): Promise<T> {
       return JSON.parse(await (await send(k8s.HttpMethod.GET, path, query)).body.text()) as T;
     },
-    /** A write of `body` (or none); the object answered, parsed. */
-    async write<T>(
+    /**
+     * A write of `body` (or none); of the object answered, its apiVersion, kind and metadata:
+     * what a writer reads of it (its uid, its resourceVersion). Pods are answered as protobuf
+     * where the server has it, and the rest of their bytes skipped unread.
+     */
+    async writeReadingMetadata(
       method: k8s.HttpMethod,
       path: string,
       query: Record<string, string | undefined>,
       body?: unknown,
-    ): Promise<T> {
-      return JSON.parse(await (await send(method, path, query, { body })).body.text()) as T;
+    ): Promise<KubeObject> {
+      const response = await send(method, path, query, { body, accept: acceptFor(path) });
+      const stream = response.body.stream();
+      if (!stream) throw toKubeError(new Error("an answer without a body"), `${method} ${path}`);
+      const bytes = await readAll(stream);
+      const { apiVersion, kind, metadata } = isProtobufAnswer(response)
+        ? decodeObject(bytes, { metadata: true })
+        : JSON.parse(new TextDecoder().decode(bytes));
+      return { apiVersion, kind, metadata } as KubeObject;
     },
     async list(
       path: string,
       query: Record<string, string | undefined>,
       form: CachedForm,
     ): Promise<KubeList> {
-      const accept = protobufCollection.test(path) ? `${protobufType}, ${jsonType}` : jsonType;
-      const response = await send(k8s.HttpMethod.GET, path, query, { accept });
+      const response = await send(k8s.HttpMethod.GET, path, query, { accept: acceptFor(path) });
       const body = response.body.stream();
       if (!body) throw toKubeError(new Error("an answer without a body"), `GET ${path}`);
       try {
@@ -367,16 +387,13 @@ export function kubeWatch(kc: k8s.KubeConfig): WatchFn {
   const requests = kubeRequests(kc);
   return async (path, query, onLine, done, view = true) => {
     const controller = new AbortController();
-    const accept = protobufCollection.test(path)
-      ? `${protobufType};stream=watch, ${jsonType}`
-      : jsonType;
     const asked = Object.fromEntries(
       Object.entries({ ...query, watch: true }).map(([k, v]) => [k, v === undefined ? v : `${v}`]),
     );
     let response: k8s.ResponseContext;
     try {
       response = await requests.send(k8s.HttpMethod.GET, path, asked, {
-        accept,
+        accept: acceptFor(path, true),
         signal: controller.signal,
       });
     } catch (err) {
@@ -505,7 +522,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
       );
     },
     createPod({ namespace, body, dryRun }) {
-      return requests.write<KubeObject>(
+      return requests.writeReadingMetadata(
         k8s.HttpMethod.POST,
         inNamespace(namespace, "/api/v1", "pods"),
         { dryRun: dryRun ? "All" : undefined },
@@ -513,7 +530,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
       );
     },
     async deletePod({ namespace, name, uid }) {
-      await requests.write(
+      await requests.writeReadingMetadata(
         k8s.HttpMethod.DELETE,
         `${inNamespace(namespace, "/api/v1", "pods")}/${encodeURIComponent(name)}`,
         {},
