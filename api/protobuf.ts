@@ -13,7 +13,7 @@
  * a pod's managedFields are most of their bytes).
  */
 import { protobufMessages } from "./protobuf-schema.ts";
-import { concatBytes } from "../lib/bytes.ts";
+import { bytesToBase64, concatBytes } from "../lib/bytes.ts";
 
 /** Which fields of a message to decode: `true` decodes one whole, a view only the fields it names. */
 export type FieldView = { [json: string]: true | FieldView };
@@ -148,7 +148,7 @@ function readValue(reader: Reader, kind: string, wire: number, view: true | Fiel
     }
     case "bytes": {
       const [start, end] = reader.span();
-      return btoa(String.fromCharCode(...reader.bytes.subarray(start, end)));
+      return bytesToBase64(reader.bytes.subarray(start, end));
     }
     case "Time":
       return readTime(reader);

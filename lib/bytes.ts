@@ -8,3 +8,16 @@ export function concatBytes(pieces: readonly Uint8Array[]): Uint8Array {
   }
   return whole;
 }
+
+/**
+ * The bytes in base64 (JSON's form of a `[]byte`). Built a slice at a time: spreading a large
+ * array into one `String.fromCharCode` call overflows the stack.
+ */
+export function bytesToBase64(bytes: Uint8Array): string {
+  const slice = 0x8000;
+  let binary = "";
+  for (let at = 0; at < bytes.length; at += slice) {
+    binary += String.fromCharCode(...bytes.subarray(at, at + slice));
+  }
+  return btoa(binary);
+}

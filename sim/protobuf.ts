@@ -9,6 +9,7 @@
  * k8s.io/api and k8s.io/apimachinery.
  */
 import type { KubeObject } from "./store.ts";
+import { bytesToBase64 } from "../lib/bytes.ts";
 
 type Fields = Map<number, (Uint8Array | number)[]>;
 
@@ -59,7 +60,7 @@ function fields(bytes: Uint8Array): Fields {
 }
 
 const text = (value: Uint8Array | number) => new TextDecoder().decode(value as Uint8Array);
-const base64 = (value: Uint8Array | number) => btoa(String.fromCharCode(...(value as Uint8Array)));
+const base64 = (value: Uint8Array | number) => bytesToBase64(value as Uint8Array);
 
 function one(f: Fields, n: number): Uint8Array | number | undefined {
   return f.get(n)?.[0];
