@@ -11,6 +11,7 @@ import {
   decodeWatchEvent,
   type FieldView,
   ProtobufError,
+  ProtobufListItems,
   WatchFrames,
 } from "./protobuf.ts";
 
@@ -58,6 +59,43 @@ for (const list of ["podlist", "nodelist"]) {
     assertEquals(decoded.items.map(stable), (withoutNulls(json.items) as unknown[]).map(stable));
   });
 }
+
+Deno.test("a list read as its chunks arrive, however they cut it, is the list decoded whole", () => {
+  for (const list of ["podlist", "nodelist"]) {
+    const bytes = fixture(`${list}.pb`);
+    const view: FieldView = {
+      metadata: { name: true, labels: true },
+      status: { conditions: true },
+    };
+    const whole = decodeObject(bytes, view) as { items: unknown[] } & Record<string, unknown>;
+    for (const chunkSize of [bytes.length, 1, 3, 700]) {
+      const items: unknown[] = [];
+      const reader = new ProtobufListItems((item) => items.push(item), view);
+      for (let at = 0; at < bytes.length; at += chunkSize) {
+        reader.push(bytes.subarray(at, at + chunkSize));
+      }
+      const { items: _, ...rest } = whole;
+      assertEquals({ ...reader.end(), items }, { ...rest, items: whole.items });
+    }
+    assertEquals(whole.items.length > 1, true);
+  }
+});
+
+Deno.test("a list cut short, not a list, or with an item past the cap, fails naming why", () => {
+  const bytes = fixture("podlist.pb");
+  const cut = new ProtobufListItems(() => {});
+  cut.push(bytes.subarray(0, bytes.length - 50));
+  assertThrows(() => cut.end(), ProtobufError, "within");
+  const notAList = new ProtobufListItems(() => {});
+  assertThrows(() => notAList.push(fixture("pod.pb")), ProtobufError, "v1/Pod is not a list");
+  const capped = new ProtobufListItems(() => {}, true, 100);
+  assertThrows(() => capped.push(bytes), ProtobufError, "at most 100");
+  assertThrows(
+    () => new ProtobufListItems(() => {}).push(bytes.subarray(4)),
+    ProtobufError,
+    "magic",
+  );
+});
 
 Deno.test("a watch stream's frames, however the chunks cut them, are the events JSON gives", () => {
   const stream = fixture("watch.pb");

@@ -126,8 +126,25 @@ function signed(value: number): number {
   return value >= 2 ** 63 ? value - 2 ** 64 : value;
 }
 
+/**
+ * Strings and times read before, shared: a cache keeps thousands of pods whose short strings
+ * ("True", "Ready", "Running", a namespace, a hash) and times (a pod's conditions, pods started
+ * in one wave) repeat. JSON.parse shares short strings too; without this a pod read as protobuf
+ * held 40% more memory than one read as JSON. Cleared when full: a cache, never a leak.
+ */
+const recentTexts = new Map<string, string>();
+const timeTexts = new Map<number, string>();
+const recentTextsCap = 4096;
+const sharedTextLength = 10;
+
 function text(bytes: Uint8Array, [start, end]: [number, number]): string {
-  return utf8.decode(bytes.subarray(start, end));
+  const value = utf8.decode(bytes.subarray(start, end));
+  if (value.length > sharedTextLength) return value;
+  const known = recentTexts.get(value);
+  if (known !== undefined) return known;
+  if (recentTexts.size >= recentTextsCap) recentTexts.clear();
+  recentTexts.set(value, value);
+  return value;
 }
 
 /** A scalar or special value of `kind` at the reader's position, of wire type `wire`. */
@@ -179,7 +196,14 @@ function readTime(reader: Reader): string | undefined {
   }
   // A zero Time is JSON's null: left out.
   if (seconds === 0) return undefined;
-  return new Date(seconds * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+  let written = timeTexts.get(seconds);
+  if (written === undefined) {
+    // join makes one flat string: a replace or a `+` would keep the longer ISO form behind it.
+    written = [new Date(seconds * 1000).toISOString().slice(0, 19), "Z"].join("");
+    if (timeTexts.size >= recentTextsCap) timeTexts.clear();
+    timeTexts.set(seconds, written);
+  }
+  return written;
 }
 
 /** A message of one string field numbered 1 (Quantity's and FieldsV1's forms). */
@@ -243,6 +267,7 @@ export function decodeMessage(
   const fields = messageFields(kind);
   const reader = new Reader(bytes, start, end);
   const object: Record<string, unknown> = {};
+  let lists: string[] | undefined;
   while (!reader.done) {
     const tag = reader.varint();
     const wire = tag & 7;
@@ -259,7 +284,11 @@ export function decodeMessage(
       const [key, value] = readMapEntry(reader, field.kind, fieldView);
       map[key] = value;
     } else if (field.repeated) {
-      const list = (object[field.name] ??= []) as unknown[];
+      let list = object[field.name] as unknown[] | undefined;
+      if (!list) {
+        list = object[field.name] = [];
+        (lists ??= []).push(field.name);
+      }
       if (wire === 2 && ["bool", "int32", "int64"].includes(field.kind)) {
         // A packed list of varints.
         const [from, to] = reader.span();
@@ -277,12 +306,29 @@ export function decodeMessage(
       }
     }
   }
+  // A list grown by push keeps room for more (17 slots for one item): the copy is exactly its
+  // length, as JSON.parse's lists are. A cache keeps thousands of pods.
+  for (const name of lists ?? []) object[name] = (object[name] as unknown[]).slice();
   return object;
 }
 
 /** Whether `bytes` begin with protobuf's `k8s\0` magic. */
 export function isProtobufEnvelope(bytes: Uint8Array): boolean {
   return magic.every((byte, i) => bytes[i] === byte);
+}
+
+/** An envelope's `runtime.TypeMeta`: its apiVersion and kind. */
+function readTypeMeta(bytes: Uint8Array, start: number, end: number) {
+  const reader = new Reader(bytes, start, end);
+  let apiVersion = "";
+  let kind = "";
+  while (!reader.done) {
+    const tag = reader.varint();
+    if (tag >>> 3 === 1) apiVersion = text(bytes, reader.span());
+    else if (tag >>> 3 === 2) kind = text(bytes, reader.span());
+    else reader.skip(tag & 7);
+  }
+  return { apiVersion, kind };
 }
 
 /**
@@ -306,14 +352,7 @@ export function decodeObject(
     const tag = reader.varint();
     const number = tag >>> 3;
     if (number === 1) {
-      const [from, to] = reader.span();
-      const typeMeta = new Reader(bytes, from, to);
-      while (!typeMeta.done) {
-        const inner = typeMeta.varint();
-        if (inner >>> 3 === 1) apiVersion = text(bytes, typeMeta.span());
-        else if (inner >>> 3 === 2) kind = text(bytes, typeMeta.span());
-        else typeMeta.skip(inner & 7);
-      }
+      ({ apiVersion, kind } = readTypeMeta(bytes, ...reader.span()));
     } else if (number === 2) {
       raw = reader.span();
     } else {
@@ -396,5 +435,136 @@ export class WatchFrames {
   /** Whether a frame was cut short when the stream ended. */
   get partial(): boolean {
     return this.#pending.length > 0;
+  }
+}
+
+/** A field's header when all of it has arrived: its number, wire type and where its value lies. */
+function fieldHeader(
+  bytes: Uint8Array,
+  pos: number,
+): { number: number; wire: number; start: number; end: number } | undefined {
+  const varintAt = (at: number): [number, number] | undefined => {
+    let value = 0;
+    let scale = 1;
+    for (let i = at; i < bytes.length && i < at + 10; i++) {
+      value += (bytes[i] & 0x7f) * scale;
+      if (bytes[i] < 0x80) return [value, i + 1];
+      scale *= 128;
+    }
+    if (bytes.length >= at + 10) throw new ProtobufError("a varint longer than ten bytes");
+    return undefined;
+  };
+  const tag = varintAt(pos);
+  if (!tag) return undefined;
+  const [key, start] = tag;
+  const wire = key & 7;
+  if (wire === 2) {
+    const length = varintAt(start);
+    return length && { number: key >>> 3, wire, start: length[1], end: length[1] + length[0] };
+  }
+  if (wire === 0) {
+    const value = varintAt(start);
+    return value && { number: key >>> 3, wire, start, end: value[1] };
+  }
+  if (wire === 1 || wire === 5) return { number: key >>> 3, wire, start, end: start + wire + 3 };
+  throw new ProtobufError(`wire type ${wire} is not read here`);
+}
+
+/**
+ * A protobuf list read as its chunks arrive, each item decoded (as far as `view` reaches) and
+ * handed on as soon as its bytes are in, then dropped: a 5,000-pod list is never held whole,
+ * neither as bytes nor as objects, as kube/list-items.ts reads a JSON one. An item larger than
+ * `maxItemBytes` is an error, not a wait.
+ */
+export class ProtobufListItems {
+  #pending = new Uint8Array(0);
+  #stage: "magic" | "envelope" | "list" | "after" = "magic";
+  /** Bytes of the list's message not yet read. */
+  #listLeft = 0;
+  #apiVersion = "";
+  #kind = "";
+  #itemMessage = "";
+  #metadata: Record<string, unknown> = {};
+
+  constructor(
+    private readonly onItem: (item: Record<string, unknown>) => void,
+    private readonly view: true | FieldView = true,
+    private readonly maxItemBytes = 16 * 2 ** 20,
+  ) {}
+
+  push(chunk: Uint8Array): void {
+    const bytes = this.#pending.length === 0 ? chunk : concatBytes([this.#pending, chunk]);
+    let pos = 0;
+    while (pos < bytes.length) {
+      if (this.#stage === "magic") {
+        if (bytes.length < magic.length) break;
+        if (!isProtobufEnvelope(bytes)) {
+          throw new ProtobufError("no k8s protobuf magic at the start of the list");
+        }
+        pos = magic.length;
+        this.#stage = "envelope";
+        continue;
+      }
+      if (this.#stage === "list" && this.#listLeft === 0) {
+        this.#stage = "after";
+        continue;
+      }
+      const field = fieldHeader(bytes, pos);
+      if (!field) break;
+      if (this.#stage === "envelope" && field.number === 2 && field.wire === 2) {
+        // The list's message: read item by item from here on, not waited for whole.
+        this.#startList();
+        this.#listLeft = field.end - field.start;
+        pos = field.start;
+        this.#stage = "list";
+        continue;
+      }
+      if (field.end - field.start > this.maxItemBytes) {
+        throw new ProtobufError(
+          `a list item of ${field.end - field.start} bytes (at most ${this.maxItemBytes})`,
+        );
+      }
+      if (field.end > bytes.length) break;
+      if (this.#stage === "list") {
+        if (field.end - pos > this.#listLeft) throw new ProtobufError("an item runs past its list");
+        this.#listLeft -= field.end - pos;
+        if (field.number === 2 && field.wire === 2) {
+          this.onItem(decodeMessage(bytes, this.#itemMessage, this.view, field.start, field.end));
+        } else if (field.number === 1 && field.wire === 2) {
+          this.#metadata = decodeMessage(bytes, "meta.ListMeta", true, field.start, field.end);
+        }
+      } else if (this.#stage === "envelope" && field.number === 1 && field.wire === 2) {
+        ({ apiVersion: this.#apiVersion, kind: this.#kind } = readTypeMeta(
+          bytes,
+          field.start,
+          field.end,
+        ));
+      }
+      pos = field.end;
+    }
+    // Kept as a copy: the chunk's buffer may be reused by whoever read it.
+    this.#pending = bytes.slice(pos);
+  }
+
+  #startList(): void {
+    const message = kindsByType[`${this.#apiVersion}/${this.#kind}`];
+    const items = message && this.#kind.endsWith("List")
+      ? messageFields(message).get(2)
+      : undefined;
+    if (!items) {
+      throw new ProtobufError(`${this.#apiVersion}/${this.#kind} is not a list read here`);
+    }
+    this.#itemMessage = items.kind;
+  }
+
+  /** The list's apiVersion, kind and metadata, once the stream has ended whole. */
+  end(): { apiVersion: string; kind: string; metadata: Record<string, unknown> } {
+    if (this.#stage !== "after" && !(this.#stage === "list" && this.#listLeft === 0)) {
+      throw new ProtobufError(
+        `the list ended ${this.#stage === "list" ? "within" : "before"} its items`,
+      );
+    }
+    if (this.#pending.length > 0) throw new ProtobufError("the list ended within a field");
+    return { apiVersion: this.#apiVersion, kind: this.#kind, metadata: this.#metadata };
   }
 }

@@ -10,7 +10,7 @@ import { toKubeError } from "./errors.ts";
 import { type CachedForm, type KubeList, type KubeObject, toWire, wholeObject } from "./objects.ts";
 import { ListItemsReader } from "./list-items.ts";
 import type { WatchFn } from "./watcher.ts";
-import { decodeObject, decodeWatchEvent, WatchFrames } from "../api/protobuf.ts";
+import { decodeObject, decodeWatchEvent, ProtobufListItems, WatchFrames } from "../api/protobuf.ts";
 import { concatBytes } from "../lib/bytes.ts";
 import { JsonLines } from "../lib/json-lines.ts";
 import {
@@ -261,8 +261,8 @@ async function readAll(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
  * `Date`s, which `toWire` then undoes: four times the cost of `JSON.parse` on a 1,000-node list,
  * and every reconcile reads the whole fleet (measured in bench/controller.ts); 5,000 pod creations
  * spent about a second of CPU in them. A JSON list is read as it arrives, item by item
- * (kube/list-items.ts), each item given to `keep` at once; a protobuf one is decoded only as far
- * as the form's view reaches. A failure names the method and path it asked, so a wrong URL is
+ * (kube/list-items.ts), each item given to `keep` at once; so is a protobuf one, each item
+ * decoded only as far as the form's view reaches. A failure names the method and path it asked, so a wrong URL is
  * never mistaken for an absent resource.
  */
 function kubeRequests(kc: k8s.KubeConfig) {
@@ -354,17 +354,16 @@ function kubeRequests(kc: k8s.KubeConfig) {
       const body = response.body.stream();
       if (!body) throw toKubeError(new Error("an answer without a body"), `GET ${path}`);
       try {
-        if (isProtobufAnswer(response)) {
-          const list = decodeObject(await readAll(body), form.view) as {
-            items: KubeObject[];
-            metadata?: { resourceVersion?: string };
-          };
-          return {
-            items: list.items.map((item) => form.keep(item)),
-            resourceVersion: list.metadata?.resourceVersion ?? "",
-          };
-        }
         const items: KubeObject[] = [];
+        if (isProtobufAnswer(response)) {
+          const reader = new ProtobufListItems(
+            (item) => items.push(form.keep(item as KubeObject)),
+            form.view,
+          );
+          for await (const chunk of body) reader.push(chunk);
+          const { resourceVersion } = reader.end().metadata as { resourceVersion?: string };
+          return { items, resourceVersion: resourceVersion ?? "" };
+        }
         const reader = new ListItemsReader((item) => items.push(form.keep(item as KubeObject)));
         for await (const chunk of body) reader.push(chunk);
         const metadata = reader.end().rest.metadata as { resourceVersion?: string } | undefined;
