@@ -3,7 +3,14 @@
  * timers do not disturb the next), and waits for it. Each file prints its own table when run as
  * the main module. Add a benchmark by adding its file to the list.
  */
-const benchmarks = ["engine.ts", "sim-behaviour.ts", "sim.ts", "controller.ts", "bounds.ts"];
+const benchmarks = [
+  "engine.ts",
+  "sim-behaviour.ts",
+  "sim.ts",
+  "controller.ts",
+  "bounds.ts",
+  "wire-forms.ts",
+];
 
 for (const file of benchmarks) {
   const child = new Deno.Command(Deno.execPath(), {
