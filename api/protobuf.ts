@@ -65,6 +65,14 @@ export class ProtobufError extends Error {
   override name = "ProtobufError";
 }
 
+/** An envelope whose kind this decoder has no schema for. */
+export class UnreadKindError extends ProtobufError {
+  override name = "UnreadKindError";
+  constructor(readonly apiVersion: string, readonly kind: string) {
+    super(`an object of ${apiVersion}/${kind} is not read here`);
+  }
+}
+
 /** The kinds of object an envelope may hold, by `apiVersion/kind`. */
 const kindsByType: Record<string, string> = {
   "v1/Pod": "core.Pod",
@@ -312,6 +320,11 @@ export function decodeMessage(
   return object;
 }
 
+/** The kinds of single object read here (lists and Status aside), as a message can name them. */
+export const readObjectKinds: string[] = Object.keys(kindsByType)
+  .map((type) => type.split("/").at(-1)!)
+  .filter((kind) => !kind.endsWith("List") && kind !== "Status");
+
 /** Whether `bytes` begin with protobuf's `k8s\0` magic. */
 export function isProtobufEnvelope(bytes: Uint8Array): boolean {
   return magic.every((byte, i) => bytes[i] === byte);
@@ -360,7 +373,7 @@ export function decodeObject(
     }
   }
   const message = kindsByType[`${apiVersion}/${kind}`];
-  if (!message) throw new ProtobufError(`an object of ${apiVersion}/${kind} is not read here`);
+  if (!message) throw new UnreadKindError(apiVersion, kind);
   if (!raw) throw new ProtobufError(`${apiVersion}/${kind} without its message`);
   // A Status (an error, or a watch's ERROR event: 410 Gone) is read whole, whatever the view.
   const objectView = message === "meta.Status"

@@ -6,7 +6,7 @@ import { parse as parseYaml } from "yaml";
 import { StoreError } from "./store.ts";
 import type { ResourceType } from "./resources.ts";
 import { ApiError, toStatus } from "./status.ts";
-import { decodeProtobufObject, isUnsupportedKind } from "./protobuf.ts";
+import { decodeObject, readObjectKinds, UnreadKindError } from "../api/protobuf.ts";
 import type { ServerContext } from "./context.ts";
 
 /** The resource a request's path names: a collection, or one object and maybe a subresource. */
@@ -76,13 +76,17 @@ export async function readBody(req: Request): Promise<unknown> {
   const type = (req.headers.get("content-type") ?? "").split(";")[0].trim();
   if (type === "application/vnd.kubernetes.protobuf") {
     try {
-      return decodeProtobufObject(new Uint8Array(await req.arrayBuffer()));
+      return decodeObject(new Uint8Array(await req.arrayBuffer()));
     } catch (err) {
-      if (!isUnsupportedKind(err)) throw new ApiError(400, "BadRequest", (err as Error).message);
+      if (!(err instanceof UnreadKindError)) {
+        throw new ApiError(400, "BadRequest", (err as Error).message);
+      }
       throw new ApiError(
         415,
         "UnsupportedMediaType",
-        `the simulator decodes protobuf bodies of Namespace, ConfigMap, Secret and ServiceAccount only, not ${err.message}; send JSON (kubectl apply)`,
+        `the simulator reads protobuf bodies of ${readObjectKinds.join(", ")} only, not ${
+          err.kind || "(no kind)"
+        }; send JSON (kubectl apply)`,
       );
     }
   }
