@@ -438,7 +438,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
   const preconditions = (uid: string) => ({ body: { preconditions: { uid } } });
   const requests = kubeRequests(kc);
   const getJson = requests.json;
-  const listJson = (
+  const listObjects = (
     path: string,
     selectors: { labelSelector?: string; fieldSelector?: string } = {},
     form: CachedForm = wholeObject,
@@ -458,7 +458,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         : toWire(await apps.readNamespacedDaemonSet({ namespace, name }));
     },
     listSets({ kind }) {
-      return listJson(setCollectionPath(kind));
+      return listObjects(setCollectionPath(kind));
     },
     async replaceSetStatus({ kind, object }) {
       const resource = customResource(kind);
@@ -484,7 +484,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
     },
     listRolloutStatuses() {
       const { group, version, plural } = rolloutStatusResource;
-      return listJson(`/apis/${group}/${version}/${plural}`);
+      return listObjects(`/apis/${group}/${version}/${plural}`);
     },
     async createRolloutStatus({ namespace, body }) {
       return await custom.createNamespacedCustomObject({
@@ -502,7 +502,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
       });
     },
     listPods({ namespace, labelSelector, nodeName, form }) {
-      return listJson(
+      return listObjects(
         namespace === undefined ? "/api/v1/pods" : inNamespace(namespace, "/api/v1", "pods"),
         { labelSelector, fieldSelector: nodeName && `spec.nodeName=${nodeName}` },
         form,
@@ -512,10 +512,10 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
       return toWire(await core.readNamespacedPod({ namespace, name }));
     },
     listNodes({ labelSelector, form }) {
-      return listJson("/api/v1/nodes", { labelSelector }, form);
+      return listObjects("/api/v1/nodes", { labelSelector }, form);
     },
     listRevisions({ namespace, labelSelector }) {
-      return listJson(
+      return listObjects(
         inNamespace(namespace, "/apis/apps/v1", "controllerrevisions"),
         { labelSelector },
       );
@@ -562,7 +562,7 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
       await apps.deleteNamespacedControllerRevision({ namespace, name, ...preconditions(uid) });
     },
     listJobs({ namespace, labelSelector }) {
-      return listJson(inNamespace(namespace, "/apis/batch/v1", "jobs"), { labelSelector });
+      return listObjects(inNamespace(namespace, "/apis/batch/v1", "jobs"), { labelSelector });
     },
     async createJob({ namespace, body }) {
       return toWire(await batchApi.createNamespacedJob({ namespace, body: body as k8s.V1Job }));
