@@ -13,9 +13,11 @@ const junit = (cases: [string, string][]) =>
   }</testsuite></testsuites>`;
 
 const failure = (text: string) => `<failure type="failed">${text}</failure>`;
+/** kube-controller-manager failing the invariant on cluster/ (a cold CI, 2026-11-28), as e2e.test wrote it. */
 const invariantWords =
   "[FAILED] invariants were violated during daemonset update:&#xA;An old pod with UID " +
-  "bddc4da1-7cb5-404f-825f-ff62ecb12ec4 has been running alongside a newer version for longer than 1m0s";
+  "5a963600-1efd-43da-8bc1-7c6a45f393aa on a node edge-1 has been running alongside a newer " +
+  "version for longer than 1m0s&#xA;In [It] at: k8s.io/kubernetes@v1.33.13/test/e2e/apps/daemon_set.go:828";
 
 Deno.test("the surge spec failing on upstream's invariant (kubernetes#121823) earns a retry; no other failure does", () => {
   const results = parseJunit(junit([
