@@ -10,7 +10,6 @@
  * server and posts CloudEvents to the controller over HTTP; nothing here plans or acts.
  */
 import { eventually } from "../lib/eventually.ts";
-import * as k8s from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
 import { type Command, intOption } from "../lib/command.ts";
 import { createLogger } from "../lib/log.ts";
@@ -20,6 +19,10 @@ import { startController } from "./serve.ts";
 import { staticTokenAuthenticator } from "../routes/auth.ts";
 import { startRelay } from "../relay/relay.ts";
 import { edgerollCrdFileNames } from "./crd-command.ts";
+import { loadKubeConfig } from "../kube/config.ts";
+import { KubeError } from "../kube/errors.ts";
+import type { KubeObject } from "../kube/objects.ts";
+import { type UserCalls, userCalls } from "../kube/user-calls.ts";
 
 const NAMESPACE = "default";
 const SET = "edge-agent";
@@ -105,7 +108,7 @@ function adsManifest(
   image: string,
   maxUnavailable: number,
   badImage: boolean,
-): k8s.KubernetesObject & { spec: unknown } {
+): KubeObject {
   // For --bad-image: a budget of one failed pod and a rollback when spent (ADR 0035).
   const failurePolicy = badImage ? { failurePolicy: { maxFailed: 1, rollback: true } } : {};
   return {
@@ -151,16 +154,15 @@ type Sim = Awaited<ReturnType<typeof startSim>>;
 /** The rooms as a user runs them: sim, the CRD, the controller and the relay. */
 interface DemoStack {
   sim: Sim;
-  objects: k8s.KubernetesObjectApi;
+  objects: UserCalls;
   stop(): Promise<void>;
 }
 
 async function startStack(options: DemoOptions): Promise<DemoStack> {
   const { nodes, zones, speed } = options;
   const sim = await startSim({ nodes, zones, speed });
-  const kubeConfig = new k8s.KubeConfig();
-  kubeConfig.loadFromFile(sim.kubeconfigPath);
-  const objects = k8s.KubernetesObjectApi.makeApiClient(kubeConfig);
+  const kubeConfig = loadKubeConfig(sim.kubeconfigPath);
+  const objects = userCalls(kubeConfig);
   // The CRDs first, as a user installs them, so the relay's first watch finds the resource.
   try {
     for (const name of edgerollCrdFileNames) {
@@ -288,7 +290,7 @@ function recordReplacements(store: Sim["store"], oldHash: string | undefined) {
 
 /** Creates the set once the relay and sim serve its API (the CRD was just created). */
 async function createSet(
-  objects: k8s.KubernetesObjectApi,
+  objects: UserCalls,
   maxUnavailable: number,
   badImage: boolean,
 ) {
@@ -297,36 +299,29 @@ async function createSet(
       await objects.create(adsManifest(firstImage, maxUnavailable, badImage));
       return true;
     } catch (err) {
-      if ((err as { code?: number }).code === 404) return undefined;
+      if (err instanceof KubeError && err.status === 404) return undefined;
       throw err;
     }
   }, { timeoutMs: 10_000, intervalMs: 100 });
 }
 
 async function setImage(
-  objects: k8s.KubernetesObjectApi,
+  objects: UserCalls,
   image: string,
   spec: { minReadySeconds?: number } = {},
 ) {
-  await objects.patch(
-    {
-      apiVersion: "apps.edgeroll.dev/v1alpha1",
-      kind: "AdvancedDaemonSet",
-      metadata: { name: SET, namespace: NAMESPACE },
-      spec: {
-        ...spec,
-        template: {
-          metadata: { labels: { app: SET } },
-          spec: { containers: [{ name: "agent", image }] },
-        },
+  await objects.mergePatch({
+    apiVersion: "apps.edgeroll.dev/v1alpha1",
+    kind: "AdvancedDaemonSet",
+    metadata: { name: SET, namespace: NAMESPACE },
+    spec: {
+      ...spec,
+      template: {
+        metadata: { labels: { app: SET } },
+        spec: { containers: [{ name: "agent", image }] },
       },
     },
-    undefined,
-    undefined,
-    undefined,
-    undefined,
-    k8s.PatchStrategy.MergePatch,
-  );
+  });
 }
 
 async function rollOut(stack: DemoStack, options: DemoOptions): Promise<DemoSummary> {

@@ -5,16 +5,16 @@
  * Revisions are the set's ControllerRevisions; pause is `rollingUpdate.paused` (an annotation on
  * a plain DaemonSet, which has no such field); resume also lifts a stop by the failure budget.
  */
-import * as k8s from "@kubernetes/client-node";
 import { type Command, intOption, stringOption, UsageError } from "../lib/command.ts";
 import { pausedAnnotation, resumeRevisionAnnotation } from "../api/advanced-daemonset.ts";
 import type { ControllerRevision, PodTemplateSpec } from "../api/kube-objects.ts";
-import { customSetResources, setKey, type SetRef } from "../api/set-ref.ts";
+import { setKey, type SetRef } from "../api/set-ref.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import type { KubeObject } from "../kube/objects.ts";
 import { labelSelectorString } from "../kube/selector.ts";
+import { type UserCalls, userCalls } from "../kube/user-calls.ts";
 import { parseSetArg } from "./status-command.ts";
 
 /** One revision of a set as `history` lists it. */
@@ -74,14 +74,12 @@ export function renderHistory(ref: SetRef, lines: RevisionLine[], current?: stri
 /** What every command of this file (and the dashboard's actions) reads and writes with. */
 export class SetAccess {
   readonly kube: KubeClient;
-  readonly #custom: k8s.CustomObjectsApi;
-  readonly #apps: k8s.AppsV1Api;
+  readonly #user: UserCalls;
 
   constructor(readonly ref: SetRef, kubeconfig: string | undefined) {
     const kc = loadKubeConfig(kubeconfig);
     this.kube = new KubeClient(clientNodeApi(kc));
-    this.#custom = kc.makeApiClient(k8s.CustomObjectsApi);
-    this.#apps = kc.makeApiClient(k8s.AppsV1Api);
+    this.#user = userCalls(kc);
   }
 
   async set(): Promise<KubeObject> {
@@ -101,31 +99,13 @@ export class SetAccess {
 
   /** A JSON merge patch of the set itself. */
   async patch(patch: Record<string, unknown>): Promise<void> {
-    const { namespace, name } = this.ref;
-    const resource = customSetResources[this.ref.kind];
-    const merge = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
-    if (resource) {
-      await this.#custom.patchNamespacedCustomObject(
-        { ...resource, namespace, name, body: patch },
-        merge,
-      );
-    } else await this.#apps.patchNamespacedDaemonSet({ namespace, name, body: patch }, merge);
+    await this.kube.api.patchSet({ ...this.ref, patch });
   }
 
   /** Replaces the set's template whole, under the resourceVersion it was read at. */
   async replaceTemplate(set: KubeObject, template: PodTemplateSpec): Promise<void> {
-    const { namespace, name } = this.ref;
-    const body = { ...set, spec: { ...(set.spec as object), template } };
-    const resource = customSetResources[this.ref.kind];
-    if (resource) {
-      await this.#custom.replaceNamespacedCustomObject({ ...resource, namespace, name, body });
-    } else {
-      await this.#apps.replaceNamespacedDaemonSet({
-        namespace,
-        name,
-        body: body as unknown as k8s.V1DaemonSet,
-      });
-    }
+    const object = { ...set, spec: { ...(set.spec as object), template } };
+    await this.#user.replaceSet({ kind: this.ref.kind, object });
   }
 }
 

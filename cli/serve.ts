@@ -3,7 +3,6 @@
  * client-node, the real planner and, if asked, an in-process tick. The app itself stays
  * runtime-neutral; this file is where Deno comes in.
  */
-import type * as k8s from "@kubernetes/client-node";
 import {
   type Command,
   intOption,
@@ -19,7 +18,7 @@ import { clientNodeApi, kubeWatch } from "../kube/api.ts";
 import { SnapshotCache } from "../kube/cache.ts";
 import type { WatchFn } from "../kube/watcher.ts";
 import { KubeClient } from "../kube/client.ts";
-import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
+import { type KubeConfig, kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import { type ControllerApp, createApp } from "../routes/app.ts";
 import { defaultLimits, type RequestLimits } from "../routes/limits.ts";
 import {
@@ -34,7 +33,7 @@ import { LeaderElection, type LeaseTimes, leaseTimesFor } from "../controller/le
 import { realTimers } from "../lib/timers.ts";
 
 export interface ControllerOptions {
-  kubeConfig: k8s.KubeConfig;
+  kubeConfig: KubeConfig;
   /** 0 picks a free port. */
   port: number;
   hostname?: string;
@@ -76,7 +75,7 @@ export interface RunningController {
  * set the API server serves when that changes, with node and pod caches if `cache` is set.
  */
 export function meteredKubeClient(
-  kubeConfig: k8s.KubeConfig,
+  kubeConfig: KubeConfig,
   metrics: Metrics,
   logger: Logger,
   options: { cache: boolean; kruise?: boolean; cacheActive?: boolean },

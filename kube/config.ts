@@ -54,6 +54,8 @@ export class PooledKubeConfig extends k8s.KubeConfig {
 }
 
 export { kubeconfigHelp } from "./lean-config.ts";
+/** What the rest of edgeroll names a kubeconfig by: client-node stays inside kube/. */
+export type { KubeConfig } from "@kubernetes/client-node";
 
 /**
  * `path` wins; else in-cluster when the pod's service environment is there; else

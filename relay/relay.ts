@@ -4,7 +4,7 @@
  * would (`dev.knative.apiserver.resource.*`, the object as data), trimmed to what the
  * controller reads and coalesced per object.
  */
-import type * as k8s from "@kubernetes/client-node";
+import type { KubeConfig } from "../kube/config.ts";
 import { group, plural, version } from "../api/advanced-daemonset.ts";
 import { kruiseSetKind, setKindOf } from "../api/set-ref.ts";
 import {
@@ -29,7 +29,7 @@ import {
 } from "../kube/watcher.ts";
 
 export interface RelayOptions {
-  kubeConfig: k8s.KubeConfig;
+  kubeConfig: KubeConfig;
   /** The controller's base URL; events go to `${target}/events`. */
   target: string;
   token?: BearerToken;

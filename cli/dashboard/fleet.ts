@@ -4,13 +4,14 @@
  * nodes, pods and nodes from watch-backed caches, kube/cache.ts), with its latest Events. A
  * change in a cache is reported to the streams, which read their set again (ADR 0036).
  */
-import * as k8s from "@kubernetes/client-node";
 import { plan } from "../../engine/plan.ts";
 import { setKey, type SetRef } from "../../api/set-ref.ts";
 import { writtenStatus } from "../../api/written-status.ts";
 import { clientNodeApi } from "../../kube/api.ts";
 import { SnapshotCache } from "../../kube/cache.ts";
 import { KubeClient } from "../../kube/client.ts";
+import type { KubeConfig } from "../../kube/config.ts";
+import { userCalls } from "../../kube/user-calls.ts";
 import { clientNodeWatch } from "../../kube/watcher.ts";
 import type { Logger } from "../../lib/log.ts";
 import { listManagedSets, withRolloutStatuses } from "../../controller/tick.ts";
@@ -37,28 +38,38 @@ export interface Fleet {
 }
 
 /** RFC 3339 to the second, as kubectl shows times. */
+/** What the page reads of an Event, in wire form. */
+interface CoreEvent {
+  type?: string;
+  reason?: string;
+  message?: string;
+  lastTimestamp?: string;
+  eventTime?: string;
+  metadata: { creationTimestamp?: string };
+}
+
 const timeOf = (at: Date | string | undefined) =>
   at === undefined ? "" : new Date(at).toISOString().replace(/\.\d{3}Z$/, "Z");
 
 /** Events shown on a set's page, newest first. */
 const eventsShown = 12;
 
-export function kubeFleet(kc: k8s.KubeConfig, logger: Logger, clock = Date.now): Fleet {
+export function kubeFleet(kc: KubeConfig, logger: Logger, clock = Date.now): Fleet {
   const kube = new KubeClient(clientNodeApi(kc), {
     component: "edgeroll-dashboard",
     cache: (api) => new SnapshotCache({ api, watch: clientNodeWatch(kc), logger }),
   });
-  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const user = userCalls(kc);
   const listeners = new Set<() => void>();
   kube.cache!.onChange(() => listeners.forEach((l) => l()));
 
   async function events(ref: SetRef, uid: string | undefined): Promise<SetEvent[]> {
     if (!uid) return [];
-    const list = await core.listNamespacedEvent({
+    const items = await user.listEvents({
       namespace: ref.namespace,
       fieldSelector: `involvedObject.uid=${uid}`,
-    });
-    return list.items
+    }) as CoreEvent[];
+    return items
       .map((e) => ({
         type: e.type ?? "Normal",
         reason: e.reason ?? "",
