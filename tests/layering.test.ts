@@ -1,34 +1,47 @@
 /**
- * The rooms of `docs/architecture.md` (DESIGN's map): which room's code may import which. Read
- * from the import statements of every source file, types included; test files and test
- * doubles are judged with `tests/`.
+ * The rooms of `docs/architecture.md`, read from its table, the one map: which rooms and npm
+ * packages each room's code may import, read from the import statements of every source file,
+ * types included. Test files (`*.test.ts`, `*.e2e.ts`, `testdata/`) are judged with `tests/`. The
+ * map must also be the code's: every room and package a row names is imported by that room.
  */
 import { assertEquals } from "@std/assert";
 
 const root = new URL("../", import.meta.url);
 
-/** Room → the rooms its code may import (besides itself). `*`: any. */
-const mayImport: Record<string, string[] | "*"> = {
-  lib: [],
-  api: ["lib"],
-  engine: ["api"],
-  kube: ["api", "lib"],
-  controller: ["api", "engine", "kube", "lib"],
-  routes: ["api", "controller", "lib"],
-  relay: ["api", "kube", "lib"],
-  edge: ["api", "kube", "controller", "routes", "lib"],
-  sim: ["api", "lib"],
-  cluster: ["lib"],
-  cli: "*",
-  ".": "*", // main.ts
-};
+/** A row of the map: the rooms (`api`, …) and npm packages its code may import; `*`: any. */
+interface Room {
+  rooms: string[] | "*";
+  packages: string[] | "*";
+}
+
+/** The table under `## Rooms`: path | holds | may import (ours) | npm packages. */
+async function readMap(): Promise<Map<string, Room>> {
+  const page = await Deno.readTextFile(new URL("docs/architecture.md", root));
+  const section = page.slice(page.indexOf("\n## Rooms\n"));
+  const rows = section.split("\n").filter((line) => line.startsWith("| `"));
+  const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+  const map = new Map<string, Room>();
+  for (const row of rows) {
+    const [paths, _holds, ours, npm] = row.split("|").slice(1, -1).map((cell) => cell.trim());
+    const room: Room = {
+      rooms: ours === "any" ? "*" : ticked(ours).map((path) => path.replace(/\/$/, "")),
+      packages: npm === "any" ? "*" : ticked(npm),
+    };
+    for (const path of ticked(paths)) map.set(path.replace(/\/$/, ""), room);
+  }
+  if (map.size < 10) {
+    throw new Error(`docs/architecture.md's room table not found (${map.size} rows)`);
+  }
+  map.set(".", { rooms: "*", packages: "*" }); // main.ts
+  return map;
+}
 
 async function sourceFiles(dir: URL, prefix = ""): Promise<string[]> {
   const files: string[] = [];
   for await (const entry of Deno.readDir(dir)) {
     const path = `${prefix}${entry.name}`;
     if (entry.isDirectory) {
-      if (["node_modules", ".git", "dist", "bin"].includes(entry.name)) continue;
+      if (["node_modules", ".git", ".cache", "dist", "bin"].includes(entry.name)) continue;
       files.push(...await sourceFiles(new URL(`${entry.name}/`, dir), `${path}/`));
     } else if (entry.name.endsWith(".ts") || entry.name.endsWith(".tsx")) {
       files.push(path);
@@ -38,34 +51,87 @@ async function sourceFiles(dir: URL, prefix = ""): Promise<string[]> {
 }
 
 const roomOf = (path: string) => path.includes("/") ? path.slice(0, path.indexOf("/")) : ".";
-const isTest = (path: string) => /\.test\.tsx?$/.test(path) || roomOf(path) === "tests";
+const isTest = (path: string) =>
+  /\.(test|e2e)\.tsx?$/.test(path) || path.includes("/testdata/") || roomOf(path) === "tests";
 
-/** `from "../kube/api.ts"`, `import "./x.ts"`, `import("../y.ts")`, types included. */
-function relativeImports(source: string): string[] {
-  const found: string[] = [];
-  for (const m of source.matchAll(/(?:\bfrom|\bimport)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g)) {
-    found.push(m[1]);
+/** Every module specifier of `import … from "x"`, `export … from "x"`, `import "x"`, `import("x")`. */
+function specifiers(source: string): string[] {
+  const patterns = [
+    /^\s*(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']/gm,
+    /^\s*import\s*["']([^"']+)["']/gm,
+    /\bimport\(\s*["']([^"']+)["']\s*\)/g,
+  ];
+  return patterns.flatMap((pattern) => [...source.matchAll(pattern)].map((m) => m[1]));
+}
+
+/** `node:fs` → `node:`; `hono/timeout` → `hono`; `@hono/zod-validator/x` → `@hono/zod-validator`. */
+function packageOf(specifier: string): string {
+  if (specifier.startsWith("node:")) return "node:";
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+}
+
+/** What each source file outside the tests imports: rooms of ours and npm packages. */
+async function importsByFile(): Promise<{ file: string; rooms: string[]; packages: string[] }[]> {
+  const found = [];
+  for (const file of await sourceFiles(root)) {
+    if (isTest(file) || roomOf(file) === "bench") continue;
+    const source = await Deno.readTextFile(new URL(file, root));
+    const rooms: string[] = [];
+    const packages: string[] = [];
+    for (const spec of specifiers(source)) {
+      if (spec.startsWith(".")) {
+        const target = new URL(spec, new URL(file, root)).pathname.slice(root.pathname.length);
+        rooms.push(roomOf(target));
+      } else {
+        packages.push(packageOf(spec));
+      }
+    }
+    found.push({ file, rooms, packages });
   }
   return found;
 }
 
-Deno.test("every room imports only what the map allows", async () => {
+Deno.test("every room imports only the rooms and npm packages its row of the map names", async () => {
+  const map = await readMap();
   const violations = new Set<string>();
-  for (const file of await sourceFiles(root)) {
+  for (const { file, rooms, packages } of await importsByFile()) {
     const room = roomOf(file);
-    if (isTest(file) || room === "bench") continue;
-    const allowed = mayImport[room];
-    if (allowed === undefined) throw new Error(`${file}: room ${room} is not on the map`);
-    if (allowed === "*") continue;
-    const source = await Deno.readTextFile(new URL(file, root));
-    for (const spec of relativeImports(source)) {
-      const target = new URL(spec, new URL(file, root)).pathname.slice(root.pathname.length);
-      const targetRoom = roomOf(target);
-      if (targetRoom === room || allowed.includes(targetRoom)) continue;
-      violations.add(`${file} -> ${targetRoom}`);
+    const allowed = map.get(room);
+    if (!allowed) throw new Error(`${file}: room ${room} is not on docs/architecture.md's map`);
+    for (const target of rooms) {
+      if (target === room || allowed.rooms === "*" || allowed.rooms.includes(target)) continue;
+      violations.add(`${file} -> ${target}/`);
+    }
+    for (const name of packages) {
+      if (allowed.packages === "*" || allowed.packages.includes(name)) continue;
+      violations.add(`${file} -> npm ${name}`);
     }
   }
   assertEquals([...violations].sort(), [], "imports the map forbids");
+});
+
+Deno.test("the map is the code's: every room and package a row names, that room imports", async () => {
+  const map = await readMap();
+  const used = new Map<string, Set<string>>();
+  for (const { file, rooms, packages } of await importsByFile()) {
+    const room = roomOf(file);
+    const seen = used.get(room) ?? new Set();
+    for (const target of rooms) if (target !== room) seen.add(`${target}/`);
+    for (const name of packages) seen.add(name);
+    used.set(room, seen);
+  }
+  const unused: string[] = [];
+  for (const [room, { rooms, packages }] of map) {
+    const named = [
+      ...(rooms === "*" ? [] : rooms.map((r) => `${r}/`)),
+      ...(packages === "*" ? [] : packages),
+    ];
+    for (const name of named) {
+      if (!used.get(room)?.has(name)) unused.push(`${room}/ names ${name}`);
+    }
+  }
+  assertEquals(unused, [], "rows of the map that the code does not bear out");
 });
 
 Deno.test("engine/ and sim/ never import the controller's logic", async () => {
@@ -75,7 +141,7 @@ Deno.test("engine/ and sim/ never import the controller's logic", async () => {
     const room = roomOf(file);
     if (room !== "engine" && room !== "sim") continue;
     const source = await Deno.readTextFile(new URL(file, root));
-    for (const spec of relativeImports(source)) {
+    for (const spec of specifiers(source).filter((spec) => spec.startsWith("."))) {
       const target = new URL(spec, new URL(file, root)).pathname.slice(root.pathname.length);
       const forbidden = room === "engine"
         ? !["engine", "api"].includes(roomOf(target))
