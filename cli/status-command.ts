@@ -5,7 +5,7 @@
  */
 import { type Command, stringOption, UsageError } from "../lib/command.ts";
 import { parseDuration } from "../lib/duration.ts";
-import { readSet, resolve } from "../engine/config.ts";
+import { readSet, updateBudget } from "../engine/config.ts";
 import { plan } from "../engine/plan.ts";
 import type { Plan, Snapshot } from "../api/plan.ts";
 import { clientNodeApi } from "../kube/api.ts";
@@ -30,7 +30,7 @@ export function renderStatus(ref: SetRef, snapshot: Snapshot, planned: Plan): st
     `${status.numberAvailable ?? 0} available, ${status.numberUnavailable ?? 0} unavailable`,
   ];
   if (reading.ok) {
-    const budget = resolve(reading.config.maxUnavailable, desired, true);
+    const budget = updateBudget(reading.config, desired).maxUnavailable;
     lines.push(
       `budget: ${
         status.numberUnavailable ?? 0

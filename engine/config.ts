@@ -94,6 +94,21 @@ export function resolve(value: IntOrString, desired: number, roundUp: boolean): 
   return scaleIntOrPercent(value, desired, roundUp);
 }
 
+/**
+ * The set's update budgets over `desired` nodes, percentages rounded up; both zero means a
+ * maxUnavailable of 1, as upstream's DaemonSet controller reads them. The one resolution the
+ * engine's phases, `status` and the dashboard use.
+ */
+export function updateBudget(
+  config: Pick<SetConfig, "maxUnavailable" | "maxSurge">,
+  desired: number,
+): { maxUnavailable: number; maxSurge: number } {
+  const maxUnavailable = resolve(config.maxUnavailable, desired, true);
+  const maxSurge = resolve(config.maxSurge, desired, true);
+  if (desired > 0 && maxUnavailable === 0 && maxSurge === 0) return { maxUnavailable: 1, maxSurge };
+  return { maxUnavailable, maxSurge };
+}
+
 export function readSet(snapshot: Snapshot): SetReading {
   const meta = snapshot.set.metadata;
   const identityBase = {

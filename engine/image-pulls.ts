@@ -30,7 +30,7 @@ import {
 import type { Container, Pod } from "../api/kube-objects.ts";
 import type { OwnerReference } from "../api/kube-objects.ts";
 import { setKey, setKindOf } from "../api/set-ref.ts";
-import { resolve } from "./config.ts";
+import { resolve, updateBudget } from "./config.ts";
 import { isNodeReady, parseTime, podRevision } from "./objects.ts";
 import { activePods, type NodeView, type PlanBuilder } from "./plan-builder.ts";
 import { daemonPodTolerations } from "./placement.ts";
@@ -264,7 +264,7 @@ export function planPreDownload(
 
   const count = desired.length;
   const partition = resolve(config.partition, count, false);
-  const maxUnavailable = resolve(config.maxUnavailable, count, true);
+  const { maxUnavailable } = updateBudget(config, count);
   if (partition === 0 && maxUnavailable >= count) {
     progress.waiting = {
       reason: "OneWave",

@@ -6,7 +6,7 @@ import type { Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, type Pod } from "../api/kube-objects.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { plural } from "./conditions.ts";
-import { resolve, type SetConfig } from "./config.ts";
+import { type SetConfig, updateBudget } from "./config.ts";
 import { isPodAvailable, podRevision } from "./objects.ts";
 import { activePods, isPreDeleting, type NodeView, type PlanBuilder } from "./plan-builder.ts";
 
@@ -38,16 +38,6 @@ export function updateOrder(
   }
   const maxUpdate = Math.max(0, byNameDesc.length - partition);
   return [...updated, ...updating, ...rest].slice(0, maxUpdate);
-}
-
-function resolvedBudget(
-  builder: PlanBuilder,
-  desiredCount: number,
-): { maxUnavailable: number; maxSurge: number } {
-  let maxUnavailable = resolve(builder.config.maxUnavailable, desiredCount, true);
-  const maxSurge = resolve(builder.config.maxSurge, desiredCount, true);
-  if (desiredCount > 0 && maxUnavailable === 0 && maxSurge === 0) maxUnavailable = 1;
-  return { maxUnavailable, maxSurge };
 }
 
 /**
@@ -137,7 +127,7 @@ export function recreateBudget(
   desiredCount: number,
   available: (p: Pod) => boolean,
 ): UpdateBudget {
-  const { maxUnavailable } = resolvedBudget(builder, desiredCount);
+  const { maxUnavailable } = updateBudget(builder.config, desiredCount);
   // InPlaceIfPossible patches the pod when it can; either way the pod is unavailable for a while.
   const replaceOld = (old: Pod, reason: string) =>
     (builder.config.inPlace && builder.updateInPlace(old, reason)) || builder.remove(old, reason);
@@ -173,7 +163,7 @@ export function surgeBudget(
   desiredCount: number,
   available: (p: Pod) => boolean,
 ): UpdateBudget {
-  const { maxSurge } = resolvedBudget(builder, desiredCount);
+  const { maxSurge } = updateBudget(builder.config, desiredCount);
   return {
     name: "maxSurge",
     limit: maxSurge,

@@ -6,7 +6,7 @@
 import type { NodeReport, Plan, Snapshot } from "../../api/plan.ts";
 import type { SetCondition } from "../../api/kube-objects.ts";
 import { setKey, type SetRef } from "../../api/set-ref.ts";
-import { readSet, resolve } from "../../engine/config.ts";
+import { readSet, updateBudget } from "../../engine/config.ts";
 
 /** The topology label nodes are grouped by (Kubernetes' well-known zone label). */
 export const zoneLabel = "topology.kubernetes.io/zone";
@@ -103,7 +103,7 @@ export function setView(
     updated: status.updatedNumberScheduled ?? 0,
     available: status.numberAvailable ?? 0,
     unavailable: status.numberUnavailable ?? 0,
-    ...(reading.ok ? { allowed: resolve(reading.config.maxUnavailable, desired, true) } : {}),
+    ...(reading.ok ? { allowed: updateBudget(reading.config, desired).maxUnavailable } : {}),
     paused: reading.ok && reading.config.paused,
     ...(stop ? { stopped: `${stop.reason} (revision ${stop.revision})` } : {}),
     conditions: planned.conditions,
