@@ -4,7 +4,7 @@
  * pull (named as yurt-manager names them, labelled with their set) and how a pull is read from
  * a Job and its pod. Plain data and pure functions; no zod, so the edge agent may load it.
  */
-import { Keys } from "./keys.ts";
+import { Keys } from "./well-known-names.ts";
 import { fnv1a64 } from "./hash.ts";
 import type { ObjectMeta, Pod, PodCondition, PodSpec } from "./kube-objects.ts";
 

@@ -248,4 +248,4 @@ export const DaemonSet = z.looseObject({
 });
 export type DaemonSet = z.infer<typeof DaemonSet>;
 
-export { Keys } from "./keys.ts";
+export { Keys } from "./well-known-names.ts";

@@ -4,7 +4,7 @@ import { startSim } from "../sim/start.ts";
 import { stillCluster } from "../tests/sim/helpers.ts";
 import { loadKubeConfig } from "../kube/config.ts";
 import { eventually } from "../lib/eventually.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 
 const event = (
   user: string,

@@ -17,7 +17,7 @@ import {
   type KubeObject,
   nodeCachedForm,
   podCachedForm,
-} from "../kube/objects.ts";
+} from "../kube/wire-objects.ts";
 
 const { values: flags } = parseArgs({
   args: Deno.args,

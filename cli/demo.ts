@@ -21,7 +21,7 @@ import { startRelay } from "../relay/relay.ts";
 import { edgerollCrdFileNames } from "./crd-command.ts";
 import { loadKubeConfig } from "../kube/config.ts";
 import { KubeError } from "../kube/errors.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { type UserCalls, userCalls } from "../kube/user-calls.ts";
 
 const NAMESPACE = "default";

@@ -12,7 +12,7 @@ import { setKey, type SetRef } from "../api/set-ref.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { labelSelectorString } from "../kube/selector.ts";
 import { type UserCalls, userCalls } from "../kube/user-calls.ts";
 import { parseSetArg } from "./status-command.ts";

@@ -6,7 +6,7 @@
  */
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../lib/log.ts";
-import { Coalescer } from "./coalescer.ts";
+import { WorkQueue } from "./work-queue.ts";
 import { failureOf } from "./errors.ts";
 import {
   type ChangedObject,
@@ -15,7 +15,7 @@ import {
   type QueueKey,
   queueTarget,
   setQueueKey,
-} from "./keys.ts";
+} from "./queue-keys.ts";
 import { Metrics } from "./metrics.ts";
 import { kruiseSetKind, setKey } from "../api/set-ref.ts";
 import { KeyedLock } from "../lib/keyed-lock.ts";
@@ -99,7 +99,7 @@ export function createController(deps: ControllerDeps) {
     resyncSeconds: deps.resyncSeconds ?? 600,
     concurrency: deps.concurrency,
   });
-  const queue: Coalescer<QueueKey> = new Coalescer<QueueKey>(async (key) => {
+  const queue: WorkQueue<QueueKey> = new WorkQueue<QueueKey>(async (key) => {
     const target = queueTarget(key);
     if ("set" in target) return (await reconcile(target.set)).requeueAfter;
     const namespace = target.everySetIn;
@@ -139,7 +139,7 @@ export function createController(deps: ControllerDeps) {
     kube: deps.kube,
     reconcile,
     tick,
-    /** The work queue: keys from `controller/keys.ts`. */
+    /** The work queue: keys from `controller/queue-keys.ts`. */
     queue,
     /** Adds to the queue what this controller reconciles. */
     enqueue,

@@ -2,7 +2,7 @@ import { assertEquals } from "@std/assert";
 import type { PlanEvent } from "../api/plan.ts";
 import { EventWindows, foldedMessageLimit, foldSetEvents } from "./event-fold.ts";
 import { ManualTimers } from "../tests/doubles/manual-timers.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 
 const created = (i: number): PlanEvent => ({
   type: "Normal",

@@ -6,7 +6,7 @@
  * Events say little there; here every pod is named in fewer writes (ADR 0032).
  */
 import type { PlanEvent } from "../api/plan.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../lib/log.ts";
 import type { TimerHandle, Timers } from "../lib/timers.ts";

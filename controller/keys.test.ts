@@ -1,6 +1,6 @@
 import { assertEquals } from "@std/assert";
 import { pullForAnnotation } from "../api/image-pull.ts";
-import { keysForChange, NodeChanges, setQueueKey } from "./keys.ts";
+import { keysForChange, NodeChanges, setQueueKey } from "./queue-keys.ts";
 
 Deno.test("a pod of an image pull Job calls the set it pulls for; one naming no set calls none", () => {
   const pullPod = (pullFor: string) => ({

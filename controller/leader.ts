@@ -11,7 +11,7 @@
  */
 import type { KubeApi } from "../kube/api.ts";
 import { isAlreadyExists, isConflict, isNotFound } from "../kube/errors.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import type { Logger } from "../lib/log.ts";
 import type { TimerHandle, Timers } from "../lib/timers.ts";
 

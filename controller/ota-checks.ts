@@ -5,7 +5,7 @@
  * with a clearer code (404 for a pod that does not exist), ADR 0017 lists it. Pure: no I/O.
  */
 import type { Pod } from "../api/kube-objects.ts";
-import { Keys } from "../api/keys.ts";
+import { Keys } from "../api/well-known-names.ts";
 import { podImageReady } from "../api/image-pull.ts";
 
 /** What serves the OTA routes (routes/ota.ts): the controller, for every node, or an edge agent. */

@@ -10,7 +10,7 @@ import { readOpenYurtRollout } from "../api/openyurt.ts";
 import type { DaemonSet, Pod } from "../api/kube-objects.ts";
 import { isConflict, isNotFound, isUnreachable, type KubeError } from "../kube/errors.ts";
 import type { KubeClient } from "../kube/client.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { labelSelectorString } from "../kube/selector.ts";
 import { answeredWithin } from "../kube/deadline.ts";
 import {

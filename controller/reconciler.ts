@@ -17,7 +17,7 @@ import {
 import { writtenStatus } from "../api/written-status.ts";
 import { isConflict } from "../kube/errors.ts";
 import { type ActionOutcome, type ActionResult, executeActions } from "../kube/executor.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { kruiseSetKind, setKey, type SetRef } from "../api/set-ref.ts";
 import type { Logger } from "../lib/log.ts";
 import { ControllerError } from "./errors.ts";

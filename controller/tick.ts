@@ -6,7 +6,7 @@
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { type SetRead, writtenStatus } from "../api/written-status.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { setKey, type SetKind, type SetRef } from "../api/set-ref.ts";
 import { failureOf } from "./errors.ts";
 import { forEachConcurrently } from "../lib/concurrently.ts";

@@ -1,7 +1,7 @@
 import { assertEquals, assertThrows } from "@std/assert";
 import { interceptApi, type Overrides } from "../kube/api.ts";
 import { KubeError } from "../kube/errors.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { memoryApi } from "../tests/doubles/memory-api.ts";
 import { leanApiOver } from "../tests/doubles/lean-api.ts";

@@ -5,7 +5,7 @@
  * becomes True, so an unchanged cluster yields unchanged conditions and no events.
  */
 import type { SetCondition } from "../api/kube-objects.ts";
-import { formatTime } from "./objects.ts";
+import { formatTime } from "./pod-node-state.ts";
 import type { EpochMillis, PlanEvent } from "../api/plan.ts";
 
 export const conditionTypes = [

@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { resumeRevisionAnnotation } from "../api/advanced-daemonset.ts";
 import { scaleIntOrPercent } from "../api/int-or-percent.ts";
 import type { Plan } from "../api/plan.ts";
-import { podRevision } from "./objects.ts";
+import { podRevision } from "./pod-node-state.ts";
 import { mergePatchTo } from "./failures.ts";
 import { plan } from "./plan.ts";
 import * as f from "./testdata/fleet.ts";

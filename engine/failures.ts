@@ -8,7 +8,7 @@ import { canonicalJson } from "../api/hash.ts";
 import type { Pod, PodTemplateSpec } from "../api/kube-objects.ts";
 import type { EpochMillis, RollbackTemplate } from "../api/plan.ts";
 import { resolve, type SetConfig } from "./config.ts";
-import { formatTime, isPodReady, parseTime, podRevision } from "./objects.ts";
+import { formatTime, isPodReady, parseTime, podRevision } from "./pod-node-state.ts";
 import type { NodeView } from "./plan-builder.ts";
 
 type Stop = NonNullable<AdvancedDaemonSetStatus["rolloutStop"]>;

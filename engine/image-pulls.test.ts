@@ -14,7 +14,7 @@ import {
   pullSetLabel,
 } from "../api/image-pull.ts";
 import type { CreateJob, Plan, SetPodCondition } from "../api/plan.ts";
-import { formatTime } from "./objects.ts";
+import { formatTime } from "./pod-node-state.ts";
 import { plan } from "./plan.ts";
 import * as f from "./testdata/fleet.ts";
 

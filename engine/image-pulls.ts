@@ -31,9 +31,9 @@ import type { Container, Pod } from "../api/kube-objects.ts";
 import type { OwnerReference } from "../api/kube-objects.ts";
 import { setKey, setKindOf } from "../api/set-ref.ts";
 import { resolve, updateBudget } from "./config.ts";
-import { isNodeReady, parseTime, podRevision } from "./objects.ts";
+import { isNodeReady, parseTime, podRevision } from "./pod-node-state.ts";
 import { activePods, type NodeView, type PlanBuilder } from "./plan-builder.ts";
-import { daemonPodTolerations } from "./placement.ts";
+import { daemonPodTolerations } from "./should-run.ts";
 import { controllerRef } from "./revisions.ts";
 
 /** What the pull Jobs of one step read and may write. */

@@ -9,7 +9,7 @@ import { Keys } from "../api/kube-objects.ts";
 import { canonicalJson } from "../api/hash.ts";
 import type { PatchPod } from "../api/plan.ts";
 import type { Expectation } from "../api/advanced-daemonset.ts";
-import { runsItsSpec } from "./objects.ts";
+import { runsItsSpec } from "./pod-node-state.ts";
 import { hasInPlaceGate, type NodeView, type PlanBuilder } from "./plan-builder.ts";
 
 /** The template a revision stands for (`data.spec.template`, as upstream stores it). */

@@ -1,161 +1,130 @@
 /**
- * Which nodes should run the daemon pod: upstream's `NodeShouldRunDaemonPod`. The template's
- * `nodeName`, `nodeSelector` and required node affinity must match; taints must be tolerated
- * (with the tolerations every daemon pod gets, so unschedulable, NotReady and unreachable nodes
- * keep their pods). An untolerated NoSchedule taint stops new pods but lets running ones stay;
- * an untolerated NoExecute taint removes them.
+ * Phase 1, placement (upstream's `manage`): a pod on every node that should run one, none on
+ * the others; failed pods replaced after a backoff; duplicates removed (with surge, one old and
+ * one new pod may share a node until the new one is available); released preDelete pods deleted.
  */
-import type {
-  Node,
-  NodeSelectorRequirement,
-  NodeSelectorTerm,
-  PodSpec,
-  Taint,
-  Toleration,
-} from "../api/kube-objects.ts";
+import type { Pod } from "../api/kube-objects.ts";
+import { resolve } from "./config.ts";
+import {
+  availableAt,
+  compareOldestFirst,
+  isFailed,
+  isPodReady,
+  parseTime,
+  podRevision,
+} from "./pod-node-state.ts";
+import { isHooked, isPreDeleting, type NodeView, type PlanBuilder } from "./plan-builder.ts";
 
-export interface Placement {
-  /** A daemon pod should be created here. */
-  shouldRun: boolean;
-  /** A daemon pod already here may stay. */
-  shouldContinueRunning: boolean;
-}
+/** A failed pod is deleted (and so recreated) at most this often per node: a pure backoff. */
+export const failedPodMinAgeSeconds = 10;
 
-/** The tolerations upstream adds to every daemon pod (`AddOrUpdateDaemonPodTolerations`). */
-export function daemonPodTolerations(spec: PodSpec): Toleration[] {
-  const exists = (key: string, effect: "NoSchedule" | "NoExecute"): Toleration => ({
-    key,
-    operator: "Exists",
-    effect,
-  });
-  const defaults = [
-    exists("node.kubernetes.io/not-ready", "NoExecute"),
-    exists("node.kubernetes.io/unreachable", "NoExecute"),
-    exists("node.kubernetes.io/disk-pressure", "NoSchedule"),
-    exists("node.kubernetes.io/memory-pressure", "NoSchedule"),
-    exists("node.kubernetes.io/pid-pressure", "NoSchedule"),
-    exists("node.kubernetes.io/unschedulable", "NoSchedule"),
-    ...(spec.hostNetwork ? [exists("node.kubernetes.io/network-unavailable", "NoSchedule")] : []),
-  ];
-  const own = spec.tolerations ?? [];
-  const missing = defaults.filter((d) =>
-    !own.some((t) => t.key === d.key && t.effect === d.effect && t.operator === "Exists")
-  );
-  return [...own, ...missing];
-}
-
-function tolerates(toleration: Toleration, taint: Taint): boolean {
-  if (toleration.effect && toleration.effect !== taint.effect) return false;
-  if (toleration.key && toleration.key !== taint.key) return false;
-  if (!toleration.key && toleration.operator !== "Exists") return false;
-  if (toleration.operator === "Exists") return true;
-  return (toleration.value ?? "") === (taint.value ?? "");
-}
-
-function untolerated(taints: Taint[], tolerations: Toleration[], effects: string[]): boolean {
-  return taints.some((taint) =>
-    effects.includes(taint.effect) && !tolerations.some((t) => tolerates(t, taint))
-  );
-}
-
-function requirementMatches(req: NodeSelectorRequirement, value: string | undefined): boolean {
-  const values = req.values ?? [];
-  switch (req.operator) {
-    case "In":
-      return value !== undefined && values.includes(value);
-    case "NotIn":
-      return value === undefined || !values.includes(value);
-    case "Exists":
-      return value !== undefined;
-    case "DoesNotExist":
-      return value === undefined;
-    case "Gt":
-    case "Lt": {
-      if (values.length !== 1) return false;
-      const have = parseInt64(value);
-      const want = parseInt64(values[0]);
-      if (have === undefined || want === undefined) return false;
-      return req.operator === "Gt" ? have > want : have < want;
+export function planPlacement(
+  builder: PlanBuilder,
+  views: NodeView[],
+  desiredCount: number,
+  strays: Pod[],
+  available: (p: Pod) => boolean,
+) {
+  const { config, hash } = builder;
+  const surge = config.mode === "Surge";
+  const desired = views.filter((v) => v.placement.shouldRun);
+  for (const pod of strays) builder.remove(pod, "its node no longer exists");
+  const needing: NodeView[] = [];
+  for (const view of views) {
+    if (!view.placement.shouldContinueRunning) {
+      for (const pod of view.live) {
+        builder.remove(pod, `node ${view.name} no longer matches the set's placement`);
+      }
+      continue;
+    }
+    const running = runningPods(builder, view);
+    if (running.length === 0) {
+      // Without surge, the node's last pod must be gone first (upstream: one pod per node).
+      const empty = view.live.length === 0 && view.leaving.length === 0;
+      if (view.placement.shouldRun && !view.pendingCreate && (surge || empty)) needing.push(view);
+      continue;
+    }
+    if (!surge) {
+      // Duplicates: keep the oldest available pod (oldest when none is available).
+      const keep = running.find(available) ?? running[0];
+      for (const pod of running) {
+        if (pod !== keep) builder.remove(pod, "duplicate daemon pod on the node");
+      }
+      continue;
+    }
+    keepSurgePair(builder, running, available);
+  }
+  // Kruise's progressive creation: with the annotation, partition also holds back new nodes.
+  let toCreate = needing;
+  const partition = resolve(config.partition, desiredCount, false);
+  if (config.progressiveCreatePod && partition > 0 && config.mode !== "OnDelete") {
+    const newPods = desired.filter((v) => v.live.some((p) => podRevision(p) === hash)).length;
+    toCreate = needing.slice(0, Math.max(0, desiredCount - newPods - partition));
+    if (toCreate.length < needing.length) {
+      builder.wait(
+        `${needing.length - toCreate.length} nodes`,
+        "progressive creation: held back by partition",
+      );
     }
   }
+  for (const view of toCreate) {
+    builder.create(view, "the node should run the daemon pod and has none");
+  }
 }
 
 /**
- * `strconv.ParseInt(text, 10, 64)`, as upstream reads Gt and Lt: an optional sign and decimal
- * digits within int64, else nothing. Kept in the same words in sim/cluster/placement.ts
- * (sim may not import engine/); tests/placement-agreement.test.ts holds the two together.
+ * The node's live pods that keep running: a failed pod is deleted after a backoff, a pod whose
+ * preDelete hook was released is deleted, one still hooked waits.
  */
-function parseInt64(text: string | undefined): bigint | undefined {
-  if (text === undefined || !/^[+-]?\d+$/.test(text)) return undefined;
-  const n = BigInt(text);
-  return n >= -(2n ** 63n) && n < 2n ** 63n ? n : undefined;
+function runningPods(builder: PlanBuilder, view: NodeView): Pod[] {
+  const running: Pod[] = [];
+  for (const pod of view.live) {
+    if (isFailed(pod)) {
+      const oldEnough = (parseTime(pod.metadata.creationTimestamp) ?? 0) +
+        failedPodMinAgeSeconds * 1000;
+      if (oldEnough <= builder.now) builder.remove(pod, "the pod failed");
+      else {
+        builder.wait(
+          `pod/${pod.metadata.name} deleted`,
+          "a failed pod is replaced after a backoff",
+          oldEnough,
+        );
+      }
+    } else if (isPreDeleting(pod)) {
+      if (!isHooked(builder.config, pod)) builder.remove(pod, "its preDelete hook was released");
+      else {
+        builder.wait(
+          `pod/${pod.metadata.name} preDelete hook released`,
+          "the pod is PreparingDelete",
+        );
+      }
+    } else running.push(pod);
+  }
+  return running;
 }
 
-/** A term matches when all its requirements do; an empty term matches nothing (upstream). */
-function termMatches(term: NodeSelectorTerm, node: Node): boolean {
-  const expressions = term.matchExpressions ?? [];
-  const fields = term.matchFields ?? [];
-  if (expressions.length === 0 && fields.length === 0) return false;
-  const labels = node.metadata.labels ?? {};
-  return expressions.every((req) => requirementMatches(req, labels[req.key])) &&
-    fields.every((req) =>
-      req.key === "metadata.name" && requirementMatches(req, node.metadata.name)
+/**
+ * Surge: of each revision the best pod stays (available, then ready, then oldest); the old
+ * one goes once the new one is available, or at once when it is not ready itself.
+ */
+function keepSurgePair(builder: PlanBuilder, running: Pod[], available: (p: Pod) => boolean) {
+  const rank = (p: Pod) => (available(p) ? 0 : isPodReady(p) ? 1 : 2);
+  const best = (pods: Pod[]) => pods.sort((x, y) => rank(x) - rank(y) || compareOldestFirst(x, y));
+  const newest = best(running.filter((p) => podRevision(p) === builder.hash));
+  const olds = best(running.filter((p) => podRevision(p) !== builder.hash));
+  const [oldestNew, oldestOld] = [newest[0], olds[0]];
+  for (const pod of [...newest.slice(1), ...olds.slice(1)]) {
+    builder.remove(pod, "duplicate daemon pod on the node");
+  }
+  if (!oldestNew || !oldestOld) return;
+  if (!isPodReady(oldestOld)) {
+    builder.remove(oldestOld, "replaced by a new pod: the old one is not ready");
+  } else if (available(oldestNew)) builder.remove(oldestOld, "its replacement is available");
+  else {
+    builder.wait(
+      `pod/${oldestNew.metadata.name} available`,
+      "surge: the old pod goes once the new one is available",
+      availableAt(oldestNew, builder.config.minReadySeconds),
     );
-}
-
-function fitsNodeSelectorAndAffinity(spec: PodSpec, node: Node): boolean {
-  const labels = node.metadata.labels ?? {};
-  for (const [key, value] of Object.entries(spec.nodeSelector ?? {})) {
-    if (labels[key] !== value) return false;
   }
-  const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
-    ?.nodeSelectorTerms;
-  return terms === undefined || terms.some((term) => termMatches(term, node));
-}
-
-/** `tolerations`: `daemonPodTolerations(spec)`, computed once per plan rather than per node. */
-export function nodeShouldRunDaemonPod(
-  node: Node,
-  spec: PodSpec,
-  tolerations: Toleration[] = daemonPodTolerations(spec),
-): Placement {
-  const no = { shouldRun: false, shouldContinueRunning: false };
-  if (spec.nodeName && spec.nodeName !== node.metadata.name) return no;
-  if (!fitsNodeSelectorAndAffinity(spec, node)) return no;
-  const taints = node.spec?.taints ?? [];
-  if (untolerated(taints, tolerations, ["NoSchedule", "NoExecute"])) {
-    return {
-      shouldRun: false,
-      shouldContinueRunning: !untolerated(taints, tolerations, ["NoExecute"]),
-    };
-  }
-  return { shouldRun: true, shouldContinueRunning: true };
-}
-
-/** The taints the node lifecycle controller puts on a node it has lost (NotReady, Unknown). */
-const lostNodeTaints = new Set(["node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"]);
-
-/**
- * A node cut off from the cloud keeps its place while its pod runs on (ADR 0006): upstream
- * counts it misscheduled, because a new pod would not be scheduled there, and calls the set
- * complete while that pod is old. Here it stays desired and is updated when it is back. Only
- * when the lost-node taints are all that keep a new pod off it, and it has a pod of the set.
- */
-export function keepsPlaceWhileCut(
-  node: Node,
-  placement: Placement,
-  spec: PodSpec,
-  tolerations: Toleration[],
-  hasPod: boolean,
-): Placement {
-  if (placement.shouldRun || !placement.shouldContinueRunning || !hasPod) return placement;
-  const taints = node.spec?.taints ?? [];
-  if (!taints.some((t) => lostNodeTaints.has(t.key))) return placement;
-  const reachable = {
-    ...node,
-    spec: { ...node.spec, taints: taints.filter((t) => !lostNodeTaints.has(t.key)) },
-  };
-  return nodeShouldRunDaemonPod(reachable, spec, tolerations).shouldRun
-    ? { shouldRun: true, shouldContinueRunning: true }
-    : placement;
 }

@@ -8,8 +8,8 @@ import { Keys, type Node, type Pod, type PodTemplateSpec } from "../api/kube-obj
 import type { SetConfig } from "./config.ts";
 import { nameSuffix } from "../api/hash.ts";
 import { inPlacePatch, updatedInPlace } from "./in-place.ts";
-import { formatTime, isTerminating, parseTime, podNodeName } from "./objects.ts";
-import { daemonPodTolerations, type Placement } from "./placement.ts";
+import { formatTime, isTerminating, parseTime, podNodeName } from "./pod-node-state.ts";
+import { daemonPodTolerations, type Placement } from "./should-run.ts";
 import { controllerRef } from "./revisions.ts";
 import type { Action, Awaited, CreateJob, DeleteJob, EpochMillis, PlanEvent } from "../api/plan.ts";
 import { podImageReady } from "../api/image-pull.ts";

@@ -22,7 +22,7 @@ import {
   isPodReady,
   parseTime,
   podRevision,
-} from "./objects.ts";
+} from "./pod-node-state.ts";
 import {
   expectationTimeoutSeconds,
   nextPoll,

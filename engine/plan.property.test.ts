@@ -6,7 +6,7 @@ import { assertEquals } from "@std/assert";
 import fc from "fast-check";
 import { scaleIntOrPercent } from "../api/int-or-percent.ts";
 import { Keys, type Pod } from "../api/kube-objects.ts";
-import { formatTime, isNodeReady, podNodeName } from "./objects.ts";
+import { formatTime, isNodeReady, podNodeName } from "./pod-node-state.ts";
 import { plan } from "./plan.ts";
 import * as f from "./testdata/fleet.ts";
 import type { Plan, Snapshot } from "../api/plan.ts";

@@ -20,7 +20,7 @@
  *   OnDelete and OTA never delete for an update.
  * - Creations per call are at most burstReplicas minus creations still expected.
  * - A pod updated in place (InPlaceIfPossible) counts as unavailable until it runs its new images.
- * - Phases: revisions, then placement (`manage.ts`), then updates (`updates.ts`) planned on the
+ * - Phases: revisions, then placement (`placement.ts`), then updates (`updates.ts`) planned on the
  *   nodes as placement and earlier unobserved actions leave them, then status (`plan-report.ts`).
  */
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
@@ -31,7 +31,7 @@ import { readSet, resolve, type SetConfig } from "./config.ts";
 import { judgeFailures, planRollback } from "./failures.ts";
 import { planImagePulls, planPreDownload } from "./image-pulls.ts";
 import { planInPlaceReadiness, revisionTemplate } from "./in-place.ts";
-import { planPlacement } from "./manage.ts";
+import { planPlacement } from "./placement.ts";
 import {
   compareOldestFirst,
   isNodeReady,
@@ -40,9 +40,9 @@ import {
   parseTime,
   podNodeName,
   podRevision,
-} from "./objects.ts";
+} from "./pod-node-state.ts";
 import { finish, invalidOrUnmanagedPlan } from "./plan-report.ts";
-import { daemonPodTolerations, keepsPlaceWhileCut, nodeShouldRunDaemonPod } from "./placement.ts";
+import { daemonPodTolerations, keepsPlaceWhileCut, nodeShouldRunDaemonPod } from "./should-run.ts";
 import {
   afterActions,
   inPlaceGateExpected,

@@ -7,7 +7,7 @@ import { Keys, type Pod } from "../api/kube-objects.ts";
 import { matchesLabelSelector } from "../api/label-selector.ts";
 import { plural } from "./conditions.ts";
 import { type SetConfig, updateBudget } from "./config.ts";
-import { isPodAvailable, podRevision } from "./objects.ts";
+import { isPodAvailable, podRevision } from "./pod-node-state.ts";
 import { activePods, isPreDeleting, type NodeView, type PlanBuilder } from "./plan-builder.ts";
 
 /**

@@ -1,6 +1,6 @@
 import { assertEquals, assertRejects, assertStringIncludes } from "@std/assert";
 import { clientNodeApi, interceptApi, kubeWatch } from "./api.ts";
-import { type KubeObject, podAsCached, podCachedForm } from "./objects.ts";
+import { type KubeObject, podAsCached, podCachedForm } from "./wire-objects.ts";
 import { KubeError } from "./errors.ts";
 import {
   type Answer,

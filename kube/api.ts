@@ -7,7 +7,13 @@
 import * as k8s from "@kubernetes/client-node";
 import type { Access } from "./access.ts";
 import { toKubeError } from "./errors.ts";
-import { type CachedForm, type KubeList, type KubeObject, toWire, wholeObject } from "./objects.ts";
+import {
+  type CachedForm,
+  type KubeList,
+  type KubeObject,
+  toWire,
+  wholeObject,
+} from "./wire-objects.ts";
 import { ListItemsReader } from "./list-items.ts";
 import type { WatchFn } from "./watcher.ts";
 import { decodeObject, decodeWatchEvent, ProtobufListItems, WatchFrames } from "../api/protobuf.ts";

@@ -3,9 +3,9 @@ import { eventually } from "../lib/eventually.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { type CacheChange, isAtLeast, SnapshotCache } from "./cache.ts";
 import { pullSetLabel } from "../api/image-pull.ts";
-import type { KubeList, KubeObject } from "./objects.ts";
+import type { KubeList, KubeObject } from "./wire-objects.ts";
 import type { WatchFn } from "./watcher.ts";
-import type { CachedForm } from "./objects.ts";
+import type { CachedForm } from "./wire-objects.ts";
 
 type OnLine = (type: string, object: unknown) => void;
 type Done = (err: unknown) => void;

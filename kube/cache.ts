@@ -33,7 +33,7 @@ import {
   podCachedForm,
   setChangeView,
   wholeObject,
-} from "./objects.ts";
+} from "./wire-objects.ts";
 import { type RunningWatch, startWatch, type WatchFn } from "./watcher.ts";
 
 /** The watches a cache adds to the lists `accessOf` names (the controller's ClusterRole). */

@@ -3,7 +3,7 @@ import { clientNodeApi, interceptApi, type Overrides } from "./api.ts";
 import { claimTarget, KubeClient, type RequestRecord } from "./client.ts";
 import { isConflict, KubeError } from "./errors.ts";
 import { SnapshotCache } from "./cache.ts";
-import type { KubeObject } from "./objects.ts";
+import type { KubeObject } from "./wire-objects.ts";
 import type { WatchFn } from "./watcher.ts";
 import { memoryApi } from "../tests/doubles/memory-api.ts";
 import { memoryLogger } from "../lib/log.ts";

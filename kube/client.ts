@@ -19,7 +19,7 @@ import {
   KubeError,
   toKubeError,
 } from "./errors.ts";
-import type { KubeObject } from "./objects.ts";
+import type { KubeObject } from "./wire-objects.ts";
 import {
   customSetResources,
   kruiseSetKind,

@@ -11,7 +11,7 @@
  */
 import type { Action } from "../api/plan.ts";
 import type { KubeClient } from "./client.ts";
-import type { KubeObject } from "./objects.ts";
+import type { KubeObject } from "./wire-objects.ts";
 import type { SetRef } from "../api/set-ref.ts";
 import { type KubeError, toKubeError } from "./errors.ts";
 import { forEachConcurrently } from "../lib/concurrently.ts";

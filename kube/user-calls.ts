@@ -7,7 +7,7 @@
 import * as k8s from "@kubernetes/client-node";
 import { customSetResources, type SetKind } from "../api/set-ref.ts";
 import { toKubeError } from "./errors.ts";
-import { type KubeObject, toWire } from "./objects.ts";
+import { type KubeObject, toWire } from "./wire-objects.ts";
 
 export interface UserCalls {
   /** Creates any object the server serves, found by discovery from its apiVersion and kind. */

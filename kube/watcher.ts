@@ -9,7 +9,7 @@
  */
 import * as k8s from "@kubernetes/client-node";
 import type { Logger } from "../lib/log.ts";
-import type { KubeObject } from "./objects.ts";
+import type { KubeObject } from "./wire-objects.ts";
 import type { FieldView } from "../api/protobuf.ts";
 
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";

@@ -16,7 +16,7 @@ import {
 } from "../api/kruise.ts";
 import { isManagedDaemonSet } from "../api/openyurt.ts";
 import type { Logger } from "../lib/log.ts";
-import { type KubeObject, nodeSchedulingView, setChangeView } from "../kube/objects.ts";
+import { type KubeObject, nodeSchedulingView, setChangeView } from "../kube/wire-objects.ts";
 import { Fingerprints } from "../kube/fingerprints.ts";
 import { pullForAnnotation } from "../api/image-pull.ts";
 import { type BearerToken, EventSender } from "./sender.ts";

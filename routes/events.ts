@@ -1,7 +1,7 @@
 /**
  * `POST /events`: CloudEvents 1.0 (binary, structured or batch) of the types Knative's
  * ApiServerSource sends, which our relay sends too. Each event is checked here and becomes
- * the controller's queue keys (`controller/keys.ts`).
+ * the controller's queue keys (`controller/queue-keys.ts`).
  */
 import { type CloudEventV1, HTTP } from "cloudevents";
 import { z } from "zod";
@@ -12,7 +12,7 @@ import {
   type NodeChanges,
   type QueueKey,
   setQueueKey,
-} from "../controller/keys.ts";
+} from "../controller/queue-keys.ts";
 import { setKindOf } from "../api/set-ref.ts";
 import { badRequest } from "./errors.ts";
 import { dnsName, namespaceName } from "./params.ts";

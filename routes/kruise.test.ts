@@ -6,7 +6,7 @@
 import { assert, assertEquals } from "@std/assert";
 import { plan } from "../engine/plan.ts";
 import { harness } from "../tests/doubles/controller-harness.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 
 const kruiseSet = (image = "agent:1"): KubeObject => ({
   apiVersion: "apps.kruise.io/v1beta1",

@@ -5,7 +5,7 @@ import { interceptApi, type Overrides } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { KubeError } from "../kube/errors.ts";
 import { type MemoryApi, memoryApi } from "../tests/doubles/memory-api.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { leanApiOver } from "../tests/doubles/lean-api.ts";
 import { requireBearer, staticTokenAuthenticator } from "./auth.ts";
 import { errorHandler } from "./errors.ts";

@@ -68,14 +68,14 @@ Deno.test("a rollout on the simulator converges with the right status, then writ
 
     // Converged: 100 more reconciles write nothing (the simulator counts every request).
     // Reconciles the caches call (node heartbeats) must not straddle the counts.
-    const { queue: coalescer } = controller.controller;
-    await coalescer.idle();
+    const { queue } = controller.controller;
+    await queue.idle();
     const before = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
     for (let i = 0; i < 100; i++) {
       const { status, body } = await post("/reconcile/advanceddaemonsets/default/agent");
       assertEquals([status, body.claimed, body.actions.length], [200, false, 0]);
     }
-    await coalescer.idle();
+    await queue.idle();
     const after = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
     for (const verb of ["create", "update", "patch", "delete"]) {
       assertEquals(

@@ -9,7 +9,7 @@ import { assertEquals, assertRejects } from "@std/assert";
 import { edgerollCrds } from "../api/crd.ts";
 import { accessOf, clientNodeApi, type KubeApi, type KubeMethod } from "../kube/api.ts";
 import { KubeError, toKubeError } from "../kube/errors.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { rolloutStatusObject } from "../api/rollout-status.ts";
 import { withSim } from "./sim/helpers.ts";
 

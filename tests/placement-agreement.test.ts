@@ -7,7 +7,7 @@
  */
 import { assertEquals } from "@std/assert";
 import type { Node, NodeSelectorRequirement, PodSpec } from "../api/kube-objects.ts";
-import { nodeShouldRunDaemonPod } from "../engine/placement.ts";
+import { nodeShouldRunDaemonPod } from "../engine/should-run.ts";
 import { matchesNodeAffinity } from "../sim/cluster/placement.ts";
 import type { Node as SimNode, PodSpec as SimPodSpec } from "../sim/cluster/types.ts";
 

@@ -10,7 +10,7 @@ import * as f from "../engine/testdata/fleet.ts";
 import { interceptApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { memoryApi } from "./doubles/memory-api.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { createReconciler } from "../controller/reconciler.ts";
 
 const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };

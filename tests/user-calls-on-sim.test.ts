@@ -7,7 +7,7 @@
 import { assertEquals, assertRejects } from "@std/assert";
 import { edgerollCrds } from "../api/crd.ts";
 import { KubeError } from "../kube/errors.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { userCalls } from "../kube/user-calls.ts";
 import { agentSet } from "./controller-on-sim.ts";
 import { withSim } from "./sim/helpers.ts";

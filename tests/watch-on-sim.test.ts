@@ -12,7 +12,7 @@ import { memoryLogger } from "../lib/log.ts";
 import { clientNodeWatch, type RunningWatch, startWatch, type WatchFn } from "../kube/watcher.ts";
 import { kubeWatch } from "../kube/api.ts";
 import { loadKubeConfig } from "../kube/config.ts";
-import type { KubeObject } from "../kube/objects.ts";
+import type { KubeObject } from "../kube/wire-objects.ts";
 import { startSim } from "../sim/start.ts";
 import { stillCluster } from "./sim/helpers.ts";
 

@@ -13,7 +13,7 @@ import {
   type Pod,
   type Taint,
 } from "../../api/kube-objects.ts";
-import { formatTime, isNodeReady, podNodeName } from "../objects.ts";
+import { formatTime, isNodeReady, podNodeName } from "../pod-node-state.ts";
 import type { Plan, Snapshot } from "../../api/plan.ts";
 
 export const t0 = Date.parse("2026-01-01T00:00:00Z");

@@ -59,7 +59,7 @@ function requirementMatches(
 
 /**
  * `strconv.ParseInt(text, 10, 64)`, as upstream reads Gt and Lt: an optional sign and decimal
- * digits within int64, else nothing. Kept in the same words in engine/placement.ts
+ * digits within int64, else nothing. Kept in the same words in engine/should-run.ts
  * (sim may not import engine/); tests/placement-agreement.test.ts holds the two together.
  */
 function parseInt64(text: string | undefined): bigint | undefined {

@@ -6,7 +6,7 @@
  */
 import type { ApiGroup, KubeApi, MergePatch } from "../../kube/api.ts";
 import { KubeError } from "../../kube/errors.ts";
-import { type KubeObject, wholeObject } from "../../kube/objects.ts";
+import { type KubeObject, wholeObject } from "../../kube/wire-objects.ts";
 import { customSetResources, kruiseSetKind, type SetKind } from "../../api/set-ref.ts";
 
 type Resource =

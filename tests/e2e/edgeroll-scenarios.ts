@@ -7,7 +7,7 @@ import { assertEquals, assertStringIncludes } from "@std/assert";
 import { KubectlError } from "../../cluster/kubectl.ts";
 import { conditionStatus, eventually, Kube, patchArgs, type Pod } from "./kube.ts";
 import type { E2eTarget } from "./target.ts";
-import type { KubeObject } from "../../kube/objects.ts";
+import type { KubeObject } from "../../kube/wire-objects.ts";
 import type { Scenario } from "./scenarios.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
 import { otaDaemonSet, otaPodsMarked } from "../edge-ota.ts";

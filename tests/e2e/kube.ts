@@ -4,7 +4,7 @@ import { kubectl, kubectlJson } from "../../cluster/kubectl.ts";
 import { edgerollCrdFileNames } from "../../cli/crd-command.ts";
 import { writtenStatus } from "../../api/written-status.ts";
 import type { SetKind } from "../../api/set-ref.ts";
-import type { KubeObject } from "../../kube/objects.ts";
+import type { KubeObject } from "../../kube/wire-objects.ts";
 
 export interface Condition {
   type: string;

@@ -13,7 +13,7 @@ import type { Logger } from "../lib/log.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 import { realTimers, type TimerHandle, type Timers } from "../lib/timers.ts";
 
-export interface CoalescerOptions {
+export interface WorkQueueOptions {
   /** Keys reconciled at the same time. */
   concurrency?: number;
   /** Wait after a key is first asked for, so a burst of events becomes one run. */
@@ -36,7 +36,7 @@ export type RunKey<K extends string = string> = (
 ) => Promise<number | null | undefined | void>;
 
 /** Keys are strings so that equal keys are one (`K` narrows which strings). */
-export class Coalescer<K extends string = string> {
+export class WorkQueue<K extends string = string> {
   readonly #run: RunKey<K>;
   readonly #retryMs: number;
   readonly #maxRetryMs: number;
@@ -61,7 +61,7 @@ export class Coalescer<K extends string = string> {
   requested = 0;
   started = 0;
 
-  constructor(run: RunKey<K>, options: CoalescerOptions) {
+  constructor(run: RunKey<K>, options: WorkQueueOptions) {
     this.#run = run;
     this.#retryMs = options.retryMs ?? 500;
     this.#maxRetryMs = options.maxRetryMs ?? 30_000;

@@ -4,7 +4,7 @@
  * or the controller's own cache reported it.
  */
 import { isManagedDaemonSet } from "../api/openyurt.ts";
-import { nodeSchedulingView } from "../kube/objects.ts";
+import { nodeSchedulingView } from "../kube/wire-objects.ts";
 import { parseSetKey, setKey, setKindOf, type SetRef } from "../api/set-ref.ts";
 import { Fingerprints } from "../kube/fingerprints.ts";
 import { pullForAnnotation } from "../api/image-pull.ts";

@@ -1,6 +1,6 @@
 import { assertEquals } from "@std/assert";
 import { memoryLogger } from "../lib/log.ts";
-import { Coalescer, type RunKey } from "./coalescer.ts";
+import { type RunKey, WorkQueue } from "./work-queue.ts";
 import { ManualTimers } from "../tests/doubles/manual-timers.ts";
 
 function recorder(answers: Record<string, (number | Error)[]>) {
@@ -22,7 +22,7 @@ function recorder(answers: Record<string, (number | Error)[]>) {
 
 Deno.test("a key waiting is not queued twice; distinct keys each run", async () => {
   const r = recorder({});
-  const c = new Coalescer(r.run, { logger: memoryLogger(), delayMs: 1 });
+  const c = new WorkQueue(r.run, { logger: memoryLogger(), delayMs: 1 });
   try {
     for (const key of ["a", "b", "a", "a", "b"]) c.add(key);
     await r.after(2);
@@ -37,7 +37,7 @@ Deno.test("a key waiting is not queued twice; distinct keys each run", async () 
 Deno.test("a run that asks to be looked at again is run again then, not sooner", async () => {
   const timers = new ManualTimers();
   const r = recorder({ a: [2] });
-  const c = new Coalescer(r.run, { logger: memoryLogger(), timers });
+  const c = new WorkQueue(r.run, { logger: memoryLogger(), timers });
   try {
     c.add("a");
     await timers.advance(1999);
@@ -53,7 +53,7 @@ Deno.test("a failed run is retried with doubling backoff until it succeeds", asy
   const timers = new ManualTimers();
   const logs = memoryLogger();
   const r = recorder({ a: [new Error("503"), new Error("503")] });
-  const c = new Coalescer(r.run, { logger: logs, retryMs: 100, timers });
+  const c = new WorkQueue(r.run, { logger: logs, retryMs: 100, timers });
   try {
     c.add("a");
     await timers.advance(99);
@@ -77,7 +77,7 @@ Deno.test("a failed run is retried with doubling backoff until it succeeds", asy
 
 Deno.test("close drops waiting keys and pending requeues", async () => {
   const r = recorder({ a: [60] });
-  const c = new Coalescer(r.run, { logger: memoryLogger(), delayMs: 50 });
+  const c = new WorkQueue(r.run, { logger: memoryLogger(), delayMs: 50 });
   c.add("a");
   c.add("b");
   await c.close();
@@ -90,7 +90,7 @@ Deno.test("close drops waiting keys and pending requeues", async () => {
 Deno.test("a failure that will not pass with time is not retried", async () => {
   const logs = memoryLogger();
   const r = recorder({ gone: [new Error("404")] });
-  const c = new Coalescer(r.run, { logger: logs, retryMs: 1, retryable: () => false });
+  const c = new WorkQueue(r.run, { logger: logs, retryMs: 1, retryable: () => false });
   try {
     c.add("gone");
     await c.idle();
@@ -107,7 +107,7 @@ Deno.test("a key that keeps failing is not run again before its backoff, however
   const runs: number[] = [];
   const started = timers.now();
   // A set that is gone while its pods, held by a finalizer, keep sending events (issue 12).
-  const c = new Coalescer(() => {
+  const c = new WorkQueue(() => {
     runs.push(timers.now() - started);
     return Promise.reject(new Error("advanceddaemonsets/edge/gone not found"));
   }, { logger: logs, retryMs: 100, maxRetryMs: 1000, retryable: () => false, timers });
@@ -128,9 +128,9 @@ Deno.test("a key asked for while its failing run is in flight still waits out it
   const timers = new ManualTimers();
   const logs = memoryLogger();
   const runs: number[] = [];
-  let c: Coalescer | undefined = undefined;
+  let c: WorkQueue | undefined = undefined;
   // A set that is gone while its pods' events keep coming, one during every run (issue 12).
-  c = new Coalescer(() => {
+  c = new WorkQueue(() => {
     runs.push(timers.now());
     // Bounded, so a hot loop fails the assertion below instead of running forever.
     if (runs.length < 20) c!.add("gone");

@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { normalizeImage } from "./objects.ts";
+import { normalizeImage } from "./pod-node-state.ts";
 
 Deno.test("image references are compared as the container runtime reports them", () => {
   assertEquals(normalizeImage("nginx:1.27"), "docker.io/library/nginx:1.27");
