@@ -1,6 +1,6 @@
 /**
  * `edgeroll openapi`: writes the OpenAPI documents of the controller and the edge agent, written
- * from the routes' zod schemas (routes/controller-api.ts, routes/ota-docs.ts; ADR 0036). The edge
+ * from the routes' zod schemas (routes/controller-api.ts, routes/ota-docs.ts; ADR 0046). The edge
  * agent serves its committed copy (it loads no zod); `openapi-command.test.ts` holds both copies
  * to a fresh generation, so a route change without `deno task openapi` fails the tests.
  */

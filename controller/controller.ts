@@ -79,7 +79,7 @@ export function createController(deps: ControllerDeps) {
    * The step, whoever calls it (the queue, the tick, a route). One whose pod writes landed asks
    * the queue for another at once: its claim wrote the status before acting (ADR 0015), so
    * what the act changed (a pod created, deleted, patched, its gate opened) is counted only by
-   * the next step, which must not wait for an event or the engine's next look (ADR 0033).
+   * the next step, which must not wait for an event or the engine's next look (ADR 0043).
    * Asked while the queue runs that set, it is the one run after (folded with the events the
    * writes raise). Runs of one set take turns, whoever calls them: a route's run beside the
    * queue's would each lose the other's claims (a curl loop got 409 after three lost).

@@ -1,7 +1,7 @@
 /**
  * The controller's HTTP surface as schemas: what its routes check requests with (routes/app.ts
  * validates with these), what they answer, and the route list the OpenAPI document is written
- * from (ADR 0036).
+ * from (ADR 0046).
  */
 import { z } from "zod";
 import { type SetKind, setKinds } from "../api/set-ref.ts";

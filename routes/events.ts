@@ -86,7 +86,7 @@ function requireAttributes(headers: Headers, body: string): void {
     if (missing.length > 0) {
       throw badRequest(`not a CloudEvent: event ${i} lacks ${missing.join(", ")}`);
     }
-    // The SDK keeps whatever version it is given (found by the fuzz stage, ADR 0036).
+    // The SDK keeps whatever version it is given (found by the fuzz stage, ADR 0047).
     const version = (event as Record<string, unknown>).specversion;
     if (version !== "1.0") {
       throw badRequest(

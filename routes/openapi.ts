@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document of an app's HTTP surface, written from the zod schemas its routes
  * check requests with (zod's own JSON Schema output, draft 2020-12 as OpenAPI 3.1 takes it;
- * ADR 0036). Each app lists its routes as `RouteDoc`s beside the routes themselves; a test holds
+ * ADR 0046). Each app lists its routes as `RouteDoc`s beside the routes themselves; a test holds
  * the list to what the Hono app serves.
  */
 import { z } from "zod";

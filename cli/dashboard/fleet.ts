@@ -2,7 +2,7 @@
  * What the dashboard reads, with the caller's kubeconfig: the managed sets, and one set as the
  * controller would plan it now (`status`'s reading: the set, its revisions, its pods and the
  * nodes, pods and nodes from watch-backed caches, kube/cache.ts), with its latest Events. A
- * change in a cache is reported to the streams, which read their set again (ADR 0036).
+ * change in a cache is reported to the streams, which read their set again (ADR 0045).
  */
 import { plan } from "../../engine/plan.ts";
 import { setKey, type SetRef } from "../../api/set-ref.ts";

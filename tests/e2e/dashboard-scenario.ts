@@ -2,7 +2,7 @@
  * `edgeroll dashboard` as a person runs it while the controller rolls a set: the list links the
  * set, the page draws its nodes, the stream turns tiles as pods update and shows a node cut off
  * from the cloud, and the pause button (its POST, with the page's token and origin) pauses the set
- * through the CLI's own code. On sim and on cluster/ (ADR 0036).
+ * through the CLI's own code. On sim and on cluster/ (ADR 0045).
  */
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { withRollingDashboard } from "../dashboard-fixture.ts";
