@@ -81,6 +81,32 @@ Deno.test("a list read as its chunks arrive, however they cut it, is the list de
   }
 });
 
+Deno.test("fields the list reader does not know, of each fixed width, are stepped over whole", () => {
+  const bytes = fixture("nodelist.pb");
+  const unknownFields = [
+    ...[(9 << 3) | 0, 0xac, 0x02], // a varint, 300
+    ...[(10 << 3) | 1, 0, 0, 0, 0, 0x12, 0x7f, 0, 0], // a fixed64 whose 5th byte reads as a tag
+    ...[(11 << 3) | 5, 1, 2, 3, 4], // a fixed32
+  ];
+  // Just after the 4-byte magic, as the first fields of the envelope.
+  const withUnknown = new Uint8Array([
+    ...bytes.subarray(0, 4),
+    ...unknownFields,
+    ...bytes.subarray(4),
+  ]);
+  const read = (input: Uint8Array, chunkSize: number) => {
+    const items: unknown[] = [];
+    const reader = new ProtobufListItems((item) => items.push(item));
+    for (let at = 0; at < input.length; at += chunkSize) {
+      reader.push(input.subarray(at, at + chunkSize));
+    }
+    return { ...reader.end(), items };
+  };
+  for (const chunkSize of [1, 5, withUnknown.length]) {
+    assertEquals(read(withUnknown, chunkSize), read(bytes, bytes.length));
+  }
+});
+
 Deno.test("a list cut short, not a list, or with an item past the cap, fails naming why", () => {
   const bytes = fixture("podlist.pb");
   const cut = new ProtobufListItems(() => {});

@@ -65,6 +65,9 @@ export class ProtobufError extends Error {
   override name = "ProtobufError";
 }
 
+/** Bytes that end before what they began: in a stream, the rest is still to come. */
+class PastEndError extends ProtobufError {}
+
 /** An envelope whose kind this decoder has no schema for. */
 export class UnreadKindError extends ProtobufError {
   override name = "UnreadKindError";
@@ -101,7 +104,7 @@ class Reader {
     let result = 0;
     let scale = 1;
     for (let i = 0; i < 10; i++) {
-      if (this.pos >= this.end) throw new ProtobufError("a varint runs past its message");
+      if (this.pos >= this.end) throw new PastEndError("a varint runs past its message");
       const byte = this.bytes[this.pos++];
       result += (byte & 0x7f) * scale;
       if (byte < 0x80) return result;
@@ -418,12 +421,31 @@ export function decodeWatchEvent(
   return { type, object };
 }
 
+/** A stream read in whole units: the bytes of a unit cut by a chunk's end wait for the next. */
+class PendingBytes {
+  #bytes = new Uint8Array(0);
+
+  /** The bytes still waiting, then `chunk`. */
+  before(chunk: Uint8Array): Uint8Array {
+    return this.#bytes.length === 0 ? chunk : concatBytes([this.#bytes, chunk]);
+  }
+
+  /** Keeps `bytes` from `from` on, as a copy: the chunk's buffer may be reused by its reader. */
+  keep(bytes: Uint8Array, from: number): void {
+    this.#bytes = bytes.slice(from);
+  }
+
+  get empty(): boolean {
+    return this.#bytes.length === 0;
+  }
+}
+
 /**
  * Splits a protobuf watch stream into its frames as chunks arrive: each four-byte big-endian
  * length and that many bytes. A frame larger than `maxFrameBytes` is an error, not a wait.
  */
 export class WatchFrames {
-  #pending = new Uint8Array(0);
+  #pending = new PendingBytes();
 
   constructor(
     private readonly onFrame: (frame: Uint8Array) => void,
@@ -431,7 +453,7 @@ export class WatchFrames {
   ) {}
 
   push(chunk: Uint8Array): void {
-    let bytes = this.#pending.length === 0 ? chunk : concatBytes([this.#pending, chunk]);
+    let bytes = this.#pending.before(chunk);
     while (bytes.length >= 4) {
       const length = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0);
       if (length > this.maxFrameBytes) {
@@ -441,46 +463,44 @@ export class WatchFrames {
       this.onFrame(bytes.subarray(4, 4 + length));
       bytes = bytes.subarray(4 + length);
     }
-    // Kept as a copy: the chunk's buffer may be reused by whoever read it.
-    this.#pending = bytes.slice();
+    this.#pending.keep(bytes, 0);
   }
 
   /** Whether a frame was cut short when the stream ended. */
   get partial(): boolean {
-    return this.#pending.length > 0;
+    return !this.#pending.empty;
   }
 }
 
-/** A field's header when all of it has arrived: its number, wire type and where its value lies. */
+/**
+ * A field's header when all of it has arrived (its value may still be arriving): its number, wire
+ * type and where its value lies.
+ */
 function fieldHeader(
   bytes: Uint8Array,
   pos: number,
 ): { number: number; wire: number; start: number; end: number } | undefined {
-  const varintAt = (at: number): [number, number] | undefined => {
-    let value = 0;
-    let scale = 1;
-    for (let i = at; i < bytes.length && i < at + 10; i++) {
-      value += (bytes[i] & 0x7f) * scale;
-      if (bytes[i] < 0x80) return [value, i + 1];
-      scale *= 128;
+  const reader = new Reader(bytes, pos);
+  try {
+    const key = reader.varint();
+    const wire = key & 7;
+    const start = reader.pos;
+    if (wire === 2) {
+      const length = reader.varint();
+      return { number: key >>> 3, wire, start: reader.pos, end: reader.pos + length };
     }
-    if (bytes.length >= at + 10) throw new ProtobufError("a varint longer than ten bytes");
-    return undefined;
-  };
-  const tag = varintAt(pos);
-  if (!tag) return undefined;
-  const [key, start] = tag;
-  const wire = key & 7;
-  if (wire === 2) {
-    const length = varintAt(start);
-    return length && { number: key >>> 3, wire, start: length[1], end: length[1] + length[0] };
+    if (wire === 0) {
+      reader.varint();
+      return { number: key >>> 3, wire, start, end: reader.pos };
+    }
+    if (wire === 1 || wire === 5) {
+      return { number: key >>> 3, wire, start, end: start + (wire === 1 ? 8 : 4) };
+    }
+    throw new ProtobufError(`wire type ${wire} is not read here`);
+  } catch (err) {
+    if (err instanceof PastEndError) return undefined;
+    throw err;
   }
-  if (wire === 0) {
-    const value = varintAt(start);
-    return value && { number: key >>> 3, wire, start, end: value[1] };
-  }
-  if (wire === 1 || wire === 5) return { number: key >>> 3, wire, start, end: start + wire + 3 };
-  throw new ProtobufError(`wire type ${wire} is not read here`);
 }
 
 /**
@@ -490,7 +510,7 @@ function fieldHeader(
  * `maxItemBytes` is an error, not a wait.
  */
 export class ProtobufListItems {
-  #pending = new Uint8Array(0);
+  #pending = new PendingBytes();
   #stage: "magic" | "envelope" | "list" | "after" = "magic";
   /** Bytes of the list's message not yet read. */
   #listLeft = 0;
@@ -506,7 +526,7 @@ export class ProtobufListItems {
   ) {}
 
   push(chunk: Uint8Array): void {
-    const bytes = this.#pending.length === 0 ? chunk : concatBytes([this.#pending, chunk]);
+    const bytes = this.#pending.before(chunk);
     let pos = 0;
     while (pos < bytes.length) {
       if (this.#stage === "magic") {
@@ -555,8 +575,7 @@ export class ProtobufListItems {
       }
       pos = field.end;
     }
-    // Kept as a copy: the chunk's buffer may be reused by whoever read it.
-    this.#pending = bytes.slice(pos);
+    this.#pending.keep(bytes, pos);
   }
 
   #startList(): void {
@@ -577,7 +596,7 @@ export class ProtobufListItems {
         `the list ended ${this.#stage === "list" ? "within" : "before"} its items`,
       );
     }
-    if (this.#pending.length > 0) throw new ProtobufError("the list ended within a field");
+    if (!this.#pending.empty) throw new ProtobufError("the list ended within a field");
     return { apiVersion: this.#apiVersion, kind: this.#kind, metadata: this.#metadata };
   }
 }

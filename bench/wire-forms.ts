@@ -1,8 +1,8 @@
 /**
  * Pods and nodes as the caches read them, from kube-apiserver's own answers (api/testdata/protobuf:
  * one list asked once as JSON and once as protobuf): bytes per item on the wire, the time to read
- * a list into what the cache keeps (kube/list-items.ts for JSON, api/protobuf.ts's
- * ProtobufListItems for protobuf, each with the cache's form), and the heap each kept item holds.
+ * a list into what the cache keeps (kube/list-items.ts's readListBody, the client's own path), and
+ * the heap each kept item holds.
  * The fixture's lists are read `copies` times over, as a fleet of that many lists would be.
  * Prints a table; never fails.
  *
@@ -10,8 +10,7 @@
  */
 import { parseArgs } from "node:util";
 import { markdownTable } from "./markdown-table.ts";
-import { ProtobufListItems } from "../api/protobuf.ts";
-import { ListItemsReader } from "../kube/list-items.ts";
+import { readListBody } from "../kube/list-items.ts";
 import {
   type CachedForm,
   type KubeObject,
@@ -40,22 +39,8 @@ function chunksOf(bytes: Uint8Array): Uint8Array[] {
   return chunks;
 }
 
-/** Every item of one list read in chunks, as kube/api.ts reads an answer, kept in `into`. */
-function readList(format: string, chunks: Uint8Array[], form: CachedForm, into: KubeObject[]) {
-  const keep = (item: unknown) => into.push(form.keep(item as KubeObject));
-  if (format === "protobuf") {
-    const reader = new ProtobufListItems(keep, form.view);
-    for (const chunk of chunks) reader.push(chunk);
-    reader.end();
-  } else {
-    const reader = new ListItemsReader(keep);
-    for (const chunk of chunks) reader.push(chunk);
-    reader.end();
-  }
-}
-
 /** One row: `kind` answered as `format`, read `copies` times, each item kept until measured. */
-function measure(kind: string, form: CachedForm, format: string): string[] {
+async function measure(kind: string, form: CachedForm, format: string): Promise<string[]> {
   // The JSON fixtures are indented; kube-apiserver answers compact JSON.
   const bytes = format === "JSON"
     ? new TextEncoder().encode(JSON.stringify(JSON.parse(
@@ -64,12 +49,12 @@ function measure(kind: string, form: CachedForm, format: string): string[] {
     : fixture(`${kind}list.pb`);
   const chunks = chunksOf(bytes);
   const perList: KubeObject[] = [];
-  readList(format, chunks, form, perList);
+  await readListBody(chunks, format === "protobuf", form, perList);
   gc?.();
   const before = Deno.memoryUsage().heapUsed;
   const kept: KubeObject[] = [];
   const started = performance.now();
-  for (let i = 0; i < copies; i++) readList(format, chunks, form, kept);
+  for (let i = 0; i < copies; i++) await readListBody(chunks, format === "protobuf", form, kept);
   const ms = performance.now() - started;
   gc?.();
   const retained = Deno.memoryUsage().heapUsed - before;
@@ -84,7 +69,7 @@ function measure(kind: string, form: CachedForm, format: string): string[] {
 
 const rows: string[][] = [];
 for (const [kind, form] of [["pod", podCachedForm], ["node", nodeCachedForm]] as const) {
-  for (const format of ["JSON", "protobuf"]) rows.push(measure(kind, form, format));
+  for (const format of ["JSON", "protobuf"]) rows.push(await measure(kind, form, format));
 }
 
 console.log(

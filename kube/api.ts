@@ -14,9 +14,9 @@ import {
   toWire,
   wholeObject,
 } from "./wire-objects.ts";
-import { ListItemsReader } from "./list-items.ts";
+import { readListBody } from "./list-items.ts";
 import type { WatchFn } from "./watcher.ts";
-import { decodeObject, decodeWatchEvent, ProtobufListItems, WatchFrames } from "../api/protobuf.ts";
+import { decodeObject, decodeWatchEvent, WatchFrames } from "../api/protobuf.ts";
 import { concatBytes } from "../lib/bytes.ts";
 import { JsonLines } from "../lib/json-lines.ts";
 import {
@@ -361,19 +361,8 @@ function kubeRequests(kc: k8s.KubeConfig) {
       if (!body) throw toKubeError(new Error("an answer without a body"), `GET ${path}`);
       try {
         const items: KubeObject[] = [];
-        if (isProtobufAnswer(response)) {
-          const reader = new ProtobufListItems(
-            (item) => items.push(form.keep(item as KubeObject)),
-            form.view,
-          );
-          for await (const chunk of body) reader.push(chunk);
-          const { resourceVersion } = reader.end().metadata as { resourceVersion?: string };
-          return { items, resourceVersion: resourceVersion ?? "" };
-        }
-        const reader = new ListItemsReader((item) => items.push(form.keep(item as KubeObject)));
-        for await (const chunk of body) reader.push(chunk);
-        const metadata = reader.end().rest.metadata as { resourceVersion?: string } | undefined;
-        return { items, resourceVersion: metadata?.resourceVersion ?? "" };
+        const resourceVersion = await readListBody(body, isProtobufAnswer(response), form, items);
+        return { items, resourceVersion };
       } catch (err) {
         // A body cut short reads as a cut connection: the reader lists again, after its backoff.
         throw toKubeError(err, `GET ${path}`);

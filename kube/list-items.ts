@@ -6,6 +6,8 @@
  * item, only one full object lives at a time beside what the reader keeps of it.
  */
 import { concatBytes } from "../lib/bytes.ts";
+import { ProtobufListItems } from "../api/protobuf.ts";
+import type { CachedForm, KubeObject } from "./wire-objects.ts";
 const openBrace = 0x7b, closeBrace = 0x7d, openBracket = 0x5b, closeBracket = 0x5d;
 const quote = 0x22, backslash = 0x5c;
 
@@ -145,6 +147,27 @@ export class ListItemsReader {
     this.#items++;
     this.#onItem(JSON.parse(this.#decoder.decode(bytes)));
   }
+}
+
+/**
+ * A list answer's body, JSON or protobuf, read item by item into `into`, each kept in the cache's
+ * `form`; answers the list's resourceVersion. The client's list and bench/wire-forms.ts read
+ * through this one path.
+ */
+export async function readListBody(
+  body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  protobuf: boolean,
+  form: CachedForm,
+  into: KubeObject[],
+): Promise<string> {
+  const keep = (item: unknown) => into.push(form.keep(item as KubeObject));
+  const reader = protobuf ? new ProtobufListItems(keep, form.view) : new ListItemsReader(keep);
+  for await (const chunk of body) reader.push(chunk);
+  const ended = reader.end();
+  const metadata = ("rest" in ended ? ended.rest.metadata : ended.metadata) as
+    | { resourceVersion?: string }
+    | undefined;
+  return metadata?.resourceVersion ?? "";
 }
 
 function notAnObject(index: number): Error {
