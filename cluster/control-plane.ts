@@ -271,6 +271,8 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
     );
     log({ msg: "nodes created", nodes: state.nodes.length });
     const running = [etcd, apiserver, controllerManager, scheduler, kwok];
+    const kwokStages = { kubeconfigPath: state.kubeconfigPath, kwok, running, log };
+    await settleKwokStages(kwokStages, "Node", "node-ready");
     // kwok readies a few hundred nodes a second here: 3 min, and more for fleets of thousands.
     await waitFor(`${state.nodes.length} nodes to be Ready and untainted`, running, async () => {
       const list = await kubectlJson<NodeList>(state.kubeconfigPath, ["get", "nodes"]);
@@ -282,6 +284,7 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
       ["create", "-f", "-"],
       await podStagesJson(state.kubeconfigPath, options.podReadyDelayMs),
     );
+    await settleKwokStages(kwokStages, "Pod", "pod-ready");
     // Pods are refused until the service-account controller made the namespace's account.
     await waitFor("the default ServiceAccount", running, async () => {
       try {
@@ -514,9 +517,63 @@ async function kubeconfigYaml(
 }
 
 /**
+ * Waits until kwok has started the controller of `kind`'s stages, then makes sure it holds every
+ * one of them. kwok 0.7.0 caches its Stage list under the Stage informer's last-synced
+ * resourceVersion, which is set before the informer's store holds what was listed or watched; a
+ * read in between keeps the list as it was until some Stage changes (ADR 0049: one CI start waited
+ * 180 s for nodes whose stages kwok never saw). Touching one of the kind's Stages, once its
+ * creation events are in, changes that version, and kwok reads them all again.
+ */
+async function settleKwokStages(
+  { kubeconfigPath, kwok, running, log }: {
+    kubeconfigPath: string;
+    kwok: StartedProcess;
+    running: StartedProcess[];
+    log: NonNullable<ClusterOptions["log"]>;
+  },
+  kind: "Node" | "Pod",
+  stageName: string,
+): Promise<void> {
+  const started = async () =>
+    (await Deno.readTextFile(kwok.logPath)).split("\n").some((line) =>
+      line.includes(`"msg":"Start stage controller"`) && line.includes(`"Kind":"${kind}"`)
+    );
+  const touch = (count: number) =>
+    kubectl(kubeconfigPath, [
+      "annotate",
+      "--overwrite",
+      `stage/${stageName}`,
+      `edgeroll.dev/kwok-stages-touched=${count}`,
+    ]);
+  const touches = 3;
+  for (let count = 1; count <= touches; count++) {
+    try {
+      await waitFor(`kwok to start its ${kind} stage controller`, running, started, 10_000);
+      // The creation events of the kind's other Stages arrive within milliseconds of the first.
+      await sleep(300);
+      await touch(count);
+      return;
+    } catch (err) {
+      if (!(err instanceof WaitTimedOut) || count === touches) throw err;
+      log({
+        msg: "kwok missed its stages; touching one (ADR 0049)",
+        kind,
+        stage: stageName,
+        count,
+      });
+      await touch(count);
+    }
+  }
+}
+
+/**
  * Polls `ready` until it holds. Fails at once, with the log's tail, if a process it depends on
  * died, and after `timeoutMs` otherwise.
  */
+class WaitTimedOut extends Error {
+  override name = "WaitTimedOut";
+}
+
 async function waitFor(
   what: string,
   dependsOn: StartedProcess | StartedProcess[],
@@ -534,7 +591,7 @@ async function waitFor(
     if (await ready().catch(() => false)) return;
     if (Date.now() > deadline) {
       const logs = processes.map((p) => `--- ${p.name}:\n${logTail(p.logPath, 5)}`).join("\n");
-      throw new Error(`timed out waiting for ${what}; the logs end:\n${logs}`);
+      throw new WaitTimedOut(`timed out waiting for ${what}; the logs end:\n${logs}`);
     }
     await sleep(250);
   }
