@@ -9,7 +9,7 @@ import type { Pod, PodTemplateSpec } from "../api/kube-objects.ts";
 import type { EpochMillis, RollbackTemplate } from "../api/plan.ts";
 import { resolve, type SetConfig } from "./config.ts";
 import { formatTime, isPodReady, parseTime, podRevision } from "./pod-node-state.ts";
-import type { NodeView } from "./plan-builder.ts";
+import type { NodeView } from "./node-view.ts";
 
 type Stop = NonNullable<AdvancedDaemonSetStatus["rolloutStop"]>;
 
@@ -180,7 +180,7 @@ export function planRollback(
   hash: string,
   judged: Judgement | undefined,
   lastComplete: string | undefined,
-  templateOf: (hash: string) => PodTemplateSpec | undefined,
+  templates: ReadonlyMap<string, PodTemplateSpec>,
   now: EpochMillis,
 ):
   | { action: RollbackTemplate; record: NonNullable<AdvancedDaemonSetStatus["rollback"]> }
@@ -189,7 +189,7 @@ export function planRollback(
   if (!stop || !config.failurePolicy?.rollback || !lastComplete || lastComplete === hash) {
     return undefined;
   }
-  const found = templateOf(lastComplete) as (PodTemplateSpec & { $patch?: string }) | undefined;
+  const found = templates.get(lastComplete) as (PodTemplateSpec & { $patch?: string }) | undefined;
   if (!found) return undefined;
   // The native controller's revisions say `$patch: replace`: a directive, not a field.
   const { $patch: _, ...target } = found;

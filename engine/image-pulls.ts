@@ -32,7 +32,8 @@ import type { OwnerReference } from "../api/kube-objects.ts";
 import { setKey, setKindOf } from "../api/set-ref.ts";
 import { resolve, updateBudget } from "./config.ts";
 import { isNodeReady, parseTime, podRevision } from "./pod-node-state.ts";
-import { activePods, type NodeView, type PlanBuilder } from "./plan-builder.ts";
+import { type Allowance, PhaseDecisions, type PhaseResult, type PlanFacts } from "./decisions.ts";
+import { activePods, type NodeView } from "./node-view.ts";
 import { daemonPodTolerations } from "./should-run.ts";
 import { controllerRef } from "./revisions.ts";
 
@@ -42,9 +43,9 @@ class Pulls {
   readonly recording: Set<string | undefined>;
 
   constructor(
-    readonly builder: PlanBuilder,
+    readonly out: PhaseDecisions,
     readonly read: PullObjects | undefined,
-    pending: Expectation[],
+    pending: readonly Expectation[],
   ) {
     this.jobs = new Map((read?.jobs ?? []).map((job) => [job.metadata.name ?? "", job]));
     // A result written and not yet seen: a cache still showing the pod as before plans nothing.
@@ -55,9 +56,9 @@ class Pulls {
   }
 
   create(job: Job, node: string, pod: string | undefined, reason: string): boolean {
-    if (!this.builder.writeJob({ type: "createJob", reason, node, job })) return false;
+    if (!this.out.writeJob({ type: "createJob", reason, node, job })) return false;
     const images = [...new Set(job.spec!.template!.spec!.containers.map((c) => c.image))];
-    this.builder.event({
+    this.out.event({
       type: "Normal",
       reason: "PullImageStarted",
       message: `Created Job ${job.metadata.name} to pull ${images.join(", ")} on node ${node}`,
@@ -67,7 +68,7 @@ class Pulls {
   }
 
   delete(job: Job, reason: string): boolean {
-    return this.builder.writeJob({
+    return this.out.writeJob({
       type: "deleteJob",
       reason,
       name: job.metadata.name ?? "",
@@ -88,14 +89,14 @@ class Pulls {
     outcome: { state: "pulled" } | { state: "failed"; why: string },
     onSet: boolean,
   ): boolean {
-    const hash = this.builder.hash;
+    const hash = this.out.hash;
     const name = job.metadata.name ?? "";
     const condition = pullResult(hash, name, outcome);
-    if (!this.builder.markImageReady(pod, node, condition, `the pull Job ${name} ended`)) {
+    if (!this.out.markImageReady(pod, node, condition, `the pull Job ${name} ended`)) {
       return false;
     }
     const pulled = outcome.state === "pulled";
-    this.builder.event({
+    this.out.event({
       type: pulled ? "Normal" : "Warning",
       reason: condition.reason,
       message: pulled
@@ -108,7 +109,7 @@ class Pulls {
 
   /** The Job pulling the current template's images on `node`, owned by `owner`. */
   manifest(name: string, node: string, owner: OwnerReference, deadlineSeconds: number): Job {
-    const { template, identity } = this.builder.config;
+    const { template, identity } = this.out.config;
     const spec = template.spec;
     const kind = setKindOf(identity.apiVersion, identity.kind);
     const marks = {
@@ -159,44 +160,49 @@ class Pulls {
  * result. A request for an older revision waits for a new one, as YurtHub's upgrade refuses it.
  */
 export function planImagePulls(
-  builder: PlanBuilder,
-  views: NodeView[],
-  pending: Expectation[],
+  facts: PlanFacts,
+  allowance: Allowance,
+  views: readonly NodeView[],
+  pending: readonly Expectation[],
   read: PullObjects | undefined,
-): void {
-  const pulls = new Pulls(builder, read, pending);
+): PhaseResult {
+  const out = new PhaseDecisions(facts, allowance);
+  const pulls = new Pulls(out, read, pending);
   for (const view of views) {
     for (const pod of view.live) {
       const hash = requestedPull(pod);
-      if (hash !== builder.hash || pulls.recording.has(pod.metadata.uid)) continue;
+      if (hash !== out.hash || pulls.recording.has(pod.metadata.uid)) continue;
       const name = pullJobName(pod.metadata.name ?? "", hash);
       const job = pulls.jobs.get(name);
       const wanted = `job/${name} pulled`;
       const why = `node ${view.name} asked to pull the images of revision ${hash}`;
       if (job && isOlderThanRequest(job, pod)) {
-        if (!jobFinished(job) && !pulls.delete(job, "the pull was asked for again")) return;
-        builder.wait(wanted, `${why}; its earlier Job is replaced`);
-        builder.poll(builder.now);
+        if (!jobFinished(job) && !pulls.delete(job, "the pull was asked for again")) {
+          return out.done();
+        }
+        out.wait(wanted, `${why}; its earlier Job is replaced`);
+        out.poll(out.now);
         continue;
       }
       if (!job) {
         const { name: podName = "", uid = "" } = pod.metadata;
         const owner = { apiVersion: "v1", kind: "Pod", name: podName, uid };
         const manifest = pulls.manifest(name, view.name, owner, pullJobDeadlineSeconds);
-        if (!pulls.create(manifest, view.name, pod.metadata.name, why)) return;
-        builder.wait(wanted, why);
-        builder.poll(builder.now);
+        if (!pulls.create(manifest, view.name, pod.metadata.name, why)) return out.done();
+        out.wait(wanted, why);
+        out.poll(out.now);
         continue;
       }
       const outcome = pullOutcome(job, read?.pods ?? []);
       if (outcome.state === "pulling") {
-        builder.wait(wanted, why);
-        builder.poll(parseTime(job.metadata.creationTimestamp) ?? builder.now);
+        out.wait(wanted, why);
+        out.poll(parseTime(job.metadata.creationTimestamp) ?? out.now);
         continue;
       }
-      if (!pulls.record(pod, view.name, job, outcome, false)) return;
+      if (!pulls.record(pod, view.name, job, outcome, false)) return out.done();
     }
   }
+  return out.done();
 }
 
 /** A Job made before the pod's latest request (a new `imagepull` after an earlier result). */
@@ -234,17 +240,20 @@ export const failedNodesListed = 10;
  * revision, are deleted while they run.
  */
 export function planPreDownload(
-  builder: PlanBuilder,
-  desired: NodeView[],
-  order: NodeView[],
+  facts: PlanFacts,
+  allowance: Allowance,
+  desired: readonly NodeView[],
+  order: readonly NodeView[],
   isAvailable: (pod: Pod) => boolean,
-  pending: Expectation[],
+  pending: readonly Expectation[],
   read: PullObjects | undefined,
-): PreDownload | undefined {
-  const { config, hash } = builder;
+  touched: ReadonlySet<string>,
+): PhaseResult & { progress?: PreDownload } {
+  const out = new PhaseDecisions(facts, allowance);
+  const { config, hash } = facts;
   const asked = config.preDownload;
-  if (!asked || (config.mode !== "Recreate" && config.mode !== "Surge")) return undefined;
-  const pulls = new Pulls(builder, read, pending);
+  if (!asked || (config.mode !== "Recreate" && config.mode !== "Surge")) return out.done();
+  const pulls = new Pulls(out, read, pending);
   const owner = controllerRef(config.identity);
   const ours = [...pulls.jobs.values()].filter((job) =>
     job.metadata.ownerReferences?.some((o) => o.uid === config.identity.uid)
@@ -272,13 +281,9 @@ export function planPreDownload(
         `every pod updates in one wave (maxUnavailable ${maxUnavailable} of ${count}): nothing to pull ahead of`,
     };
     for (const job of ours) stale(job, "the set updates in one wave");
-    return progress;
+    return { ...out.done(), progress };
   }
 
-  // Pods this plan already replaces or patches: their new pod pulls for itself.
-  const touched = new Set(
-    builder.actions.flatMap((a) => a.type === "deletePod" || a.type === "patchPod" ? [a.uid] : []),
-  );
   const candidates: { view: NodeView; name: string }[] = [];
   for (const view of order) {
     const active = activePods(view);
@@ -307,7 +312,7 @@ export function planPreDownload(
     const outcome = pullOutcome(job, read?.pods ?? []);
     if (outcome.state === "pulling") {
       progress.pulling++;
-      builder.poll(parseTime(job.metadata.creationTimestamp) ?? builder.now);
+      out.poll(parseTime(job.metadata.creationTimestamp) ?? out.now);
       continue;
     }
     if (outcome.state === "pulled") progress.pulled++;
@@ -327,12 +332,12 @@ export function planPreDownload(
         message:
           `${updatedReady} of ${minimum} pods of the new revision available before the rest of the fleet pulls (image-predownload-min-updated-ready-pods)`,
       };
-      builder.wait(
+      out.wait(
         `${minimum} pods of revision ${hash} available`,
         "the rest of the fleet pre-downloads its images then",
       );
     }
-    return progress;
+    return { ...out.done(), progress };
   }
   for (const { view, name } of candidates) {
     if (progress.pulling >= asked.parallelism) break;
@@ -342,10 +347,10 @@ export function planPreDownload(
     } of at most ${asked.parallelism} at once)`;
     if (!pulls.create(manifest, view.name, undefined, why)) break;
     progress.pulling++;
-    builder.wait(`job/${name} pulled`, why);
-    builder.poll(builder.now);
+    out.wait(`job/${name} pulled`, why);
+    out.poll(out.now);
   }
-  return progress;
+  return { ...out.done(), progress };
 }
 
 function failed(progress: PreDownload, node: string): void {

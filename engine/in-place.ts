@@ -8,9 +8,6 @@ import type { ControllerRevision, Pod, PodTemplateSpec } from "../api/kube-objec
 import { Keys } from "../api/kube-objects.ts";
 import { canonicalJson } from "../api/hash.ts";
 import type { PatchPod } from "../api/plan.ts";
-import type { Expectation } from "../api/advanced-daemonset.ts";
-import { runsItsSpec } from "./pod-node-state.ts";
-import { hasInPlaceGate, type NodeView, type PlanBuilder } from "./plan-builder.ts";
 
 /** The template a revision stands for (`data.spec.template`, as upstream stores it). */
 export function revisionTemplate(revision: ControllerRevision): PodTemplateSpec | undefined {
@@ -83,31 +80,4 @@ export function updatedInPlace(pod: Pod, current: PodTemplateSpec, hash: string)
       containers: pod.spec.containers.map((c) => ({ ...c, image: images.get(c.name) ?? c.image })),
     },
   };
-}
-
-/**
- * Opens the in-place readiness gate (`InPlaceUpdateReady` True) of every pod that carries it
- * and runs its spec: a new pod at once, as Kruise's refresh does, and a pod updated in place
- * once its containers run the new images. A pod with a condition write or a patch still
- * expected is left until it is seen.
- */
-export function planInPlaceReadiness(
-  builder: PlanBuilder,
-  views: NodeView[],
-  pending: Expectation[],
-): void {
-  const busy = new Set(
-    [...pending, ...builder.expectations]
-      .filter((e) => e.action === "setCondition" || e.action === "patch")
-      .map((e) => e.pod),
-  );
-  for (const view of views) {
-    for (const pod of view.live) {
-      if (!hasInPlaceGate(pod) || busy.has(pod.metadata.name ?? "") || !runsItsSpec(pod)) continue;
-      const gate = pod.status?.conditions?.find((c) => c.type === Keys.inPlaceUpdateReady);
-      if (gate?.status === "True") continue;
-      const reason = "the pod runs its spec: its in-place readiness gate opens";
-      if (!builder.markInPlaceReady(pod, "True", reason)) return;
-    }
-  }
 }

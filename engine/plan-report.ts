@@ -24,11 +24,13 @@ import {
   podRevision,
 } from "./pod-node-state.ts";
 import {
+  type Decisions,
   expectationTimeoutSeconds,
   nextPoll,
-  type NodeView,
-  type PlanBuilder,
-} from "./plan-builder.ts";
+  WaitList,
+  type Waits,
+} from "./decisions.ts";
+import type { NodeView } from "./node-view.ts";
 import type { EpochMillis, NodeReport, Plan } from "../api/plan.ts";
 
 /** The reconcile answer lists at most this many awaited items; the rest are summed up. */
@@ -104,9 +106,12 @@ export interface Outcome {
   collisionCount: number;
   /** Undefined while an OpenYurt set has no revision yet. */
   hash?: string;
-  views: NodeView[];
-  pending: Expectation[];
-  builder: PlanBuilder;
+  views: readonly NodeView[];
+  pending: readonly Expectation[];
+  /** What the phases decided, in the order they ran. */
+  decisions: Decisions;
+  /** The pod writes one call may send (burstReplicas). */
+  burst: number;
   now: EpochMillis;
   /** Nodes the update may reach (partition and update selector applied). */
   inScope: Set<string>;
@@ -214,11 +219,11 @@ interface NodeCounts {
 
 /**
  * Counts the nodes as observed (our own deletions not yet seen still count, so a repeated plan
- * on the same cluster writes the same status), and asks the builder to look again when a
+ * on the same cluster writes the same status), and asks, in `report`, to look again when a
  * starting pod may be ready and when a ready pod becomes available.
  */
-function countNodes(outcome: Outcome): NodeCounts {
-  const { hash, builder, now } = outcome;
+function countNodes(outcome: Outcome, report: WaitList): NodeCounts {
+  const { hash, now } = outcome;
   const minReady = outcome.config.minReadySeconds;
   const n: NodeCounts = {
     desired: 0,
@@ -246,14 +251,14 @@ function countNodes(outcome: Outcome): NodeCounts {
     if (view.live.length + view.leaving.length > 0) n.current++;
     if (observed.length === 0 && view.leaving.length > 0) {
       // Its pod is going and none has replaced it: what comes next waits for it to be gone.
-      builder.awaitGone(view.leaving[0], "the node's pod is terminating; its next waits for it");
+      report.awaitGone(view.leaving[0], "the node's pod is terminating; its next waits for it");
     }
     if (observed.some(isPodReady)) n.ready++;
     else if (view.ready && observed.some(mayStart)) {
       const started = observed.filter(mayStart).map((p) =>
         parseTime(p.metadata.creationTimestamp) ?? now
       );
-      builder.poll(Math.max(...started));
+      report.poll(Math.max(...started));
     }
     const available = observed.some((p) => isPodAvailable(p, minReady, now));
     if (available) n.available++;
@@ -283,7 +288,7 @@ function countNodes(outcome: Outcome): NodeCounts {
     for (const pod of observed) {
       const at = availableAt(pod, minReady);
       if (at !== undefined && at > now) {
-        builder.wait(
+        report.wait(
           `pod/${pod.metadata.name} available`,
           `ready, counting minReadySeconds ${minReady}`,
           at,
@@ -298,20 +303,20 @@ function countNodes(outcome: Outcome): NodeCounts {
  * The actions not observed yet, earlier ones and this plan's: each awaited, looked at again
  * soon after it was taken and at its deadline at the latest.
  */
-function awaitExpectations(outcome: Outcome): Expectation[] {
-  const { builder, now } = outcome;
+function awaitExpectations(outcome: Outcome, report: WaitList): Expectation[] {
+  const { decisions, now } = outcome;
   for (const exp of outcome.pending) {
-    builder.wait(
+    report.wait(
       `${exp.action} pod/${exp.pod} observed`,
       "an earlier action is not visible yet",
       parseTime(exp.deadline),
     );
   }
-  const expectations = [...outcome.pending, ...builder.expectations];
+  const expectations = [...outcome.pending, ...decisions.expectations];
   for (const exp of expectations) {
     const deadline = parseTime(exp.deadline) ?? now;
-    builder.wakeUp(deadline);
-    builder.poll(deadline - expectationTimeoutSeconds * 1000);
+    report.wakeUp(deadline);
+    report.poll(deadline - expectationTimeoutSeconds * 1000);
   }
   return expectations;
 }
@@ -323,17 +328,21 @@ function awaitExpectations(outcome: Outcome): Expectation[] {
  * comes back soon, but only when this call did some (a cap held by actions still unobserved
  * waits for them or their deadline instead).
  */
-function nextLooks(outcome: Outcome): { nextCheckAt?: string; requeueAfterSeconds: number | null } {
-  const { builder, now } = outcome;
-  const wakeUps = builder.wakeUps.filter((t) => t > now);
-  const nextCheck = Math.min(...wakeUps, ...builder.polls.map((since) => since + 1000));
+function nextLooks(
+  outcome: Outcome,
+  report: Waits,
+): { nextCheckAt?: string; requeueAfterSeconds: number | null } {
+  const { decisions, now } = outcome;
+  const wakeUps = [...decisions.wakeUps, ...report.wakeUps].filter((t) => t > now);
+  const polls = [...decisions.polls, ...report.polls];
+  const nextCheck = Math.min(...wakeUps, ...polls.map((since) => since + 1000));
   const nextLook = Math.min(
     ...wakeUps,
-    ...builder.polls.map((since) => nextPoll(since, now, startingPodPollSeconds)),
+    ...polls.map((since) => nextPoll(since, now, startingPodPollSeconds)),
   );
   return {
     ...(Number.isFinite(nextCheck) ? { nextCheckAt: formatTime(nextCheck) } : {}),
-    requeueAfterSeconds: builder.moreWork && builder.actions.length > 0
+    requeueAfterSeconds: decisions.moreWork && decisions.actions.length > 0
       ? 1
       : Number.isFinite(nextLook)
       ? Math.max(1, Math.ceil((nextLook - now) / 1000))
@@ -471,7 +480,7 @@ const progressingRules: {
 
 function conditionStates(facts: Facts): Record<ConditionType, ConditionState> {
   const { outcome, nodes, counts, complete } = facts;
-  const { builder, config, hash } = outcome;
+  const { decisions, config, hash } = outcome;
   return {
     Progressing: progressingRules.find((rule) => rule.applies(facts))!.state(facts),
     Complete: complete
@@ -498,12 +507,12 @@ function conditionStates(facts: Facts): Record<ConditionType, ConditionState> {
         message: `${plural(nodes.onOld, "node")} wait for the update`,
       }
       : { status: false, reason: "NotPaused", message: "" },
-    BudgetExhausted: builder.budget
+    BudgetExhausted: decisions.budgetHeld
       ? {
         status: true,
         reason: "BudgetExhausted",
-        message: `${builder.budget.message}: ${namedList(builder.budget.holders)}; ${
-          plural(builder.budget.blocked, "node")
+        message: `${decisions.budgetHeld.message}: ${namedList(decisions.budgetHeld.holders)}; ${
+          plural(decisions.budgetHeld.blocked, "node")
         } wait`,
       }
       : { status: false, reason: "WithinBudget", message: "" },
@@ -577,14 +586,15 @@ function rolloutRecordsOf(outcome: Outcome, complete: boolean): RolloutRecords {
 
 /** The plan's report: status as upstream counts it, conditions, awaited items, the requeue. */
 export function finish(outcome: Outcome): Plan {
-  const { previous, hash, builder, now } = outcome;
-  const n = countNodes(outcome);
-  const expectations = awaitExpectations(outcome);
-  const { nextCheckAt, requeueAfterSeconds } = nextLooks(outcome);
+  const { previous, hash, decisions, now } = outcome;
+  const report = new WaitList(now);
+  const n = countNodes(outcome, report);
+  const expectations = awaitExpectations(outcome, report);
+  const { nextCheckAt, requeueAfterSeconds } = nextLooks(outcome, report);
   const waiting = waitsForRevision(outcome);
   const complete = !waiting && n.outdated === 0 && n.available === n.desired &&
     expectations.length === 0;
-  const podActions = builder.actions.filter((a) =>
+  const podActions = decisions.actions.filter((a) =>
     a.type.endsWith("Pod") || a.type === "setPodCondition"
   );
   const states = conditionStates({
@@ -623,7 +633,8 @@ export function finish(outcome: Outcome): Plan {
       buildCondition(preDownloadCondition, state, previous.conditions, now, whenTrue, events),
     );
   }
-  builder.awaitFirst(setWideWaits(states, complete));
+  // The set-wide reasons first, then what the phases wait for, then what the counts do.
+  const allAwaited = [...setWideWaits(states, complete), ...decisions.awaited, ...report.awaited];
 
   const status: AdvancedDaemonSetStatus = {
     currentNumberScheduled: n.current,
@@ -641,20 +652,20 @@ export function finish(outcome: Outcome): Plan {
     ...(nextCheckAt !== undefined ? { nextCheckAt } : {}),
     ...(waiting ? rolloutRecords(previous) : rolloutRecordsOf(outcome, complete)),
   };
-  const awaited = builder.awaited.length > maxAwaitedListed
+  const awaited = allAwaited.length > maxAwaitedListed
     ? [
-      ...builder.awaited.slice(0, maxAwaitedListed),
-      { what: `${builder.awaited.length - maxAwaitedListed} more`, why: "not listed" },
+      ...allAwaited.slice(0, maxAwaitedListed),
+      { what: `${allAwaited.length - maxAwaitedListed} more`, why: "not listed" },
     ]
-    : [...builder.awaited];
+    : allAwaited;
   return {
-    actions: [...builder.actions],
+    actions: [...decisions.actions],
     status,
     conditions,
-    events: [...builder.events, ...events],
+    events: [...decisions.events, ...events],
     requeueAfterSeconds,
     awaited,
     nodes: n.reports,
-    burst: builder.burst,
+    burst: outcome.burst,
   };
 }

@@ -20,8 +20,11 @@
  *   OnDelete and OTA never delete for an update.
  * - Creations per call are at most burstReplicas minus creations still expected.
  * - A pod updated in place (InPlaceIfPossible) counts as unavailable until it runs its new images.
- * - Phases: revisions, then placement (`placement.ts`), then updates (`updates.ts`) planned on the
- *   nodes as placement and earlier unobserved actions leave them, then status (`plan-report.ts`).
+ * - Phases, in the order `planRead` states: revisions and adoptions, placement (`placement.ts`),
+ *   OTA marks and pulls, the failure budget's judgement, updates (`updates.ts`) planned on the
+ *   nodes as placement and earlier unobserved actions leave them, in-place readiness, image
+ *   pre-download, then the report (`plan-report.ts`). No phase reads another's state: each is
+ *   given the burst it may still spend and what it needs of earlier decisions (`decisions.ts`).
  */
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-objects.ts";
@@ -30,7 +33,8 @@ import { matchesLabelSelector } from "../api/label-selector.ts";
 import { readSet, resolve, type SetConfig } from "./config.ts";
 import { judgeFailures, planRollback } from "./failures.ts";
 import { planImagePulls, planPreDownload } from "./image-pulls.ts";
-import { planInPlaceReadiness, revisionTemplate } from "./in-place.ts";
+import { revisionTemplate } from "./in-place.ts";
+import { planInPlaceReadiness } from "./in-place-readiness.ts";
 import { planPlacement } from "./placement.ts";
 import {
   compareOldestFirst,
@@ -44,12 +48,16 @@ import {
 import { finish, invalidOrUnmanagedPlan } from "./plan-report.ts";
 import { daemonPodTolerations, keepsPlaceWhileCut, nodeShouldRunDaemonPod } from "./should-run.ts";
 import {
-  afterActions,
-  inPlaceGateExpected,
-  isObserved,
-  type NodeView,
-  PlanBuilder,
-} from "./plan-builder.ts";
+  type Allowance,
+  allowanceOf,
+  decided,
+  mergeDecisions,
+  type PhaseResult,
+  type PlanFacts,
+  podManifest,
+  podName,
+} from "./decisions.ts";
+import { afterActions, inPlaceGateExpected, isObserved, type NodeView } from "./node-view.ts";
 import {
   controllerRef,
   controllerUid,
@@ -57,22 +65,19 @@ import {
   planRevisions,
 } from "./revisions.ts";
 import type { Action, EpochMillis, Plan, Snapshot } from "../api/plan.ts";
-import {
-  planBudgetedUpdate,
-  planOta,
-  recreateBudget,
-  surgeBudget,
-  updateOrder,
-} from "./updates.ts";
+import { planBudgetedUpdate, planOta, updateOrder } from "./updates.ts";
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
-  return planOf(snapshot, now, false);
+  const reading = readSet(snapshot);
+  return reading.ok ? planRead(snapshot, reading, now) : notRolledPlan(reading, snapshot, now);
 }
 
-/** `counting`: the snapshot is already reduced for counting; an invalid one is not reduced again. */
-function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
-  const reading = readSet(snapshot);
-  if (!reading.ok) return notRolledPlan(reading, snapshot, now, counting);
+/**
+ * The plan of a set whose spec was read: its phases, in the order they run. Each is given the
+ * facts, what it may still spend of this call's burst (`left`), and what it needs of the phases
+ * before it; it answers its decisions and what it leaves.
+ */
+function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Plan {
   const { config, previous } = reading;
   const { owned, adoptions } = claimPods(snapshot, config);
   const revisions = currentRevision(snapshot, config, previous, owned);
@@ -84,66 +89,105 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
   const burst = Math.max(1, resolve(config.burstReplicas, desiredCount, true));
 
   /** What every plan's report is built from, as read. */
-  const seen = { config, previous, collisionCount, hash, views, pending, now };
+  const seen = { config, previous, collisionCount, hash, views, pending, now, burst };
 
   // An OpenYurt set without the revision of its template: nothing to act on until the native
   // DaemonSet controller writes it (pods are counted against the revision it wrote last).
   if (hash === undefined || config.revisionAwaited !== undefined) {
-    const builder = new PlanBuilder(config, hash ?? "", now, burst, pending);
-    builder.wait(
-      config.revisionAwaited !== undefined
+    const awaited = [{
+      what: config.revisionAwaited !== undefined
         ? `the ControllerRevision of generation ${config.revisionAwaited}`
         : "a ControllerRevision",
-      "the native DaemonSet controller has not written it yet",
-    );
-    return finish({ ...seen, builder, inScope: new Set<string>() });
+      why: "the native DaemonSet controller has not written it yet",
+    }];
+    return finish({ ...seen, decisions: decided({ awaited }), inScope: new Set<string>() });
   }
 
-  const builder = new PlanBuilder(config, hash, now, burst, pending);
-  knowRevisionTemplates(builder, snapshot.revisions, config.identity.uid);
-  builder.act(...revisions.actions, ...adoptions);
-  const available = availability(config.minReadySeconds, now, pending);
+  const facts: PlanFacts = {
+    config,
+    hash,
+    now,
+    templates: revisionTemplates(snapshot.revisions, config.identity.uid),
+  };
+  const available = availability(owned, config.minReadySeconds, now, pending);
+  const ota = config.mode === "OTA";
+  const start = allowanceOf(burst, pending);
+  const claimed = decided({ actions: [...revisions.actions, ...adoptions] });
 
-  // Phase 1, placement (what upstream's `manage` does): only when edgeroll owns placement.
-  if (config.ownsPlacement) planPlacement(builder, views, desiredCount, strays, available);
+  // 1. Placement (what upstream's `manage` does): only when edgeroll owns placement.
+  const placed = config.ownsPlacement
+    ? planPlacement(facts, start, views, desiredCount, strays, available)
+    : skipped(start);
 
-  // Phase 2, updates, on the nodes as phase 1 leaves them.
-  const byNode = groupByNode(builder.expectations);
+  // 2. Updates, on the nodes as placement leaves them.
+  const byNode = groupByNode(placed.decisions.expectations);
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
   const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
-  planOta(builder, views, pending, config.mode === "OTA");
-  if (config.mode === "OTA") planImagePulls(builder, views, pending, snapshot.pulls);
+  const marked = planOta(facts, placed.left, views, pending, ota);
+  const pulled = ota
+    ? planImagePulls(facts, marked.left, views, pending, snapshot.pulls)
+    : skipped(marked.left);
   // Judged on the pods as read, before any is replaced (a failed pod is, by placement), and
   // before an old pod is: a spent budget stops this very wave (ADR 0035).
   const judged = judgeFailures(config, hash, desired, previous, now, available);
-  for (const at of judged?.wakeUps ?? []) builder.wakeUp(at);
   const stopped = judged?.stop !== undefined;
   const rollback = planRollback(
     config,
     hash,
     judged,
     previous.lastCompleteRevision,
-    (h) => builder.templateOf(h),
+    facts.templates,
     now,
   );
-  if (rollback) {
-    builder.act(rollback.action);
-    builder.event({ type: "Warning", reason: "RolledBack", message: rollback.action.reason });
-  }
-  if (config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused && !stopped) {
-    const budget = config.mode === "Surge"
-      ? surgeBudget(builder, desiredCount, available)
-      : recreateBudget(builder, desiredCount, available);
-    planBudgetedUpdate(builder, settled, order, budget);
-  }
-  planInPlaceReadiness(builder, views, pending);
-  const preDownload = planPreDownload(builder, settled, order, available, pending, snapshot.pulls);
-  const inScope = new Set(order.map((v) => v.name));
+  const judgement = decided({
+    wakeUps: judged?.wakeUps ?? [],
+    ...(rollback
+      ? {
+        actions: [rollback.action],
+        events: [{ type: "Warning", reason: "RolledBack", message: rollback.action.reason }],
+      }
+      : {}),
+  });
+  const updated = config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused &&
+      !stopped
+    ? planBudgetedUpdate(facts, pulled.left, settled, order, available)
+    : skipped(pulled.left);
+  const earlier = [claimed, placed.decisions, marked.decisions, pulled.decisions, judgement];
+  const readied = planInPlaceReadiness(
+    facts,
+    updated.left,
+    views,
+    pending,
+    [...earlier, updated.decisions].flatMap((d) => d.expectations),
+  );
+  // Pods this plan already replaces or patches: their new pod pulls for itself.
+  const touched = new Set(
+    [...earlier, updated.decisions, readied.decisions].flatMap((d) =>
+      d.actions.flatMap((a) => a.type === "deletePod" || a.type === "patchPod" ? [a.uid] : [])
+    ),
+  );
+  const preDownloaded = planPreDownload(
+    facts,
+    readied.left,
+    settled,
+    order,
+    available,
+    pending,
+    snapshot.pulls,
+    touched,
+  );
+
+  const decisions = mergeDecisions([
+    ...earlier,
+    updated.decisions,
+    readied.decisions,
+    preDownloaded.decisions,
+  ]);
   const planned = finish({
     ...seen,
-    builder,
-    inScope,
-    preDownload,
+    decisions,
+    inScope: new Set(order.map((v) => v.name)),
+    preDownload: preDownloaded.progress,
     judged,
     rollback: rollback?.record ?? (previous.rollback?.to === hash ? previous.rollback : undefined),
   });
@@ -151,30 +195,42 @@ function planOf(snapshot: Snapshot, now: EpochMillis, counting: boolean): Plan {
     const { message } = snapshot.refused;
     return refusedTemplatePlan(snapshot, message, previous, planned, pending, now);
   }
-  if (config.ownsPlacement) planned.probe = probeOf(planned.actions, builder, desired);
+  if (config.ownsPlacement) planned.probe = probeOf(planned.actions, facts, desired);
   return planned;
 }
 
-/** Tells the builder the template of each revision the set owns, for in-place updates. */
-function knowRevisionTemplates(
-  builder: PlanBuilder,
+type SetReading = Extract<ReturnType<typeof readSet>, { ok: true }>;
+
+/** A phase that does not run: it decides nothing and leaves the allowance as it was. */
+function skipped(left: Allowance): PhaseResult {
+  return { decisions: decided({}), left };
+}
+
+/** The template of each revision the set owns, by hash, for in-place updates and rollbacks. */
+function revisionTemplates(
   revisions: Snapshot["revisions"],
   setUid: string | undefined,
-): void {
+): Map<string, PodTemplateSpec> {
+  const templates = new Map<string, PodTemplateSpec>();
   for (const revision of revisions) {
     const template = revisionTemplate(revision);
     const revisionHash = revision.metadata.labels?.[Keys.revisionHash];
     if (template && revisionHash && controllerUid(revision) === setUid) {
-      builder.knowTemplate(revisionHash, template);
+      templates.set(revisionHash, template);
     }
   }
+  return templates;
 }
 
-/** Whether a pod is available at `now`, each pod worked out once per plan. */
+/**
+ * Whether a pod is available at `now`: each pod read is worked out once, before any phase runs; a
+ * pod a phase derives (updated in place on its node's view) is worked out when asked.
+ */
 function availability(
+  pods: readonly Pod[],
   minReadySeconds: number,
   now: EpochMillis,
-  pending: Expectation[],
+  pending: readonly Expectation[],
 ): (pod: Pod) => boolean {
   // A gate this controller closed and has not seen closed yet (the pod as read still says
   // True): the kubelet is making the pod unready, so it is not available.
@@ -182,15 +238,10 @@ function availability(
     pending.filter((e) => e.action === "setCondition" && e.condition === closedGate)
       .map((e) => e.uid),
   );
-  const known = new Map<Pod, boolean>();
-  return (pod) => {
-    let available = known.get(pod);
-    if (available === undefined) {
-      available = !closing.has(pod.metadata.uid) && isPodAvailable(pod, minReadySeconds, now);
-      known.set(pod, available);
-    }
-    return available;
-  };
+  const availableNow = (pod: Pod) =>
+    !closing.has(pod.metadata.uid) && isPodAvailable(pod, minReadySeconds, now);
+  const known: ReadonlyMap<Pod, boolean> = new Map(pods.map((p) => [p, availableNow(p)]));
+  return (pod) => known.get(pod) ?? availableNow(pod);
 }
 
 const closedGate = inPlaceGateExpected("False");
@@ -222,14 +273,14 @@ function notRolledPlan(
   reading: Extract<ReturnType<typeof readSet>, { ok: false }>,
   snapshot: Snapshot,
   now: EpochMillis,
-  counting: boolean,
 ): Plan {
   const invalid = invalidOrUnmanagedPlan(reading, now, snapshot.set.metadata.generation);
-  const reduced = reading.managed && !counting ? countingSnapshot(snapshot) : undefined;
-  const counted = reduced && planOf(reduced, now, true);
-  if (
-    !counted || counted.conditions.some((c) => c.type === "InvalidSpec" && c.status === "True")
-  ) {
+  const reduced = reading.managed ? countingSnapshot(snapshot) : undefined;
+  // The reduced set is planned once, never reduced again: if even it is invalid, nothing counts.
+  const reducedReading = reduced && readSet(reduced);
+  if (!reducedReading?.ok) return invalid;
+  const counted = planRead(reduced!, reducedReading, now);
+  if (counted.conditions.some((c) => c.type === "InvalidSpec" && c.status === "True")) {
     return invalid;
   }
   return withCounts(invalid, counted, invalid.status.expectations ?? []);
@@ -406,7 +457,7 @@ function countingSnapshot(snapshot: Snapshot): Snapshot | undefined {
  * The pod (and new ControllerRevision) to prove admissible when the plan writes pods: the
  * first pod it creates, or the one it would create on the first node it deletes from.
  */
-function probeOf(actions: Action[], builder: PlanBuilder, desired: NodeView[]): Plan["probe"] {
+function probeOf(actions: Action[], facts: PlanFacts, desired: NodeView[]): Plan["probe"] {
   const first = actions.find((a) => a.type === "createPod" || a.type === "deletePod");
   if (!first) return undefined;
   const created = actions.find((a) => a.type === "createRevision");
@@ -416,9 +467,9 @@ function probeOf(actions: Action[], builder: PlanBuilder, desired: NodeView[]): 
   else {
     const node = (first.type === "deletePod" ? first.node : undefined) ?? desired[0]?.name;
     if (node === undefined) return undefined;
-    pod = builder.podManifest(builder.podName(node), node);
+    pod = podManifest(facts, podName(facts, node), node);
   }
-  return { revision: builder.hash, pod, ...(revisionObject ? { revisionObject } : {}) };
+  return { revision: facts.hash, pod, ...(revisionObject ? { revisionObject } : {}) };
 }
 
 function groupByNode(expectations: readonly Expectation[]): Map<string, Expectation[]> {

@@ -8,7 +8,14 @@ import { matchesLabelSelector } from "../api/label-selector.ts";
 import { plural } from "./conditions.ts";
 import { type SetConfig, updateBudget } from "./config.ts";
 import { isPodAvailable, podRevision } from "./pod-node-state.ts";
-import { activePods, isPreDeleting, type NodeView, type PlanBuilder } from "./plan-builder.ts";
+import {
+  type Allowance,
+  PhaseDecisions,
+  type PhaseResult,
+  type PlanFacts,
+  podName,
+} from "./decisions.ts";
+import { activePods, isPreDeleting, type NodeView } from "./node-view.ts";
 
 /**
  * Kruise's update order (`filterDaemonPodsNodeToUpdate`): node names descending, nodes already
@@ -16,7 +23,7 @@ import { activePods, isPreDeleting, type NodeView, type PlanBuilder } from "./pl
  * selector when one is set); `partition` drops the tail.
  */
 export function updateOrder(
-  desired: NodeView[],
+  desired: readonly NodeView[],
   hash: string,
   partition: number,
   config: SetConfig,
@@ -46,7 +53,7 @@ export function updateOrder(
  * actions are observed, so a repeated plan writes the same condition.
  */
 function budgetHolderNames(
-  views: NodeView[],
+  views: readonly NodeView[],
   holds: (v: NodeView) => boolean,
   hash: string,
 ): string[] {
@@ -72,34 +79,40 @@ interface UpdateBudget {
 }
 
 /**
- * Walks the update order and replaces old pods within the budget. Nodes that are NotReady are
- * skipped (and hold no budget); old pods already down are replaced in their own slot.
+ * Walks the update order and replaces old pods within the budget: maxSurge for a Surge set,
+ * maxUnavailable otherwise. Nodes that are NotReady are skipped (and hold no budget); old pods
+ * already down are replaced in their own slot.
  */
 export function planBudgetedUpdate(
-  builder: PlanBuilder,
-  desired: NodeView[],
-  order: NodeView[],
-  budget: UpdateBudget,
-) {
-  const holders = budgetHolderNames(desired, budget.holds, builder.hash);
+  facts: PlanFacts,
+  allowance: Allowance,
+  desired: readonly NodeView[],
+  order: readonly NodeView[],
+  available: (p: Pod) => boolean,
+): PhaseResult {
+  const out = new PhaseDecisions(facts, allowance);
+  const budget = facts.config.mode === "Surge"
+    ? surgeBudget(out, desired.length, available)
+    : recreateBudget(out, desired.length, available);
+  const holders = budgetHolderNames(desired, budget.holds, out.hash);
   // Nodes whose available old pod was not replaced this call (budget full, or the replacement
   // could not start yet): counted once the walk is over, so the count does not depend on where
   // in the order the budget filled up, and a plan repeated on its own status says the same.
   let notStarted = 0;
   for (const view of order) {
     const active = activePods(view);
-    const old = active.find((p) => podRevision(p) !== builder.hash);
-    if (!old || active.some((p) => podRevision(p) === builder.hash) || view.pendingCreate) continue;
+    const old = active.find((p) => podRevision(p) !== out.hash);
+    if (!old || active.some((p) => podRevision(p) === out.hash) || view.pendingCreate) continue;
     if (!view.ready) {
       const since = view.node.status?.conditions?.find((c) => c.type === "Ready")
         ?.lastTransitionTime;
-      builder.wait(
+      out.wait(
         `node/${view.name} Ready`,
         `NotReady or unreachable${
           since ? ` since ${since}` : ""
         }: its pod is updated when it comes back`,
       );
-    } else if (!isPodAvailable(old, builder.config.minReadySeconds, builder.now)) {
+    } else if (!isPodAvailable(old, out.config.minReadySeconds, out.now)) {
       budget.replaceDown(view, old);
     } else if (holders.length < budget.limit) {
       const holder = budget.replace(view, old);
@@ -110,27 +123,28 @@ export function planBudgetedUpdate(
     }
   }
   if (holders.length >= budget.limit && notStarted > 0) {
-    builder.budgetExhausted({
+    out.budgetExhausted({
       holders: [...holders].sort(),
       blocked: notStarted,
       message: `${budget.name} ${budget.limit} is used by ${plural(holders.length, "pod")}`,
     });
   }
+  return out.done();
 }
 
 /**
  * Standard rolling update without surge, and OpenYurt AdvancedRollingUpdate: every unavailable
  * pod on a Ready desired node counts against maxUnavailable, old or new.
  */
-export function recreateBudget(
-  builder: PlanBuilder,
+function recreateBudget(
+  out: PhaseDecisions,
   desiredCount: number,
   available: (p: Pod) => boolean,
 ): UpdateBudget {
-  const { maxUnavailable } = updateBudget(builder.config, desiredCount);
+  const { maxUnavailable } = updateBudget(out.config, desiredCount);
   // InPlaceIfPossible patches the pod when it can; either way the pod is unavailable for a while.
   const replaceOld = (old: Pod, reason: string) =>
-    (builder.config.inPlace && builder.updateInPlace(old, reason)) || builder.remove(old, reason);
+    (out.config.inPlace && out.updateInPlace(old, reason)) || out.remove(old, reason);
   return {
     name: "maxUnavailable",
     limit: maxUnavailable,
@@ -139,7 +153,7 @@ export function recreateBudget(
       const reason = "update: the old pod is already unavailable, replaced in its own slot";
       // Not started (this call's pod writes are spent): nothing to tell yet.
       if (!replaceOld(old, reason)) return;
-      builder.event({
+      out.event({
         type: "Normal",
         reason: "ReplacingUnavailablePod",
         message:
@@ -150,7 +164,7 @@ export function recreateBudget(
     replace(_view, old) {
       const started = replaceOld(
         old,
-        `update to revision ${builder.hash} (maxUnavailable ${maxUnavailable})`,
+        `update to revision ${out.hash} (maxUnavailable ${maxUnavailable})`,
       );
       return started ? old.metadata.name ?? "" : undefined;
     },
@@ -158,12 +172,12 @@ export function recreateBudget(
 }
 
 /** Standard rolling update with maxSurge: a new pod next to the old one, at most maxSurge at once. */
-export function surgeBudget(
-  builder: PlanBuilder,
+function surgeBudget(
+  out: PhaseDecisions,
   desiredCount: number,
   available: (p: Pod) => boolean,
 ): UpdateBudget {
-  const { maxSurge } = updateBudget(builder.config, desiredCount);
+  const { maxSurge } = updateBudget(out.config, desiredCount);
   return {
     name: "maxSurge",
     limit: maxSurge,
@@ -171,19 +185,19 @@ export function surgeBudget(
       if (!v.ready) return false;
       const active = activePods(v);
       // A node whose old pod is down is replaced in its own slot: it holds no surge.
-      const newPod = active.find((p) => podRevision(p) === builder.hash);
-      return active.some((p) => podRevision(p) !== builder.hash && available(p)) &&
+      const newPod = active.find((p) => podRevision(p) === out.hash);
+      return active.some((p) => podRevision(p) !== out.hash && available(p)) &&
         (v.pendingCreate !== undefined || (newPod !== undefined && !available(newPod)));
     },
     replaceDown(view) {
-      builder.create(view, "update: the old pod is unavailable, its replacement starts at once");
+      out.create(view, "update: the old pod is unavailable, its replacement starts at once");
     },
     replace(view) {
-      const started = builder.create(
+      const started = out.create(
         view,
-        `update to revision ${builder.hash} (maxSurge ${maxSurge})`,
+        `update to revision ${out.hash} (maxSurge ${maxSurge})`,
       );
-      return started ? builder.podName(view.name) : undefined;
+      return started ? podName(out.facts, view.name) : undefined;
     },
   };
 }
@@ -195,32 +209,35 @@ export function surgeBudget(
  * delete its pod outside the rollout's budget.
  */
 export function planOta(
-  builder: PlanBuilder,
-  views: NodeView[],
-  pending: Expectation[],
+  facts: PlanFacts,
+  allowance: Allowance,
+  views: readonly NodeView[],
+  pending: readonly Expectation[],
   ota = true,
-) {
+): PhaseResult {
+  const out = new PhaseDecisions(facts, allowance);
   const expected = new Set(
     pending.filter((e) =>
-      e.action === "setCondition" && e.condition === undefined && e.revision === builder.hash
+      e.action === "setCondition" && e.condition === undefined && e.revision === out.hash
     ).map((e) => e.uid),
   );
-  const message = `controllerrevision: ${builder.hash}`;
+  const message = `controllerrevision: ${out.hash}`;
   for (const view of views) {
     for (const pod of view.live) {
       const uid = pod.metadata.uid ?? "";
       const current = pod.status?.conditions?.find((c) => c.type === Keys.podNeedUpgrade);
       if (!ota && current?.status !== "True") continue;
-      const status = ota && podRevision(pod) !== builder.hash ? "True" : "False";
+      const status = ota && podRevision(pod) !== out.hash ? "True" : "False";
       if ((current?.status === status && current.message === message) || expected.has(uid)) {
         continue;
       }
       const reason = !ota
         ? "the set is not in OTA mode: the node no longer decides"
         : status === "True"
-        ? `a new revision ${builder.hash} is available`
+        ? `a new revision ${out.hash} is available`
         : "the pod runs the current revision";
-      if (!builder.markPod(pod, view.name, status, reason)) return;
+      if (!out.markPod(pod, view.name, status, reason)) return out.done();
     }
   }
+  return out.done();
 }

@@ -50,7 +50,7 @@ export async function executeActions(
 ): Promise<ActionOutcome[]> {
   const outcomes: ActionOutcome[] = actions.map((action) => ({ action, result: "skipped" }));
   // As upstream's burstReplicas, creations and deletions are capped each; the engine counts
-  // pod conditions with deletions (plan-builder.ts), so does this. Revisions and patches ride
+  // pod conditions with deletions (engine/decisions.ts), so does this. Revisions and patches ride
   // along. A plan keeps within its burst: this cap only holds one that would not.
   const sent = { create: 0, delete: 0 };
   const sendable = outcomes.filter(({ action }) => {
