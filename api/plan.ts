@@ -241,6 +241,16 @@ export interface NodeReport {
   failed?: string;
 }
 
+/**
+ * An update budget (maxUnavailable, or maxSurge for a set that surges) as the engine resolved it
+ * over the desired nodes, and how many of them hold a share of it now (NotReady nodes hold none).
+ */
+export interface BudgetUse {
+  rule: "maxUnavailable" | "maxSurge";
+  limit: number;
+  inUse: number;
+}
+
 export interface Plan {
   /** Applied in order by kube/'s executor, after the status claim succeeded. */
   actions: Action[];
@@ -266,6 +276,8 @@ export interface Plan {
    * `syncNodes` caps creations and deletions each at burstReplicas).
    */
   burst: number;
+  /** The update budget and the share of it in use, when one bounds the set's rollout. */
+  budget?: BudgetUse;
   /**
    * When the plan writes pods of the current revision (edgeroll owns placement): a pod that
    * revision makes, and its ControllerRevision when the plan creates one, for the shell to

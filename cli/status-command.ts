@@ -5,7 +5,7 @@
  */
 import { type Command, stringOption, UsageError } from "../lib/command.ts";
 import { parseDuration } from "../lib/duration.ts";
-import { readSet, updateBudget } from "../engine/config.ts";
+import { readSet } from "../engine/config.ts";
 import { plan } from "../engine/plan.ts";
 import type { Plan, Snapshot } from "../api/plan.ts";
 import { clientNodeApi } from "../kube/api.ts";
@@ -30,12 +30,11 @@ export function renderStatus(ref: SetRef, snapshot: Snapshot, planned: Plan): st
     `${status.numberAvailable ?? 0} available, ${status.numberUnavailable ?? 0} unavailable`,
   ];
   if (reading.ok) {
-    const budget = updateBudget(reading.config, desired).maxUnavailable;
+    const { budget } = planned;
     lines.push(
       `budget: ${
-        status.numberUnavailable ?? 0
-      }/${budget} unavailable allowed (${reading.config.mode}` +
-        (reading.config.paused ? ", paused" : "") + ")",
+        budget ? `${budget.inUse} of ${budget.rule} ${budget.limit} in use` : "none"
+      } (${reading.config.mode}` + (reading.config.paused ? ", paused" : "") + ")",
     );
   }
   const conditions = planned.conditions.filter((c) => c.status === "True");

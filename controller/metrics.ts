@@ -4,6 +4,7 @@
  */
 import client from "prom-client";
 import type { AdvancedDaemonSetStatus } from "../api/advanced-daemonset.ts";
+import type { BudgetUse } from "../api/plan.ts";
 import type { RequestRecord } from "../kube/client.ts";
 import type { ActionOutcome } from "../kube/executor.ts";
 
@@ -40,7 +41,8 @@ export class Metrics {
   });
   readonly #budget = new client.Gauge({
     name: "edgeroll_budget_in_use",
-    help: "Unavailable pods of a set (what maxUnavailable bounds) at its last reconcile.",
+    help:
+      "Nodes of a set holding a share of its update budget (maxUnavailable, or maxSurge when it surges) at its last reconcile; none for OnDelete and OTA.",
     labelNames: ["set"],
     registers: [this.registry],
   });
@@ -74,8 +76,9 @@ export class Metrics {
     }
   }
 
-  observeSet(set: string, status: AdvancedDaemonSetStatus): void {
-    this.#budget.set({ set }, status.numberUnavailable ?? 0);
+  observeSet(set: string, status: AdvancedDaemonSetStatus, budget: BudgetUse | undefined): void {
+    if (budget) this.#budget.set({ set }, budget.inUse);
+    else this.#budget.remove({ set });
     const trueConditions = (status.conditions ?? []).filter((c) => c.status === "True").map((c) =>
       c.type
     );

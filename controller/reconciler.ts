@@ -239,7 +239,7 @@ async function reconcileOnce(
       ms: phases.spent,
     });
   }
-  deps.metrics?.observeSet(base.set, status);
+  deps.metrics?.observeSet(base.set, status, plan.budget);
   return { ...answer(reports, claim.changed), status };
 }
 

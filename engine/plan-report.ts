@@ -31,7 +31,7 @@ import {
   type Waits,
 } from "./decisions.ts";
 import type { NodeView } from "./node-view.ts";
-import type { EpochMillis, NodeReport, Plan } from "../api/plan.ts";
+import type { BudgetUse, EpochMillis, NodeReport, Plan } from "../api/plan.ts";
 
 /** The reconcile answer lists at most this many awaited items; the rest are summed up. */
 const maxAwaitedListed = 20;
@@ -121,6 +121,8 @@ export interface Outcome {
   judged?: Judgement;
   /** A rollback this plan makes, or the last one while its revision is current. */
   rollback?: AdvancedDaemonSetStatus["rollback"];
+  /** The update budget and its share in use, when one bounds the rollout. */
+  budget?: BudgetUse;
 }
 
 /** The condition of a set with a failure budget or a progress deadline (present only then). */
@@ -667,5 +669,6 @@ export function finish(outcome: Outcome): Plan {
     awaited,
     nodes: n.reports,
     burst: outcome.burst,
+    ...(outcome.budget ? { budget: outcome.budget } : {}),
   };
 }

@@ -547,6 +547,34 @@ Deno.test("NotReady nodes neither consume the budget nor block; they update when
   assertEquals(podActions(p), ["delete node-2"]);
 });
 
+Deno.test("the budget in use counts Ready nodes only; numberUnavailable every desired node without an available pod", () => {
+  let c = rolledTo(adsSnapshot({}, f.nodes(4)));
+  // node-1 cut off: its pod marked unready, as the node lifecycle controller marks it.
+  c.snapshot.nodes.find((n) => n.metadata.name === "node-1")!.status = {
+    conditions: [{ type: "Ready", status: "Unknown" }],
+  };
+  const cutPod = c.snapshot.pods.find((p) => p.spec.nodeName === "node-1")!;
+  cutPod.status = { ...cutPod.status, conditions: [{ type: "Ready", status: "False" }] };
+  let p: Plan;
+  [p, c] = step(c, f.t0);
+  assertEquals(p.status.numberUnavailable, 1, "upstream's count: the cut node's pod");
+  assertEquals(p.budget, { rule: "maxUnavailable", limit: 1, inUse: 0 }, "it holds no share");
+  assertEquals(podActions(p), ["delete node-3"], "so the one share goes to an update");
+  [p] = step(c, f.t0 + 1000);
+  assertEquals(p.budget?.inUse, 1, "the node being replaced holds it");
+
+  const surge = rolledTo(adsSnapshot({
+    updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 2 } },
+  }, f.nodes(4)));
+  const first = plan(surge.snapshot, f.t0);
+  assertEquals(first.budget, { rule: "maxSurge", limit: 2, inUse: 0 });
+  const created = f.apply(surge, first, f.t0); // the new pods made, not yet started
+  assertEquals(plan(created.snapshot, f.t0 + 1000).budget?.inUse, 2, "two new pods beside old");
+
+  const onDelete = rolledTo(adsSnapshot({ updateStrategy: { type: "OnDelete" } }, f.nodes(2)));
+  assertEquals(plan(onDelete.snapshot, f.t0).budget, undefined, "OnDelete: no budget bounds it");
+});
+
 const inPlaceSpec = {
   updateStrategy: {
     type: "RollingUpdate" as const,

@@ -65,7 +65,7 @@ import {
   planRevisions,
 } from "./revisions.ts";
 import type { Action, EpochMillis, Plan, Snapshot } from "../api/plan.ts";
-import { planBudgetedUpdate, planOta, updateOrder } from "./updates.ts";
+import { budgetUse, planBudgetedUpdate, planOta, updateOrder } from "./updates.ts";
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   const reading = readSet(snapshot);
@@ -190,6 +190,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     preDownload: preDownloaded.progress,
     judged,
     rollback: rollback?.record ?? (previous.rollback?.to === hash ? previous.rollback : undefined),
+    budget: budgetUse(config, hash, settled, available),
   });
   if (snapshot.refused !== undefined && snapshot.refused.revision === hash) {
     const { message } = snapshot.refused;

@@ -8,6 +8,7 @@ import { matchesLabelSelector } from "../api/label-selector.ts";
 import { plural } from "./conditions.ts";
 import { type SetConfig, updateBudget } from "./config.ts";
 import { isPodAvailable, podRevision } from "./pod-node-state.ts";
+import type { BudgetUse } from "../api/plan.ts";
 import {
   type Allowance,
   PhaseDecisions,
@@ -68,7 +69,7 @@ function budgetHolderNames(
 
 /** One update budget (maxUnavailable or maxSurge) and how a node is replaced under it. */
 interface UpdateBudget {
-  name: string;
+  name: BudgetUse["rule"];
   limit: number;
   /** A desired node that holds the budget now. */
   holds(view: NodeView): boolean;
@@ -132,6 +133,48 @@ export function planBudgetedUpdate(
   return out.done();
 }
 
+/** maxUnavailable: a Ready desired node with no available pod holds a share (NotReady ones hold none). */
+function holdsUnavailability(available: (p: Pod) => boolean): (view: NodeView) => boolean {
+  return (v) => v.ready && !activePods(v).some(available);
+}
+
+/**
+ * maxSurge: a Ready node whose available old pod has a new one beside it, not yet available (or
+ * expected). A node whose old pod is down is replaced in its own slot: it holds no surge.
+ */
+function holdsSurge(hash: string, available: (p: Pod) => boolean): (view: NodeView) => boolean {
+  return (v) => {
+    if (!v.ready) return false;
+    const active = activePods(v);
+    const newPod = active.find((p) => podRevision(p) === hash);
+    return active.some((p) => podRevision(p) !== hash && available(p)) &&
+      (v.pendingCreate !== undefined || (newPod !== undefined && !available(newPod)));
+  };
+}
+
+/**
+ * The update budget the set rolls under and the share its nodes hold, as read (earlier actions
+ * not yet observed counted as done): what the CLI, the dashboard and the metrics show beside the
+ * limit. The status's numberUnavailable is upstream's count (desired less available, NotReady
+ * nodes included), not this. None for OnDelete and OTA, which no budget bounds.
+ */
+export function budgetUse(
+  config: SetConfig,
+  hash: string,
+  desired: readonly NodeView[],
+  available: (p: Pod) => boolean,
+): BudgetUse | undefined {
+  if (config.mode === "OnDelete" || config.mode === "OTA") return undefined;
+  const { maxUnavailable, maxSurge } = updateBudget(config, desired.length);
+  const surge = config.mode === "Surge";
+  const holds = surge ? holdsSurge(hash, available) : holdsUnavailability(available);
+  return {
+    rule: surge ? "maxSurge" : "maxUnavailable",
+    limit: surge ? maxSurge : maxUnavailable,
+    inUse: desired.filter(holds).length,
+  };
+}
+
 /**
  * Standard rolling update without surge, and OpenYurt AdvancedRollingUpdate: every unavailable
  * pod on a Ready desired node counts against maxUnavailable, old or new.
@@ -148,7 +191,7 @@ function recreateBudget(
   return {
     name: "maxUnavailable",
     limit: maxUnavailable,
-    holds: (v) => v.ready && !activePods(v).some(available),
+    holds: holdsUnavailability(available),
     replaceDown(view, old) {
       const reason = "update: the old pod is already unavailable, replaced in its own slot";
       // Not started (this call's pod writes are spent): nothing to tell yet.
@@ -181,14 +224,7 @@ function surgeBudget(
   return {
     name: "maxSurge",
     limit: maxSurge,
-    holds(v) {
-      if (!v.ready) return false;
-      const active = activePods(v);
-      // A node whose old pod is down is replaced in its own slot: it holds no surge.
-      const newPod = active.find((p) => podRevision(p) === out.hash);
-      return active.some((p) => podRevision(p) !== out.hash && available(p)) &&
-        (v.pendingCreate !== undefined || (newPod !== undefined && !available(newPod)));
-    },
+    holds: holdsSurge(out.hash, available),
     replaceDown(view) {
       out.create(view, "update: the old pod is unavailable, its replacement starts at once");
     },

@@ -28,7 +28,7 @@ function viewWith(states: Record<string, TileState>): SetView {
     updated: counts.updated,
     available: counts.updated + counts.old,
     unavailable: counts.unavailable,
-    allowed: 1,
+    budget: { rule: "maxUnavailable", limit: 1, inUse: 0 },
     paused: false,
     conditions: [{ type: "Progressing", status: "True", reason: "Updating", message: "1/2" }],
     events: [{ type: "Warning", reason: "RolloutStopped", message: "pod x crashed", at: "t" }],
@@ -95,7 +95,7 @@ Deno.test("the list page links each set; a set's page draws a tile per node in i
   assertStringIncludes(page, '<span id="n-edge-1" class="tile updated" title="edge-1">');
   assertStringIncludes(page, '<span id="n-edge-2" class="tile cut-off" title="edge-2">');
   assertStringIncludes(page, "zone-a");
-  assertStringIncludes(page, "budget: 0/1 unavailable allowed");
+  assertStringIncludes(page, "budget: 0 of maxUnavailable 1 in use");
   assertStringIncludes(page, "Progressing True (Updating): 1/2");
   assertStringIncludes(page, "RolloutStopped: pod x crashed");
   assertStringIncludes(page, '<meta name="edgeroll-token" content="page-token"/>');

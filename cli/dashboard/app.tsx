@@ -95,8 +95,11 @@ export const Summary: FC<{ view: SetView }> = ({ view }) => (
   <section id="summary">
     <p class="progress">
       <progress max={view.desired || 1} value={view.updated}></progress>{" "}
-      <b data-field="updated">{view.updated}</b>/{view.desired} updated, {view.available}{" "}
-      available · budget: {view.unavailable}/{view.allowed ?? "?"} unavailable allowed
+      <b data-field="updated">{view.updated}</b>/{view.desired} updated, {view.available} available,
+      {" "}
+      {view.unavailable} unavailable · budget: {view.budget
+        ? `${view.budget.inUse} of ${view.budget.rule} ${view.budget.limit} in use`
+        : "none"}
       {view.paused ? " · paused" : ""}
       {view.revision ? ` · revision ${view.revision}` : ""}
     </p>

@@ -57,6 +57,7 @@ Deno.test("a set's view: tiles by zone and name, counts by state, and the tiles 
   } as unknown as Snapshot;
   const planned = {
     status: { desiredNumberScheduled: 4, updatedNumberScheduled: 1, numberUnavailable: 1 },
+    budget: { rule: "maxUnavailable", limit: 2, inUse: 1 },
     conditions: [],
     nodes: [
       report({ node: "b-2" }),
@@ -80,7 +81,7 @@ Deno.test("a set's view: tiles by zone and name, counts by state, and the tiles 
     "cut-off": 1,
     failed: 0,
   });
-  assertEquals(view.allowed, 2, "50% of 4");
+  assertEquals(view.budget, { rule: "maxUnavailable", limit: 2, inUse: 1 }, "the plan's budget");
   assertEquals(changedTiles(undefined, view).length, 4);
   const later = setView(ref, snapshot, {
     ...planned,

@@ -3,10 +3,10 @@
  * as `status` reads it): a tile per node in its zone, coloured by what the node is doing, and the
  * few numbers and lines an operator looks for. Pure: snapshot and plan in, view out.
  */
-import type { NodeReport, Plan, Snapshot } from "../../api/plan.ts";
+import type { BudgetUse, NodeReport, Plan, Snapshot } from "../../api/plan.ts";
 import type { SetCondition } from "../../api/kube-objects.ts";
 import { setKey, type SetRef } from "../../api/set-ref.ts";
-import { readSet, updateBudget } from "../../engine/config.ts";
+import { readSet } from "../../engine/config.ts";
 
 /** The topology label nodes are grouped by (Kubernetes' well-known zone label). */
 export const zoneLabel = "topology.kubernetes.io/zone";
@@ -56,9 +56,10 @@ export interface SetView {
   desired: number;
   updated: number;
   available: number;
-  /** Unavailable pods, and how many the budget allows. */
+  /** Desired nodes without an available pod (the status's numberUnavailable). */
   unavailable: number;
-  allowed?: number;
+  /** The update budget and its share in use, as the plan resolved it. */
+  budget?: BudgetUse;
   paused: boolean;
   /** Why the rollout stopped itself, when it did (ADR 0035). */
   stopped?: string;
@@ -103,7 +104,7 @@ export function setView(
     updated: status.updatedNumberScheduled ?? 0,
     available: status.numberAvailable ?? 0,
     unavailable: status.numberUnavailable ?? 0,
-    ...(reading.ok ? { allowed: updateBudget(reading.config, desired).maxUnavailable } : {}),
+    ...(planned.budget ? { budget: planned.budget } : {}),
     paused: reading.ok && reading.config.paused,
     ...(stop ? { stopped: `${stop.reason} (revision ${stop.revision})` } : {}),
     conditions: planned.conditions,

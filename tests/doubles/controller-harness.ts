@@ -86,6 +86,7 @@ export function onePodPerNode(snapshot: Snapshot): Plan {
     awaited: missing.map((n) => ({ what: `pod on node/${n}`, why: "created, not yet observed" })),
     nodes: [],
     burst: 250,
+    budget: { rule: "maxUnavailable", limit: 1, inUse: missing.length },
   };
 }
 
