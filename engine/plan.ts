@@ -73,9 +73,9 @@ export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
 }
 
 /**
- * The plan of a set whose spec was read: its phases, in the order they run. Each is given the
- * facts, what it may still spend of this call's burst (`left`), and what it needs of the phases
- * before it; it answers its decisions and what it leaves.
+ * The plan of a set whose spec was read: its phases, numbered in the order they run. Each is
+ * given the facts, what it may still spend of this call's burst (the `left` of the phase before
+ * it), and what it needs of earlier decisions; it answers its decisions and what it leaves.
  */
 function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Plan {
   const { config, previous } = reading;
@@ -112,6 +112,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const available = availability(owned, config.minReadySeconds, now, pending);
   const ota = config.mode === "OTA";
   const start = allowanceOf(burst, pending);
+  // 0. The revisions written and the orphans adopted: outside the burst.
   const claimed = decided({ actions: [...revisions.actions, ...adoptions] });
 
   // 1. Placement (what upstream's `manage` does): only when edgeroll owns placement.
@@ -119,16 +120,18 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     ? planPlacement(facts, start, views, desiredCount, strays, available)
     : skipped(start);
 
-  // 2. Updates, on the nodes as placement leaves them.
+  // Updates are planned on the nodes as placement leaves them, in Kruise's order.
   const byNode = groupByNode(placed.decisions.expectations);
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
   const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
+
+  // 2. OpenYurt OTA: the pods' marks (cleared out of OTA mode), and the pulls nodes asked for.
   const marked = planOta(facts, placed.left, views, pending, ota);
   const pulled = ota
     ? planImagePulls(facts, marked.left, views, pending, snapshot.pulls)
     : skipped(marked.left);
-  // Judged on the pods as read, before any is replaced (a failed pod is, by placement), and
-  // before an old pod is: a spent budget stops this very wave (ADR 0035).
+  // 3. The failure budget, judged on the pods as read, before any is replaced (a failed pod is,
+  // by placement), and before an old pod is: a spent budget stops this very wave (ADR 0035).
   const judged = judgeFailures(config, hash, desired, previous, now, available);
   const stopped = judged?.stop !== undefined;
   const rollback = planRollback(
@@ -148,11 +151,14 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
       }
       : {}),
   });
-  const updated = config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused &&
-      !stopped
+  // 4. Updates within maxUnavailable or maxSurge; none while paused, stopped, OnDelete or OTA.
+  const updates = config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused &&
+    !stopped;
+  const updated = updates
     ? planBudgetedUpdate(facts, pulled.left, settled, order, available)
     : skipped(pulled.left);
   const earlier = [claimed, placed.decisions, marked.decisions, pulled.decisions, judgement];
+  // 5. In-place readiness gates opened on pods that run their spec.
   const readied = planInPlaceReadiness(
     facts,
     updated.left,
@@ -160,7 +166,8 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     pending,
     [...earlier, updated.decisions].flatMap((d) => d.expectations),
   );
-  // Pods this plan already replaces or patches: their new pod pulls for itself.
+  // 6. Image pre-download on the nodes next in the update order; a pod this plan already
+  // replaces or patches is not pulled for: its new pod pulls for itself.
   const touched = new Set(
     [...earlier, updated.decisions, readied.decisions].flatMap((d) =>
       d.actions.flatMap((a) => a.type === "deletePod" || a.type === "patchPod" ? [a.uid] : [])
