@@ -248,7 +248,8 @@ function availability(
   );
   const availableNow = (pod: Pod) =>
     !closing.has(pod.metadata.uid) && isPodAvailable(pod, minReadySeconds, now);
-  const known: ReadonlyMap<Pod, boolean> = new Map(pods.map((p) => [p, availableNow(p)]));
+  const known = new Map<Pod, boolean>();
+  for (const pod of pods) known.set(pod, availableNow(pod));
   return (pod) => known.get(pod) ?? availableNow(pod);
 }
 

@@ -135,7 +135,8 @@ export function planBudgetedUpdate(
 
 /** maxUnavailable: a Ready desired node with no available pod holds a share (NotReady ones hold none). */
 function holdsUnavailability(available: (p: Pod) => boolean): (view: NodeView) => boolean {
-  return (v) => v.ready && !activePods(v).some(available);
+  // Written without activePods' copy: the plan asks this of every desired node, twice.
+  return (v) => v.ready && !v.live.some((p) => !isPreDeleting(p) && available(p));
 }
 
 /**
@@ -145,9 +146,14 @@ function holdsUnavailability(available: (p: Pod) => boolean): (view: NodeView) =
 function holdsSurge(hash: string, available: (p: Pod) => boolean): (view: NodeView) => boolean {
   return (v) => {
     if (!v.ready) return false;
-    const active = activePods(v);
-    const newPod = active.find((p) => podRevision(p) === hash);
-    return active.some((p) => podRevision(p) !== hash && available(p)) &&
+    let newPod: Pod | undefined;
+    let availableOld = false;
+    for (const p of v.live) {
+      if (isPreDeleting(p)) continue;
+      if (podRevision(p) === hash) newPod ??= p;
+      else if (available(p)) availableOld = true;
+    }
+    return availableOld &&
       (v.pendingCreate !== undefined || (newPod !== undefined && !available(newPod)));
   };
 }
