@@ -6,11 +6,11 @@
  */
 import { assertEquals, assertRejects } from "@std/assert";
 import { edgerollCrds } from "../api/crd.ts";
-import { KubeError } from "../kube/errors.ts";
-import type { KubeObject } from "../kube/wire-objects.ts";
-import { userCalls } from "../kube/user-calls.ts";
-import { agentSet } from "./controller-on-sim.ts";
-import { withSim } from "./sim/helpers.ts";
+import { KubeError } from "./errors.ts";
+import type { KubeObject } from "./wire-objects.ts";
+import { userCalls } from "./user-calls.ts";
+import { agentSet } from "../tests/controller-on-sim.ts";
+import { withSim } from "../tests/sim/helpers.ts";
 
 Deno.test("userCalls: create, merge patch, replace and list Events against the simulator", async () => {
   await withSim({ nodes: 1 }, async (sim, kc) => {

@@ -1,12 +1,12 @@
 import { assertEquals, assertStringIncludes, assertThrows } from "@std/assert";
 import { connectionFromKubeconfig } from "../kube/lean-config.ts";
 import { kubeconfigYaml, type Sim, startSim } from "../sim/start.ts";
-import { otaGuard, startEdgeAgent } from "../edge/agent.ts";
+import { otaGuard, startEdgeAgent } from "./agent.ts";
 import { disconnectedText } from "../controller/ota-checks.ts";
 import { openOnLoopback } from "../routes/auth.ts";
 import { memoryLogger } from "../lib/log.ts";
-import { eventually, Kube, type Pod } from "./e2e/kube.ts";
-import { exerciseEdgeAgent, otaNamespace, seedOtaUpgrade } from "./edge-ota.ts";
+import { eventually, Kube, type Pod } from "../tests/e2e/kube.ts";
+import { exerciseEdgeAgent, otaNamespace, seedOtaUpgrade } from "../tests/edge-ota.ts";
 import { freePort } from "../cluster/processes.ts";
 
 /** A state directory of its own for one agent, removed with `using`. */
