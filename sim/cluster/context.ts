@@ -4,8 +4,10 @@
  */
 import { isoSeconds, type KubeObject, type Store, StoreError } from "../store.ts";
 import { type ClusterCache, EVENTS } from "./cache.ts";
-import { SAFE_ALPHABET } from "./revisions.ts";
 import type { Timeline } from "./timeline.ts";
+
+/** The vowel-free alphabet of generated names and hashes (no accidental words). */
+export const SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
 
 /** Tunable durations, in simulated seconds (divided by the speed factor at run time). */
 export interface Durations {

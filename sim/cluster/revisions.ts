@@ -7,7 +7,7 @@
 import { canonical } from "../canonical.ts";
 import type { OwnerReference } from "../store.ts";
 import { type ClusterCache, DAEMONSETS, REVISIONS } from "./cache.ts";
-import type { ClusterContext } from "./context.ts";
+import { type ClusterContext, SAFE_ALPHABET } from "./context.ts";
 import {
   type ControllerRevision,
   controllerUid,
@@ -16,8 +16,6 @@ import {
 } from "./types.ts";
 
 export const HASH_LABEL = "controller-revision-hash";
-/** The vowel-free alphabet of generated names and hashes (no accidental words). */
-export const SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
 
 /** The revision hash: FNV-1a 32 of the template, its decimal digits in a vowel-free alphabet. */
 export function templateHash(template: unknown, collisionCount = 0): string {
