@@ -31,7 +31,8 @@ import {
   type Waits,
 } from "./decisions.ts";
 import type { NodeView } from "./node-view.ts";
-import type { BudgetUse, EpochMillis, NodeReport, Plan } from "../api/plan.ts";
+import type { Awaited, BudgetUse, EpochMillis, NodeReport, Plan, PlanEvent } from "../api/plan.ts";
+import type { SetCondition } from "../api/kube-objects.ts";
 
 /** The reconcile answer lists at most this many awaited items; the rest are summed up. */
 const maxAwaitedListed = 20;
@@ -586,6 +587,48 @@ function rolloutRecordsOf(outcome: Outcome, complete: boolean): RolloutRecords {
   };
 }
 
+/**
+ * The conditions of what the rollout judged and pulled (RolloutStopped, ImagesPreDownloaded);
+ * their Events go to `events`. A plan waiting for its revision judges nothing: what the last one
+ * judged stands.
+ */
+function rolloutConditions(
+  outcome: Outcome,
+  waiting: boolean,
+  events: PlanEvent[],
+): SetCondition[] {
+  const { previous, now, preDownload, judged } = outcome;
+  if (waiting) {
+    return (previous.conditions ?? []).filter((c) =>
+      c.type === rolloutStoppedCondition || c.type === preDownloadCondition
+    );
+  }
+  const conditions: SetCondition[] = [];
+  if (judged) {
+    const state = stoppedState(judged);
+    conditions.push(
+      buildCondition(rolloutStoppedCondition, state, previous.conditions, now, "Warning", events),
+    );
+  }
+  if (preDownload) {
+    const state = preDownloadState(preDownload);
+    const whenTrue = state.event ?? "Normal";
+    conditions.push(
+      buildCondition(preDownloadCondition, state, previous.conditions, now, whenTrue, events),
+    );
+  }
+  return conditions;
+}
+
+/** The awaited items as the answer lists them: the first `maxAwaitedListed`, the rest summed up. */
+function listed(awaited: Awaited[]): Awaited[] {
+  if (awaited.length <= maxAwaitedListed) return awaited;
+  return [
+    ...awaited.slice(0, maxAwaitedListed),
+    { what: `${awaited.length - maxAwaitedListed} more`, why: "not listed" },
+  ];
+}
+
 /** The plan's report: status as upstream counts it, conditions, awaited items, the requeue. */
 export function finish(outcome: Outcome): Plan {
   const { previous, hash, decisions, now } = outcome;
@@ -607,34 +650,7 @@ export function finish(outcome: Outcome): Plan {
     busy: podActions.length > 0 || expectations.length > 0 || n.settling > 0,
   });
   const { conditions, events } = buildConditions(states, previous.conditions, now);
-  const { preDownload, judged } = outcome;
-  // A plan waiting for its revision judges nothing: what the last one judged stands.
-  if (waiting) {
-    conditions.push(
-      ...(previous.conditions ?? []).filter((c) =>
-        c.type === rolloutStoppedCondition || c.type === preDownloadCondition
-      ),
-    );
-  }
-  if (judged) {
-    conditions.push(
-      buildCondition(
-        rolloutStoppedCondition,
-        stoppedState(judged),
-        previous.conditions,
-        now,
-        "Warning",
-        events,
-      ),
-    );
-  }
-  if (preDownload) {
-    const state = preDownloadState(preDownload);
-    const whenTrue = state.event ?? "Normal";
-    conditions.push(
-      buildCondition(preDownloadCondition, state, previous.conditions, now, whenTrue, events),
-    );
-  }
+  conditions.push(...rolloutConditions(outcome, waiting, events));
   // The set-wide reasons first, then what the phases wait for, then what the counts do.
   const allAwaited = [...setWideWaits(states, complete), ...decisions.awaited, ...report.awaited];
 
@@ -654,19 +670,13 @@ export function finish(outcome: Outcome): Plan {
     ...(nextCheckAt !== undefined ? { nextCheckAt } : {}),
     ...(waiting ? rolloutRecords(previous) : rolloutRecordsOf(outcome, complete)),
   };
-  const awaited = allAwaited.length > maxAwaitedListed
-    ? [
-      ...allAwaited.slice(0, maxAwaitedListed),
-      { what: `${allAwaited.length - maxAwaitedListed} more`, why: "not listed" },
-    ]
-    : allAwaited;
   return {
     actions: [...decisions.actions],
     status,
     conditions,
     events: [...decisions.events, ...events],
     requeueAfterSeconds,
-    awaited,
+    awaited: listed(allAwaited),
     nodes: n.reports,
     burst: outcome.burst,
     ...(outcome.budget ? { budget: outcome.budget } : {}),
