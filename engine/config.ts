@@ -116,69 +116,88 @@ export function readSet(snapshot: Snapshot): SetReading {
     namespace: meta.namespace ?? "default",
     uid: meta.uid ?? "",
   };
-  if (snapshot.kind === "AdvancedDaemonSet" || snapshot.kind === "KruiseDaemonSet") {
-    // A Kruise DaemonSet is planned as the AdvancedDaemonSet it is, and owns what it makes
-    // under its own apiVersion and kind.
-    const kruise = snapshot.kind === "KruiseDaemonSet";
-    const asRead = kruise ? kruiseAsAdvancedDaemonSet(snapshot.set) : snapshot.set;
-    const identity = kruise
-      ? { apiVersion: kruiseApiVersion, kind: kruiseKind, ...identityBase }
-      : { apiVersion, kind, ...identityBase };
-    const previous = parseStatus(asRead.status);
-    const result = validateAdvancedDaemonSet(asRead);
-    if (!result.ok) return { ok: false, managed: true, issues: result.issues, previous };
-    const { set, rollingUpdate, annotations, notices } = result;
-    const strategy = set.spec.updateStrategy;
-    const rolling = strategy.type === "RollingUpdate";
-    return {
-      ok: true,
-      previous,
-      config: {
-        kind: "AdvancedDaemonSet",
-        identity,
-        generation: meta.generation ?? 0,
-        notices,
-        template: set.spec.template,
-        selector: set.spec.selector,
-        minReadySeconds: set.spec.minReadySeconds,
-        burstReplicas: set.spec.burstReplicas,
-        revisionHistoryLimit: set.spec.revisionHistoryLimit,
-        mode: !rolling ? "OnDelete" : isZero(rollingUpdate.maxSurge) ? "Recreate" : "Surge",
-        maxUnavailable: rollingUpdate.maxUnavailable,
-        maxSurge: rollingUpdate.maxSurge,
-        partition: rolling ? rollingUpdate.partition : 0,
-        updateSelector: rolling ? rollingUpdate.selector : undefined,
-        paused: rolling && rollingUpdate.paused,
-        preDelete: set.spec.lifecycle?.preDelete,
-        inPlace: rolling && rollingUpdate.rollingUpdateType === "InPlaceIfPossible",
-        progressiveCreatePod: annotations.progressiveCreatePod ||
-          set.spec.scaleStrategy?.partitionedScaling === true,
-        ...(rolling && rollingUpdate.failurePolicy
-          ? { failurePolicy: rollingUpdate.failurePolicy }
-          : {}),
-        ...(set.spec.progressDeadlineSeconds !== undefined
-          ? { progressDeadlineSeconds: set.spec.progressDeadlineSeconds }
-          : {}),
-        ...(set.metadata.annotations?.[resumeRevisionAnnotation] !== undefined
-          ? { resumeRevision: set.metadata.annotations[resumeRevisionAnnotation] }
-          : {}),
-        ...(asksPreDownload(set.metadata.annotations)
-          ? {
-            preDownload: {
-              parallelism: annotations.imagePredownloadParallelism ?? 1,
-              timeoutSeconds: annotations.imagePredownloadTimeoutSeconds ??
-                pullJobDeadlineSeconds,
-              minUpdatedReadyPods: annotations.imagePredownloadMinUpdatedReadyPods ?? 0,
-            },
-          }
-          : {}),
-        ownsPlacement: true,
-      },
-    };
-  }
+  return snapshot.kind === "AdvancedDaemonSet" || snapshot.kind === "KruiseDaemonSet"
+    ? readAdvancedDaemonSet(snapshot, identityBase)
+    : readOpenYurtDaemonSet(snapshot, identityBase);
+}
+
+type IdentityBase = Pick<SetConfig["identity"], "name" | "namespace" | "uid">;
+
+/**
+ * An AdvancedDaemonSet, or a Kruise DaemonSet planned as the AdvancedDaemonSet it is (it owns
+ * what it makes under its own apiVersion and kind): its spec validated, Kruise's annotations read.
+ */
+function readAdvancedDaemonSet(
+  snapshot: Exclude<Snapshot, { kind: "DaemonSet" }>,
+  identityBase: IdentityBase,
+): SetReading {
+  const meta = snapshot.set.metadata;
+  const kruise = snapshot.kind === "KruiseDaemonSet";
+  const asRead = kruise ? kruiseAsAdvancedDaemonSet(snapshot.set) : snapshot.set;
+  const identity = kruise
+    ? { apiVersion: kruiseApiVersion, kind: kruiseKind, ...identityBase }
+    : { apiVersion, kind, ...identityBase };
+  const previous = parseStatus(asRead.status);
+  const result = validateAdvancedDaemonSet(asRead);
+  if (!result.ok) return { ok: false, managed: true, issues: result.issues, previous };
+  const { set, rollingUpdate, annotations, notices } = result;
+  const strategy = set.spec.updateStrategy;
+  const rolling = strategy.type === "RollingUpdate";
+  return {
+    ok: true,
+    previous,
+    config: {
+      kind: "AdvancedDaemonSet",
+      identity,
+      generation: meta.generation ?? 0,
+      notices,
+      template: set.spec.template,
+      selector: set.spec.selector,
+      minReadySeconds: set.spec.minReadySeconds,
+      burstReplicas: set.spec.burstReplicas,
+      revisionHistoryLimit: set.spec.revisionHistoryLimit,
+      mode: !rolling ? "OnDelete" : isZero(rollingUpdate.maxSurge) ? "Recreate" : "Surge",
+      maxUnavailable: rollingUpdate.maxUnavailable,
+      maxSurge: rollingUpdate.maxSurge,
+      partition: rolling ? rollingUpdate.partition : 0,
+      updateSelector: rolling ? rollingUpdate.selector : undefined,
+      paused: rolling && rollingUpdate.paused,
+      preDelete: set.spec.lifecycle?.preDelete,
+      inPlace: rolling && rollingUpdate.rollingUpdateType === "InPlaceIfPossible",
+      progressiveCreatePod: annotations.progressiveCreatePod ||
+        set.spec.scaleStrategy?.partitionedScaling === true,
+      ...(rolling && rollingUpdate.failurePolicy
+        ? { failurePolicy: rollingUpdate.failurePolicy }
+        : {}),
+      ...(set.spec.progressDeadlineSeconds !== undefined
+        ? { progressDeadlineSeconds: set.spec.progressDeadlineSeconds }
+        : {}),
+      ...resumeRevisionOf(set.metadata.annotations),
+      ...(asksPreDownload(set.metadata.annotations)
+        ? {
+          preDownload: {
+            parallelism: annotations.imagePredownloadParallelism ?? 1,
+            timeoutSeconds: annotations.imagePredownloadTimeoutSeconds ?? pullJobDeadlineSeconds,
+            minUpdatedReadyPods: annotations.imagePredownloadMinUpdatedReadyPods ?? 0,
+          },
+        }
+        : {}),
+      ownsPlacement: true,
+    },
+  };
+}
+
+/**
+ * A DaemonSet with OpenYurt's update-strategy annotation: rolled by edgeroll, its pods placed by
+ * the native DaemonSet controller. Without the annotation it is not edgeroll's.
+ */
+function readOpenYurtDaemonSet(
+  snapshot: Extract<Snapshot, { kind: "DaemonSet" }>,
+  identityBase: IdentityBase,
+): SetReading {
   const set = snapshot.set;
   const previous = parseStatus(writtenStatus("daemonsets", snapshot) ?? {});
-  const generation = meta.generation ?? 0;
+  const generation = set.metadata.generation ?? 0;
   // Until the DaemonSet controller observes the spec, its newest revision may be the old
   // template's. The status says the generation it saw, so a tick looks again (ADR 0039).
   const observed = set.status?.observedGeneration;
@@ -207,9 +226,7 @@ export function readSet(snapshot: Snapshot): SetReading {
       ...(yurt.rollout.progressDeadlineSeconds !== undefined
         ? { progressDeadlineSeconds: yurt.rollout.progressDeadlineSeconds }
         : {}),
-      ...(set.metadata.annotations?.[resumeRevisionAnnotation] !== undefined
-        ? { resumeRevision: set.metadata.annotations[resumeRevisionAnnotation] }
-        : {}),
+      ...resumeRevisionOf(set.metadata.annotations),
       maxUnavailable: yurt.rollout.maxUnavailable,
       maxSurge: 0,
       partition: 0,
@@ -219,4 +236,10 @@ export function readSet(snapshot: Snapshot): SetReading {
       ownsPlacement: false,
     },
   };
+}
+
+/** The revision a resume acknowledges the failures of, when the set carries one (ADR 0035). */
+function resumeRevisionOf(annotations: Record<string, string> | undefined) {
+  const resumeRevision = annotations?.[resumeRevisionAnnotation];
+  return resumeRevision !== undefined ? { resumeRevision } : {};
 }
