@@ -76,55 +76,20 @@ export function judgeFailures(
   const policy = config.failurePolicy;
   const deadline = config.progressDeadlineSeconds;
   if (!policy && deadline === undefined) return undefined;
-  const wakeUps: EpochMillis[] = [];
-  let stop = previous.rolloutStop?.revision === hash ? previous.rolloutStop : undefined;
-  let acknowledged = previous.acknowledgedFailures?.revision === hash
-    ? previous.acknowledgedFailures
-    : undefined;
-  let progress = previous.progress?.revision === hash ? previous.progress : undefined;
-  // Resumed by an operator (a resume value naming this revision, not the one already used):
-  // the failures that stopped it are acknowledged, the clock restarts.
-  const resume = config.resumeRevision;
-  if (
-    stop && resume !== undefined && resume.split("/")[0] === hash &&
-    resume !== acknowledged?.resumedWith
-  ) {
-    acknowledged = {
-      revision: hash,
-      pods: [...new Set([...acknowledged?.pods ?? [], ...stop.pods.map((p) => p.name)])],
-      resumedWith: resume,
-    };
-    stop = undefined;
-    progress = undefined;
-  }
-  const known = new Set(acknowledged?.pods ?? []);
+  let { stop, acknowledged, progress } = carriedOver(previous, config.resumeRevision, hash);
   const timeout = policy?.podStartTimeoutSeconds ?? 600;
-  const failed: FailedPod[] = [];
-  let updated = 0;
-  let updatedAvailable = 0;
-  let outdated = 0;
-  for (const view of desired) {
-    const current = view.live.filter((p) => podRevision(p) === hash);
-    if (current.length === 0) outdated++;
-    else updated++;
-    if (current.some(isAvailable)) updatedAvailable++;
-    for (const pod of current) {
-      if (known.has(pod.metadata.name ?? "")) continue;
-      const why = failure(pod, now, timeout);
-      if (why) failed.push({ name: pod.metadata.name ?? "", node: view.name, reason: why });
-      else if (!isPodReady(pod)) {
-        const created = parseTime(pod.metadata.creationTimestamp);
-        if (created !== undefined) wakeUps.push(created + timeout * 1000);
-      }
-    }
-  }
+  const known = new Set(acknowledged?.pods ?? []);
+  const { failed, updated, updatedAvailable, outdated, wakeUps } = tally(
+    desired,
+    hash,
+    (pod) => known.has(pod.metadata.name ?? ""),
+    (pod) => failure(pod, now, timeout),
+    isAvailable,
+    timeout,
+  );
   const grew = !progress || updatedAvailable > progress.updatedAvailable;
-  const clock = {
-    revision: hash,
-    updatedAvailable,
-    at: grew ? formatTime(now) : progress!.at,
-  };
-  const deadlineAt = deadline !== undefined ? (parseTime(clock.at) ?? now) + deadline * 1000 : 0;
+  progress = { revision: hash, updatedAvailable, at: grew ? formatTime(now) : progress!.at };
+  const deadlineAt = deadline !== undefined ? (parseTime(progress.at) ?? now) + deadline * 1000 : 0;
   const deadlineExceeded = deadline !== undefined && outdated > 0 && now >= deadlineAt;
   if (deadline !== undefined && outdated > 0 && !deadlineExceeded) wakeUps.push(deadlineAt);
 
@@ -148,10 +113,75 @@ export function judgeFailures(
     stop,
     newlyStopped,
     acknowledged,
-    progress: clock,
+    progress,
     deadlineExceeded,
     wakeUps,
   };
+}
+
+/**
+ * What the last plan recorded of this revision's rollout: its stop, the failures acknowledged and
+ * the progress clock. Resumed by an operator (a resume value naming this revision, not the one
+ * already used): the failures that stopped it are acknowledged, and the clock restarts.
+ */
+function carriedOver(
+  previous: AdvancedDaemonSetStatus,
+  resume: string | undefined,
+  hash: string,
+) {
+  const stop = previous.rolloutStop?.revision === hash ? previous.rolloutStop : undefined;
+  const acknowledged = previous.acknowledgedFailures?.revision === hash
+    ? previous.acknowledgedFailures
+    : undefined;
+  const progress = previous.progress?.revision === hash ? previous.progress : undefined;
+  if (
+    stop && resume !== undefined && resume.split("/")[0] === hash &&
+    resume !== acknowledged?.resumedWith
+  ) {
+    const pods = [...new Set([...acknowledged?.pods ?? [], ...stop.pods.map((p) => p.name)])];
+    return {
+      stop: undefined,
+      acknowledged: { revision: hash, pods, resumedWith: resume },
+      progress: undefined,
+    };
+  }
+  return { stop, acknowledged, progress };
+}
+
+/**
+ * The desired nodes counted for the judgement: updated (a pod of the revision) or not, updated
+ * and available, and the pods of the revision that failed (acknowledged ones left out); and when
+ * to judge again each pod not ready yet: once its start timeout has passed.
+ */
+function tally(
+  desired: NodeView[],
+  hash: string,
+  isAcknowledged: (pod: Pod) => boolean,
+  failureOf: (pod: Pod) => string | undefined,
+  isAvailable: (pod: Pod) => boolean,
+  startTimeoutSeconds: number,
+) {
+  const failed: FailedPod[] = [];
+  const wakeUps: EpochMillis[] = [];
+  let updated = 0;
+  let updatedAvailable = 0;
+  let outdated = 0;
+  for (const view of desired) {
+    const current = view.live.filter((p) => podRevision(p) === hash);
+    if (current.length === 0) outdated++;
+    else updated++;
+    if (current.some(isAvailable)) updatedAvailable++;
+    for (const pod of current) {
+      if (isAcknowledged(pod)) continue;
+      const why = failureOf(pod);
+      if (why) failed.push({ name: pod.metadata.name ?? "", node: view.name, reason: why });
+      else if (!isPodReady(pod)) {
+        const created = parseTime(pod.metadata.creationTimestamp);
+        if (created !== undefined) wakeUps.push(created + startTimeoutSeconds * 1000);
+      }
+    }
+  }
+  return { failed, updated, updatedAvailable, outdated, wakeUps };
 }
 
 /** A JSON merge patch that turns `from` into `to` (a key `to` lacks is null: removed). */
