@@ -30,7 +30,7 @@ import {
 import type { Container, Pod } from "../api/kube-objects.ts";
 import type { OwnerReference } from "../api/kube-objects.ts";
 import { setKey, setKindOf } from "../api/set-ref.ts";
-import { resolve, updateBudget } from "./config.ts";
+import { resolve, type SetConfig, updateBudget } from "./config.ts";
 import { isNodeReady, parseTime, podRevision } from "./pod-node-state.ts";
 import { type Allowance, PhaseDecisions, type PhaseResult, type PlanFacts } from "./decisions.ts";
 import { activePods, type NodeView } from "./node-view.ts";
@@ -254,7 +254,6 @@ export function planPreDownload(
   const asked = config.preDownload;
   if (!asked || (config.mode !== "Recreate" && config.mode !== "Surge")) return out.done();
   const pulls = new Pulls(out, read, pending);
-  const owner = controllerRef(config.identity);
   const ours = [...pulls.jobs.values()].filter((job) =>
     job.metadata.ownerReferences?.some((o) => o.uid === config.identity.uid)
   );
@@ -284,13 +283,54 @@ export function planPreDownload(
     return { ...out.done(), progress };
   }
 
+  const candidates = survey(pulls, order, touched, progress, wanted);
+  for (const job of ours) stale(job, "its node is updated, or its revision is not the set's");
+
+  const minimum = resolve(asked.minUpdatedReadyPods, count, true);
+  const updatedReady =
+    desired.filter((v) => activePods(v).some((p) => podRevision(p) === hash && isAvailable(p)))
+      .length;
+  if (updatedReady < minimum) {
+    if (candidates.length > 0) {
+      progress.waiting = {
+        reason: "WaitingForUpdatedPods",
+        message:
+          `${updatedReady} of ${minimum} pods of the new revision available before the rest of the fleet pulls (image-predownload-min-updated-ready-pods)`,
+      };
+      out.wait(
+        `${minimum} pods of revision ${hash} available`,
+        "the rest of the fleet pre-downloads its images then",
+      );
+    }
+    return { ...out.done(), progress };
+  }
+  startPulls(pulls, candidates, progress, asked);
+  return { ...out.done(), progress };
+}
+
+/**
+ * The nodes of old pods in the update's order, each counted in `progress` (pulled, failed,
+ * pulling, its result recorded once its Job ended) and its Job's name added to `wanted`; answers
+ * those still to pull, in order. Skipped: a node whose pod this plan replaces or patches
+ * (`touched`: its new pod pulls for itself), and a NotReady one (no Job runs there; the update
+ * waits anyway).
+ */
+function survey(
+  pulls: Pulls,
+  order: readonly NodeView[],
+  touched: ReadonlySet<string>,
+  progress: PreDownload,
+  wanted: Set<string>,
+): { view: NodeView; name: string }[] {
+  const { out, read } = pulls;
+  const { config, hash } = out.facts;
   const candidates: { view: NodeView; name: string }[] = [];
   for (const view of order) {
     const active = activePods(view);
     const old = active.find((p) => podRevision(p) !== hash);
     if (!old || active.some((p) => podRevision(p) === hash) || view.pendingCreate) continue;
     if (touched.has(old.metadata.uid ?? "")) continue;
-    if (!isNodeReady(view.node)) continue; // a Job cannot run there; the update waits anyway
+    if (!isNodeReady(view.node)) continue;
     progress.nodes++;
     const name = preDownloadJobName(config.identity.name, hash, view.name);
     wanted.add(name);
@@ -319,26 +359,19 @@ export function planPreDownload(
     else failed(progress, view.name);
     if (!pulls.record(old, view.name, job, outcome, true)) break;
   }
-  for (const job of ours) stale(job, "its node is updated, or its revision is not the set's");
+  return candidates;
+}
 
-  const minimum = resolve(asked.minUpdatedReadyPods, count, true);
-  const updatedReady =
-    desired.filter((v) => activePods(v).some((p) => podRevision(p) === hash && isAvailable(p)))
-      .length;
-  if (updatedReady < minimum) {
-    if (candidates.length > 0) {
-      progress.waiting = {
-        reason: "WaitingForUpdatedPods",
-        message:
-          `${updatedReady} of ${minimum} pods of the new revision available before the rest of the fleet pulls (image-predownload-min-updated-ready-pods)`,
-      };
-      out.wait(
-        `${minimum} pods of revision ${hash} available`,
-        "the rest of the fleet pre-downloads its images then",
-      );
-    }
-    return { ...out.done(), progress };
-  }
+/** Jobs for the candidates, in order, until `parallelism` pull at once or the burst is spent. */
+function startPulls(
+  pulls: Pulls,
+  candidates: { view: NodeView; name: string }[],
+  progress: PreDownload,
+  asked: NonNullable<SetConfig["preDownload"]>,
+): void {
+  const { out } = pulls;
+  const { config, hash } = out.facts;
+  const owner = controllerRef(config.identity);
   for (const { view, name } of candidates) {
     if (progress.pulling >= asked.parallelism) break;
     const manifest = pulls.manifest(name, view.name, owner, asked.timeoutSeconds);
@@ -350,7 +383,6 @@ export function planPreDownload(
     out.wait(`job/${name} pulled`, why);
     out.poll(out.now);
   }
-  return { ...out.done(), progress };
 }
 
 function failed(progress: PreDownload, node: string): void {
