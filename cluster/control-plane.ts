@@ -566,14 +566,15 @@ async function settleKwokStages(
   }
 }
 
-/**
- * Polls `ready` until it holds. Fails at once, with the log's tail, if a process it depends on
- * died, and after `timeoutMs` otherwise.
- */
+/** `waitFor`'s deadline passed (a process it depends on dying is another error). */
 class WaitTimedOut extends Error {
   override name = "WaitTimedOut";
 }
 
+/**
+ * Polls `ready` until it holds. Fails at once, with the log's tail, if a process it depends on
+ * died, and after `timeoutMs` otherwise.
+ */
 async function waitFor(
   what: string,
   dependsOn: StartedProcess | StartedProcess[],
