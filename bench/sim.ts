@@ -6,6 +6,7 @@
  */
 import { startSim } from "../sim/start.ts";
 import { markdownTable } from "./markdown-table.ts";
+import { median } from "./stats.ts";
 import { daemonSetOnEveryNode } from "./sim-behaviour.ts";
 
 const NODES = 5_000;
@@ -22,11 +23,6 @@ interface Row {
 
 function ms(start: number): number {
   return performance.now() - start;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 /** Reads a watch stream until `lines` events arrived; resolves with the time of the last. */
