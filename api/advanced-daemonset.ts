@@ -16,6 +16,7 @@ import {
   PodTemplateSpec,
   SetCondition,
 } from "./kube-objects.ts";
+import { RolloutPlan, RolloutPlanStatus } from "./rollout-plan.ts";
 
 export const group = "apps.edgeroll.dev";
 export const version = "v1alpha1";
@@ -68,6 +69,9 @@ export const RollingUpdate = z.object({
   ),
   failurePolicy: FailurePolicy.optional().describe(
     "edgeroll's failure budget: past it the rollout stops replacing old pods (ADR 0035).",
+  ),
+  plan: RolloutPlan.optional().describe(
+    "edgeroll's rollout plan: domains by a node label, steps over them, pauses (ADR 0050).",
   ),
 });
 export type RollingUpdate = z.infer<typeof RollingUpdate>;
@@ -184,6 +188,8 @@ export const AdvancedDaemonSetStatus = z.object({
     updatedAvailable: z.number().int(),
     at: z.string(),
   }).optional(),
+  /** Where the rollout plan of the current revision stands (ADR 0050). */
+  plan: RolloutPlanStatus.optional(),
   imagePreDownload: z.object({
     revision: z.string(),
     nodes: z.number().int(),

@@ -21,6 +21,12 @@ import {
   matchesLabelSelector,
   type Notice,
 } from "./label-selector.ts";
+import {
+  type PlanAnswers,
+  readPlanAnswers,
+  type RolloutPlan,
+  rolloutPlanIssues,
+} from "./rollout-plan.ts";
 
 export type { FieldIssue };
 
@@ -34,6 +40,7 @@ export interface EffectiveRollingUpdate {
   selector?: LabelSelector;
   paused: boolean;
   failurePolicy?: FailurePolicy;
+  plan?: RolloutPlan;
 }
 
 /** Kruise's defaulting: `Surging` means maxSurge 1 and maxUnavailable 0 unless given. */
@@ -53,6 +60,7 @@ export function effectiveRollingUpdate(
     selector: given.selector,
     paused: given.paused ?? false,
     ...(given.failurePolicy ? { failurePolicy: given.failurePolicy } : {}),
+    ...(given.plan ? { plan: given.plan } : {}),
   };
 }
 
@@ -70,6 +78,8 @@ export type ValidationResult =
     set: AdvancedDaemonSet;
     rollingUpdate: EffectiveRollingUpdate;
     annotations: KruiseAnnotations;
+    /** An operator's approvals of the plan's steps, promote and abort (ADR 0050). */
+    planAnswers: PlanAnswers;
     /** Values replaced by the default Kruise uses in their place. */
     notices: Notice[];
   }
@@ -123,6 +133,13 @@ function rollingUpdateIssues(given: RollingUpdate, path: string): FieldIssue[] {
   }
   if (given.rollingUpdateType === "Surging" && hasUnavailable) {
     issues.push({ path: `${path}.maxUnavailable`, message: "must be 0 for Surging type" });
+  }
+  if (given.plan) {
+    issues.push(...rolloutPlanIssues(given.plan, {
+      partition: given.partition,
+      selector: given.selector,
+      surges: hasSurge,
+    }));
   }
   return issues;
 }
@@ -262,11 +279,13 @@ export function validateAdvancedDaemonSet(input: unknown): ValidationResult {
   const annotations = annotationIssuesAndValues(set.metadata.annotations);
   const issues = [...specIssues(set.spec), ...annotations.issues];
   if (issues.length > 0) return { ok: false, issues };
+  const plan = readPlanAnswers(set.metadata.annotations);
   return {
     ok: true,
     set,
     rollingUpdate: effectiveRollingUpdate(set.spec.updateStrategy.rollingUpdate),
     annotations: annotations.values,
-    notices: annotations.notices,
+    planAnswers: plan.answers,
+    notices: [...annotations.notices, ...plan.notices],
   };
 }

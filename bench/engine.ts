@@ -9,20 +9,40 @@ import { plan } from "../engine/plan.ts";
 import * as f from "../engine/testdata/fleet.ts";
 import type { Snapshot } from "../api/plan.ts";
 import { markdownTable } from "./markdown-table.ts";
+import type { RolloutPlanInput } from "../api/rollout-plan.ts";
 
-type RollingUpdate = { maxUnavailable?: number | string; maxSurge?: number | string };
+type RollingUpdate = {
+  maxUnavailable?: number | string;
+  maxSurge?: number | string;
+  plan?: RolloutPlanInput;
+};
 
-function fleet(nodes: number, rollingUpdate: RollingUpdate): Snapshot {
+const zoneLabel = "topology.kubernetes.io/zone";
+
+/** The fleet, its nodes spread over `domains` zones when given. */
+function fleet(nodes: number, rollingUpdate: RollingUpdate, domains?: number): Snapshot {
   return {
     kind: "AdvancedDaemonSet",
     set: f.advancedDaemonSet({
       updateStrategy: { type: "RollingUpdate", rollingUpdate },
     }) as Snapshot["set"],
     pods: [],
-    nodes: f.nodes(nodes),
+    nodes: f.nodes(nodes).map((n, i) =>
+      domains === undefined
+        ? n
+        : { ...n, metadata: { ...n.metadata, labels: { [zoneLabel]: `zone-${i % domains}` } } }
+    ),
     revisions: [],
   };
 }
+
+/** A rollout plan over the zones: 5 at once, half of each at a time (ADR 0050). */
+const zonePlan: RolloutPlanInput = {
+  domainLabel: zoneLabel,
+  maxConcurrentDomains: 5,
+  domainMaxUnavailable: "50%",
+  steps: [{ nodes: "100%" }],
+};
 
 /** Runs plan → apply → kubelet until nothing is planned; returns the cluster and the clock. */
 function settle(
@@ -41,8 +61,9 @@ function settle(
 }
 
 /** A fleet on agent:v1 switched to v2 and rolled part of the way. */
-function midRollout(nodes: number): [Snapshot, number] {
-  let [c, now] = settle(f.cluster(fleet(nodes, { maxUnavailable: "10%" })), f.t0);
+function midRollout(nodes: number, domains?: number): [Snapshot, number] {
+  const rollingUpdate = { maxUnavailable: "10%", ...(domains ? { plan: zonePlan } : {}) };
+  let [c, now] = settle(f.cluster(fleet(nodes, rollingUpdate, domains)), f.t0);
   c = f.withTemplate(c, "agent:v2", 2);
   for (let i = 0; i < 6; i++) {
     const p = plan(c.snapshot, now);
@@ -54,8 +75,8 @@ function midRollout(nodes: number): [Snapshot, number] {
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
-function measurePlan(nodes: number): string[] {
-  const [snapshot, now] = midRollout(nodes);
+function measurePlan([nodes, domains]: [number, number?]): string[] {
+  const [snapshot, now] = midRollout(nodes, domains);
   const times: number[] = [];
   for (let i = 0; i < 21; i++) {
     const started = performance.now();
@@ -72,7 +93,7 @@ function measurePlan(nodes: number): string[] {
   }
   const sample = plan(snapshot, now);
   return [
-    String(nodes),
+    domains ? `${nodes} in ${domains} zones, with a plan` : String(nodes),
     `${times[10].toFixed(1)} ms`,
     `${times[0].toFixed(1)} ms`,
     allocated,
@@ -108,7 +129,7 @@ function measureWaves(nodes: number, mode: "Standard" | "Surging", budget: numbe
 export function benchEngine(): string {
   const timing = markdownTable(
     ["nodes", "plan median (21 runs)", "fastest", "heap allocated by one plan", "snapshot"],
-    [1000, 5000].map(measurePlan),
+    ([[1000], [5000], [5000, 50]] as [number, number?][]).map(measurePlan),
   );
   const waves = markdownTable(
     ["strategy", "nodes", "budget", "waves", "ceil(nodes/budget)", "plan calls"],

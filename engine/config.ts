@@ -18,6 +18,7 @@ import { isZero, scaleIntOrPercent } from "../api/int-or-percent.ts";
 import type { IntOrString, LabelSelector, PodTemplateSpec } from "../api/kube-objects.ts";
 import type { FieldIssue, Notice } from "../api/label-selector.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
+import type { PlanAnswers, RolloutPlan } from "../api/rollout-plan.ts";
 import { validateAdvancedDaemonSet } from "../api/validation.ts";
 import { kruiseApiVersion, kruiseAsAdvancedDaemonSet, kruiseKind } from "../api/kruise.ts";
 import { writtenStatus } from "../api/written-status.ts";
@@ -73,6 +74,8 @@ export interface SetConfig {
   progressDeadlineSeconds?: number;
   /** The revision an operator resumed after it stopped (annotation `resumeRevisionAnnotation`). */
   resumeRevision?: string;
+  /** The rollout plan and the operator's answers to it (ADR 0050). */
+  rolloutPlan?: { plan: RolloutPlan; answers: PlanAnswers };
   /**
    * AdvancedDaemonSet: edgeroll creates pods and revisions and removes misscheduled ones. OpenYurt
    * DaemonSet: the native controller does, edgeroll only replaces (deletes) or marks old pods.
@@ -173,6 +176,9 @@ function readAdvancedDaemonSet(
         ? { progressDeadlineSeconds: set.spec.progressDeadlineSeconds }
         : {}),
       ...resumeRevisionOf(set.metadata.annotations),
+      ...(rolling && rollingUpdate.plan
+        ? { rolloutPlan: { plan: rollingUpdate.plan, answers: result.planAnswers } }
+        : {}),
       ...(asksPreDownload(set.metadata.annotations)
         ? {
           preDownload: {

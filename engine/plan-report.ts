@@ -33,6 +33,7 @@ import {
 import type { NodeView } from "./node-view.ts";
 import type { Awaited, BudgetUse, EpochMillis, NodeReport, Plan, PlanEvent } from "../api/plan.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
+import type { RolloutPlanStatus } from "../api/rollout-plan.ts";
 
 /** The reconcile answer lists at most this many awaited items; the rest are summed up. */
 const maxAwaitedListed = 20;
@@ -124,6 +125,8 @@ export interface Outcome {
   rollback?: AdvancedDaemonSetStatus["rollback"];
   /** The update budget and its share in use, when one bounds the rollout. */
   budget?: BudgetUse;
+  /** Where the rollout plan stands, when the set has one (ADR 0050). */
+  rolloutPlan?: RolloutPlanStatus;
 }
 
 /** The condition of a set with a failure budget or a progress deadline (present only then). */
@@ -416,6 +419,26 @@ const progressingRules: {
     }),
   },
   {
+    name: "aborted by the operator",
+    applies: (facts) => facts.outcome.rolloutPlan?.state === "Stopped",
+    state: (facts) => ({
+      status: false,
+      reason: "Aborted",
+      message: `aborted at step ${
+        facts.outcome.rolloutPlan!.step
+      }: no more old pods are replaced; ${facts.counts}`,
+    }),
+  },
+  {
+    name: "a step of the plan soaks or awaits approval",
+    applies: (facts) => planPause(facts.outcome) !== undefined,
+    state: (facts) => ({
+      status: false,
+      reason: facts.outcome.rolloutPlan!.state,
+      message: `${planPause(facts.outcome)}; ${facts.counts}`,
+    }),
+  },
+  {
     name: "acting, or waiting on what was done",
     applies: (facts) => facts.busy,
     state: (facts) => ({ status: true, reason: "RollingUpdate", message: facts.counts }),
@@ -509,6 +532,8 @@ function conditionStates(facts: Facts): Record<ConditionType, ConditionState> {
         reason: "Paused",
         message: `${plural(nodes.onOld, "node")} wait for the update`,
       }
+      : planPause(outcome) !== undefined
+      ? { status: true, reason: outcome.rolloutPlan!.state, message: planPause(outcome)! }
       : { status: false, reason: "NotPaused", message: "" },
     BudgetExhausted: decisions.budgetHeld
       ? {
@@ -523,11 +548,23 @@ function conditionStates(facts: Facts): Record<ConditionType, ConditionState> {
   };
 }
 
+/** What a plan that soaks or awaits approval after its step waits for, in words. */
+function planPause(outcome: Outcome): string | undefined {
+  const plan = outcome.rolloutPlan;
+  if (plan?.state === "Soaking") {
+    return `step ${plan.step} of ${plan.steps} done, soaking since ${plan.doneSince}`;
+  }
+  if (plan?.state === "AwaitingApproval") {
+    return `step ${plan.step} of ${plan.steps} done, waiting for kubectl edgeroll approve`;
+  }
+  return undefined;
+}
+
 /** The set-wide reasons to wait, listed before the per-pod items. */
 function setWideWaits(states: Record<ConditionType, ConditionState>, complete: boolean) {
   const progressing = states.Progressing;
   return [
-    ...(states.Paused.status
+    ...(states.Paused.reason === "Paused"
       ? [{ what: "rollingUpdate.paused: false", why: states.Paused.message }]
       : []),
     ...(!progressing.status && !complete &&
@@ -548,6 +585,7 @@ const recordFields = [
   "acknowledgedFailures",
   "progress",
   "imagePreDownload",
+  "plan",
 ] as const;
 type RolloutRecords = Pick<AdvancedDaemonSetStatus, typeof recordFields[number]>;
 
@@ -572,6 +610,7 @@ function rolloutRecordsOf(outcome: Outcome, complete: boolean): RolloutRecords {
       : {}),
     ...(judged?.acknowledged ? { acknowledgedFailures: judged.acknowledged } : {}),
     ...(judged ? { progress: judged.progress } : {}),
+    ...(outcome.rolloutPlan ? { plan: outcome.rolloutPlan } : {}),
     ...(preDownload
       ? {
         imagePreDownload: {

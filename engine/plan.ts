@@ -66,6 +66,8 @@ import {
 } from "./revisions.ts";
 import type { Action, EpochMillis, Plan, Snapshot } from "../api/plan.ts";
 import { budgetUse, planBudgetedUpdate, planOta, updateOrder } from "./updates.ts";
+import { planRollout } from "./rollout-plan.ts";
+import type { FieldIssue } from "../api/label-selector.ts";
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
   const reading = readSet(snapshot);
@@ -120,10 +122,25 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     ? planPlacement(facts, start, views, desiredCount, strays, available)
     : skipped(start);
 
-  // Updates are planned on the nodes as placement leaves them, in Kruise's order.
+  // Updates are planned on the nodes as placement leaves them, in Kruise's order, or in the
+  // rollout plan's over the nodes its current step covers.
   const byNode = groupByNode(placed.decisions.expectations);
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
-  const order = updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
+  const planned = config.rolloutPlan &&
+    planRollout(
+      {
+        ...config.rolloutPlan,
+        hash,
+        surge: config.mode === "Surge",
+        previous: previous.plan,
+        now,
+      },
+      settled,
+      available,
+    );
+  const stepped = planned?.ok ? planned.progress : undefined;
+  const order = stepped?.covered ??
+    updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
 
   // 2. OpenYurt OTA: the pods' marks (cleared out of OTA mode), and the pulls nodes asked for.
   const marked = planOta(facts, placed.left, views, pending, ota);
@@ -143,7 +160,9 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     now,
   );
   const judgement = decided({
-    wakeUps: judged?.wakeUps ?? [],
+    wakeUps: [...judged?.wakeUps ?? [], ...stepped?.wakeUps ?? []],
+    awaited: stepped?.awaited ?? [],
+    events: stepped?.events ?? [],
     ...(rollback
       ? {
         actions: [rollback.action],
@@ -151,11 +170,12 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
       }
       : {}),
   });
-  // 4. Updates within maxUnavailable or maxSurge; none while paused, stopped, OnDelete or OTA.
+  // 4. Updates within maxUnavailable or maxSurge and the plan's gate; none while paused,
+  // stopped, aborted, OnDelete or OTA.
   const updates = config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused &&
-    !stopped;
+    !stopped && !stepped?.aborted;
   const updated = updates
-    ? planBudgetedUpdate(facts, pulled.left, settled, order, available)
+    ? planBudgetedUpdate(facts, pulled.left, settled, order, available, stepped?.gate)
     : skipped(pulled.left);
   const earlier = [claimed, placed.decisions, marked.decisions, pulled.decisions, judgement];
   // 5. In-place readiness gates opened on pods that run their spec.
@@ -190,7 +210,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     readied.decisions,
     preDownloaded.decisions,
   ]);
-  const planned = finish({
+  const report = finish({
     ...seen,
     decisions,
     inScope: new Set(order.map((v) => v.name)),
@@ -198,13 +218,20 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     judged,
     rollback: rollback?.record ?? (previous.rollback?.to === hash ? previous.rollback : undefined),
     budget: budgetUse(config, hash, settled, available),
+    ...(stepped ? { rolloutPlan: stepped.status } : {}),
   });
-  if (snapshot.refused !== undefined && snapshot.refused.revision === hash) {
-    const { message } = snapshot.refused;
-    return refusedTemplatePlan(snapshot, message, previous, planned, pending, now);
+  if (planned && !planned.ok) {
+    return invalidWithCounts(snapshot, planned.issues, previous, report, pending, now);
   }
-  if (config.ownsPlacement) planned.probe = probeOf(planned.actions, facts, desired);
-  return planned;
+  if (snapshot.refused !== undefined && snapshot.refused.revision === hash) {
+    const issues = [{
+      path: "spec.template",
+      message: `the API server refuses it: ${snapshot.refused.message}`,
+    }];
+    return invalidWithCounts(snapshot, issues, previous, report, pending, now);
+  }
+  if (config.ownsPlacement) report.probe = probeOf(report.actions, facts, desired);
+  return report;
 }
 
 type SetReading = Extract<ReturnType<typeof readSet>, { ok: true }>;
@@ -255,16 +282,18 @@ function availability(
 
 const closedGate = inPlaceGateExpected("False");
 
-/** The template cannot make a pod: nothing is done, but the counts still tell the fleet. */
-function refusedTemplatePlan(
+/**
+ * A spec that cannot be rolled on these nodes (a template the API server refuses, a plan the
+ * fleet cannot be ordered by): nothing is done, but the counts still tell the fleet.
+ */
+function invalidWithCounts(
   snapshot: Snapshot,
-  message: string,
+  issues: FieldIssue[],
   previous: AdvancedDaemonSetStatus,
   planned: Plan,
   pending: Expectation[],
   now: EpochMillis,
 ): Plan {
-  const issues = [{ path: "spec.template", message: `the API server refuses it: ${message}` }];
   const invalid = invalidOrUnmanagedPlan(
     { ok: false, managed: true, issues, previous },
     now,

@@ -17,6 +17,7 @@ import {
   podName,
 } from "./decisions.ts";
 import { activePods, isPreDeleting, type NodeView } from "./node-view.ts";
+import type { UpdateGate } from "./rollout-plan.ts";
 
 /**
  * Kruise's update order (`filterDaemonPodsNodeToUpdate`): node names descending, nodes already
@@ -81,8 +82,9 @@ interface UpdateBudget {
 
 /**
  * Walks the update order and replaces old pods within the budget: maxSurge for a Surge set,
- * maxUnavailable otherwise. Nodes that are NotReady are skipped (and hold no budget); old pods
- * already down are replaced in their own slot.
+ * maxUnavailable otherwise, and within a rollout plan's `gate` when the set has one. Nodes that
+ * are NotReady are skipped (and hold no budget); old pods already down are replaced in their own
+ * slot.
  */
 export function planBudgetedUpdate(
   facts: PlanFacts,
@@ -90,6 +92,7 @@ export function planBudgetedUpdate(
   desired: readonly NodeView[],
   order: readonly NodeView[],
   available: (p: Pod) => boolean,
+  gate?: UpdateGate,
 ): PhaseResult {
   const out = new PhaseDecisions(facts, allowance);
   const budget = facts.config.mode === "Surge"
@@ -114,11 +117,17 @@ export function planBudgetedUpdate(
         }: its pod is updated when it comes back`,
       );
     } else if (!isPodAvailable(old, out.config.minReadySeconds, out.now)) {
+      if (gate && !gate.admits(view, true)) continue;
       budget.replaceDown(view, old);
+      gate?.took(view, true);
     } else if (holders.length < budget.limit) {
+      // A node the plan holds back (its domain's turn or budget) waits as the plan says.
+      if (gate && !gate.admits(view, false)) continue;
       const holder = budget.replace(view, old);
-      if (holder !== undefined) holders.push(holder);
-      else notStarted++;
+      if (holder !== undefined) {
+        holders.push(holder);
+        gate?.took(view, false);
+      } else notStarted++;
     } else {
       notStarted++;
     }

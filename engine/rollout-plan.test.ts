@@ -1,0 +1,438 @@
+/**
+ * Rollout plans (ADR 0050) through `plan`: a fleet of zones rolled step by step on the fake
+ * cluster of `testdata/fleet.ts`, and properties on random fleets and plans.
+ */
+import { assert, assertEquals } from "@std/assert";
+import fc from "fast-check";
+import { Keys, type Node } from "../api/kube-objects.ts";
+import type { RolloutPlanInput } from "../api/rollout-plan.ts";
+import type { Plan, Snapshot } from "../api/plan.ts";
+import { isNodeReady, podNodeName } from "./pod-node-state.ts";
+import { plan } from "./plan.ts";
+import * as f from "./testdata/fleet.ts";
+
+const zoneLabel = "topology.kubernetes.io/zone";
+const stepMillis = 5000;
+
+/** Zones a (3 nodes), b (3), c (2), and one node without the label. */
+function zonedNodes(): Node[] {
+  const zoned = (name: string, zone?: string) =>
+    f.node(name, zone ? { labels: { [zoneLabel]: zone } } : {});
+  return [
+    zoned("a-1", "a"),
+    zoned("a-2", "a"),
+    zoned("a-3", "a"),
+    zoned("b-1", "b"),
+    zoned("b-2", "b"),
+    zoned("b-3", "b"),
+    zoned("c-1", "c"),
+    zoned("c-2", "c"),
+    zoned("edge-0"),
+  ];
+}
+
+function plannedSet(rolloutPlan: Partial<RolloutPlanInput>, rollingUpdate: object = {}): Snapshot {
+  return {
+    kind: "AdvancedDaemonSet",
+    set: f.advancedDaemonSet({
+      updateStrategy: {
+        type: "RollingUpdate",
+        rollingUpdate: {
+          maxUnavailable: 2,
+          ...rollingUpdate,
+          plan: { domainLabel: zoneLabel, steps: [{ nodes: "100%" }], ...rolloutPlan },
+        },
+      },
+    }) as Snapshot["set"],
+    pods: [],
+    nodes: zonedNodes(),
+    revisions: [],
+  };
+}
+
+/** One reconcile and the kubelets after it. */
+function step(c: f.Cluster, now: number): [Plan, f.Cluster] {
+  const p = plan(c.snapshot, now);
+  return [p, f.kubelet(f.apply(c, p, now), now)];
+}
+
+/** Steps until a plan decides nothing; the last plan and the cluster it left. */
+function settle(c: f.Cluster, start: number): { p: Plan; c: f.Cluster; now: number } {
+  let now = start;
+  for (let i = 0; i < 60; i++) {
+    const [p, next] = step(c, now);
+    c = next;
+    if (p.actions.length === 0) return { p, c, now };
+    now += stepMillis;
+  }
+  throw new Error("the fleet did not settle in 60 steps");
+}
+
+/** The fleet settled on agent:v1, then given agent:v2. */
+function onV1ThenV2(snapshot: Snapshot): { c: f.Cluster; now: number } {
+  const first = settle(f.cluster(snapshot), f.t0);
+  assertEquals(first.p.status.plan?.state, "Done");
+  return { c: f.withTemplate(first.c, "agent:v2", 2), now: first.now + stepMillis };
+}
+
+function nodesOn(c: f.Cluster, hash: string): string[] {
+  return c.snapshot.pods.filter((p) => p.metadata.labels?.[Keys.revisionHash] === hash)
+    .map((p) => podNodeName(p) ?? "").sort();
+}
+
+function annotate(c: f.Cluster, annotations: Record<string, string>): f.Cluster {
+  const s = structuredClone(c.snapshot);
+  s.set.metadata.annotations = { ...s.set.metadata.annotations, ...annotations };
+  return { snapshot: s, serial: c.serial };
+}
+
+Deno.test("rollout plan: a one-node canary waits for an approval of its own revision", () => {
+  const start = onV1ThenV2(plannedSet({
+    firstDomains: ["b"],
+    steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }],
+  }));
+  const canary = settle(start.c, start.now);
+  const hash = canary.p.status.daemonSetHash!;
+  // The first domain listed, Kruise's order within it: names descending.
+  assertEquals(nodesOn(canary.c, hash), ["b-3"]);
+  assertEquals(canary.p.status.plan?.state, "AwaitingApproval");
+  assertEquals(canary.p.status.plan?.step, 0);
+  const paused = canary.p.conditions.find((c) => c.type === "Paused");
+  assertEquals([paused?.status, paused?.reason], ["True", "AwaitingApproval"]);
+  assert(canary.p.awaited.some((a) => a.what === "approval of step 0"));
+
+  // An approval of another revision, or of a malformed value, passes nothing.
+  for (const value of ["0123abcd/0", `${hash}`]) {
+    const other = settle(
+      annotate(canary.c, { "apps.edgeroll.dev/approved-step": value }),
+      canary.now,
+    );
+    assertEquals(nodesOn(other.c, hash), ["b-3"]);
+    assertEquals(other.p.status.plan?.state, "AwaitingApproval");
+  }
+  const approved = settle(
+    annotate(canary.c, { "apps.edgeroll.dev/approved-step": `${hash}/0` }),
+    canary.now,
+  );
+  assertEquals(nodesOn(approved.c, hash).length, 9);
+  assertEquals(approved.p.status.plan?.state, "Done");
+  assert(approved.p.events.some((e) => e.reason === "PlanDone"));
+});
+
+Deno.test("rollout plan: domains roll in order, one at a time, the unlabelled nodes last", () => {
+  const start = onV1ThenV2(plannedSet({ steps: [{ nodes: "100%" }] }, { maxUnavailable: 3 }));
+  let c = start.c;
+  let now = start.now;
+  const order = ["a", "b", "c", "(no topology.kubernetes.io/zone)"];
+  const zoneOf = (name: string) =>
+    c.snapshot.nodes.find((n) => n.metadata.name === name)?.metadata.labels?.[zoneLabel] ??
+      order[3];
+  for (let i = 0; i < 60; i++) {
+    const before = plan(c.snapshot, now);
+    const hash = before.status.daemonSetHash!;
+    const updatedNodes = new Set(nodesOn(c, hash));
+    const deleted = before.actions.filter((a) => a.type === "deletePod")
+      .map((a) => a.type === "deletePod" ? a.node ?? "" : "");
+    for (const node of deleted) {
+      // Every node of every earlier domain already runs the revision.
+      const earlier = order.slice(0, order.indexOf(zoneOf(node)));
+      const behind = c.snapshot.nodes.map((n) => n.metadata.name ?? "")
+        .filter((n) => earlier.includes(zoneOf(n)) && !updatedNodes.has(n));
+      assertEquals(behind, [], `${node} updated before ${behind.join(", ")}`);
+    }
+    [, c] = step(c, now);
+    now += stepMillis;
+    if (before.status.plan?.state === "Done") break;
+  }
+  assertEquals(plan(c.snapshot, now).status.plan?.state, "Done");
+});
+
+Deno.test("rollout plan: a soak holds the next domain and restarts when an updated pod turns unavailable", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [{ domains: 1, pause: { soakSeconds: 60 } }, { nodes: "100%" }],
+  }, { maxUnavailable: 3 }));
+  const first = settle(start.c, start.now);
+  const hash = first.p.status.daemonSetHash!;
+  assertEquals(nodesOn(first.c, hash), ["a-1", "a-2", "a-3"]);
+  assertEquals(first.p.status.plan?.state, "Soaking");
+  const doneSince = Date.parse(first.p.status.plan!.doneSince!);
+  assertEquals(
+    first.p.status.nextCheckAt,
+    new Date(doneSince + 60_000).toISOString().replace(".000", ""),
+  );
+
+  // 30 s in, a-2's new pod turns unavailable, then recovers: the soak counts again from then.
+  const crashed = structuredClone(first.c.snapshot);
+  const pod = crashed.pods.find((p) => podNodeName(p) === "a-2")!;
+  pod.status = { phase: "Running", conditions: [{ type: "Ready", status: "False" }] };
+  const down = plan(crashed, doneSince + 30_000);
+  assertEquals(down.status.plan?.state, "Rolling");
+  assertEquals(down.status.plan?.doneSince, undefined);
+  let c = f.apply({ snapshot: crashed, serial: first.c.serial }, down, doneSince + 30_000);
+  c = f.kubelet(c, doneSince + 30_000);
+  const healed = structuredClone(c.snapshot);
+  healed.pods.find((p) => podNodeName(p) === "a-2")!.status = f.pod("x", "a-2", hash).status;
+  const again = plan(healed, doneSince + 35_000);
+  assertEquals(again.status.plan?.state, "Soaking");
+  assertEquals(Date.parse(again.status.plan!.doneSince!), doneSince + 35_000);
+  assertEquals(again.actions.filter((a) => a.type === "deletePod"), []);
+
+  // Once the soak has passed, domain b starts.
+  const later = plan(
+    f.apply({ snapshot: healed, serial: c.serial }, again, doneSince + 35_000).snapshot,
+    doneSince + 96_000,
+  );
+  assertEquals(later.status.plan?.step, 1);
+  assert(later.actions.some((a) => a.type === "deletePod" && a.node?.startsWith("b-")));
+});
+
+Deno.test("rollout plan: a new template mid-plan starts again from the first step", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }],
+  }));
+  const canary = settle(start.c, start.now);
+  const v2 = canary.p.status.daemonSetHash!;
+  const approved = annotate(canary.c, { "apps.edgeroll.dev/approved-step": `${v2}/0` });
+  const v3 = settle(f.withTemplate(approved, "agent:v3", 3), canary.now + stepMillis);
+  const hash = v3.p.status.daemonSetHash!;
+  assert(hash !== v2);
+  assertEquals(v3.p.status.plan?.revision, hash);
+  assertEquals([v3.p.status.plan?.step, v3.p.status.plan?.state], [0, "AwaitingApproval"]);
+  assertEquals(nodesOn(v3.c, hash), ["a-3"]);
+});
+
+Deno.test("rollout plan: promote passes every pause; abort stops the rollout", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [
+      { nodes: 1, pause: { approval: true } },
+      { domains: 1, pause: { soakSeconds: 600 } },
+      { nodes: "100%" },
+    ],
+  }));
+  const canary = settle(start.c, start.now);
+  const hash = canary.p.status.daemonSetHash!;
+  const aborted = settle(annotate(canary.c, { "apps.edgeroll.dev/aborted": hash }), canary.now);
+  assertEquals(aborted.p.status.plan?.state, "Stopped");
+  const progressing = aborted.p.conditions.find((c) => c.type === "Progressing");
+  assertEquals(progressing?.reason, "Aborted");
+  const promoted = settle(annotate(canary.c, { "apps.edgeroll.dev/promoted": hash }), canary.now);
+  assertEquals(nodesOn(promoted.c, hash).length, 9);
+  assertEquals(promoted.p.status.plan?.state, "Done");
+});
+
+Deno.test("rollout plan: a cut node in a finished domain does not hold the plan, and is updated on its return", () => {
+  const snapshot = plannedSet({
+    steps: [{ domains: 1, pause: { approval: true } }, { nodes: "100%" }],
+  });
+  const start = onV1ThenV2(snapshot);
+  const cut = structuredClone(start.c.snapshot);
+  cut.nodes.find((n) => n.metadata.name === "a-1")!.status = {
+    conditions: [{ type: "Ready", status: "Unknown" }],
+  };
+  const first = settle({ snapshot: cut, serial: start.c.serial }, start.now);
+  const hash = first.p.status.daemonSetHash!;
+  assertEquals(nodesOn(first.c, hash), ["a-2", "a-3"]);
+  assertEquals(first.p.status.plan?.state, "AwaitingApproval");
+  assertEquals(first.p.status.plan?.domains[0], {
+    name: "a",
+    state: "Done",
+    nodes: 3,
+    updated: 2,
+    unreachable: 1,
+  });
+  const back = structuredClone(first.c.snapshot);
+  back.nodes.find((n) => n.metadata.name === "a-1")!.status = f.node("a-1").status;
+  const returned = settle({ snapshot: back, serial: first.c.serial }, first.now);
+  assertEquals(nodesOn(returned.c, hash), ["a-1", "a-2", "a-3"]);
+  assertEquals(returned.p.status.plan?.state, "AwaitingApproval");
+});
+
+Deno.test("rollout plan: plans the fleet cannot be ordered by, and bad plans, are InvalidSpec and change nothing", () => {
+  const cases: [Partial<RolloutPlanInput>, object, string][] = [
+    [{ firstDomains: ["z"] }, {}, "spec.updateStrategy.rollingUpdate.plan.firstDomains[0]"],
+    [{ steps: [{ nodes: 1 }] }, {}, "spec.updateStrategy.rollingUpdate.plan.steps[0]"],
+    [
+      { steps: [{ domains: 1, nodes: 1 }, { nodes: "100%" }] },
+      {},
+      "spec.updateStrategy.rollingUpdate.plan.steps[0]",
+    ],
+    [
+      { domainMaxUnavailable: 0 },
+      {},
+      "spec.updateStrategy.rollingUpdate.plan.domainMaxUnavailable",
+    ],
+    [{}, { partition: 2 }, "spec.updateStrategy.rollingUpdate.partition"],
+    [{}, { selector: { matchLabels: { a: "b" } } }, "spec.updateStrategy.rollingUpdate.selector"],
+    [{ firstDomains: ["a", "a"] }, {}, "spec.updateStrategy.rollingUpdate.plan.firstDomains[1]"],
+  ];
+  for (const [rolloutPlan, rollingUpdate, path] of cases) {
+    const p = plan(plannedSet(rolloutPlan, rollingUpdate), f.t0);
+    const invalid = p.conditions.find((c) => c.type === "InvalidSpec");
+    assertEquals(invalid?.status, "True", path);
+    assert(invalid?.message?.includes(path), `${invalid?.message} names ${path}`);
+    assertEquals(p.actions, []);
+  }
+  // More than 100 domains.
+  const crowded = plannedSet({});
+  crowded.nodes = Array.from(
+    { length: 102 },
+    (_, i) => f.node(`n-${i}`, { labels: { [zoneLabel]: `z-${i}` } }),
+  );
+  const p = plan(crowded, f.t0);
+  const invalid = p.conditions.find((c) => c.type === "InvalidSpec");
+  assert(invalid?.message?.includes("plan.domainLabel"), invalid?.message);
+  assertEquals(p.actions, []);
+});
+
+interface RandomPlan {
+  zones: number[];
+  unlabelled: number;
+  maxUnavailable: number;
+  domainMaxUnavailable: number | null;
+  maxConcurrentDomains: number;
+  steps: { nodes?: number | string; domains?: number; approval: boolean; soak: boolean }[];
+}
+
+const randomPlan: fc.Arbitrary<RandomPlan> = fc.record({
+  zones: fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 4 }),
+  unlabelled: fc.integer({ min: 0, max: 2 }),
+  maxUnavailable: fc.integer({ min: 1, max: 4 }),
+  domainMaxUnavailable: fc.option(fc.integer({ min: 1, max: 3 })),
+  maxConcurrentDomains: fc.integer({ min: 1, max: 3 }),
+  steps: fc.array(
+    fc.record({
+      nodes: fc.option(fc.oneof(fc.integer({ min: 1, max: 6 }), fc.constantFrom("30%", "50%")), {
+        nil: undefined,
+      }),
+      domains: fc.integer({ min: 1, max: 2 }),
+      approval: fc.boolean(),
+      soak: fc.boolean(),
+    }).map(({ nodes, domains, approval, soak }) => ({
+      ...(nodes !== undefined ? { nodes } : { domains }),
+      approval,
+      soak,
+    })),
+    { maxLength: 3 },
+  ),
+});
+
+function randomSnapshot(r: RandomPlan): Snapshot {
+  const nodes = [
+    ...r.zones.flatMap((count, z) =>
+      Array.from(
+        { length: count },
+        (_, i) => f.node(`z${z}-${i}`, { labels: { [zoneLabel]: `z${z}` } }),
+      )
+    ),
+    ...Array.from({ length: r.unlabelled }, (_, i) => f.node(`u-${i}`)),
+  ];
+  const snapshot = plannedSet({
+    maxConcurrentDomains: r.maxConcurrentDomains,
+    ...(r.domainMaxUnavailable !== null ? { domainMaxUnavailable: r.domainMaxUnavailable } : {}),
+    steps: [
+      ...r.steps.map(({ nodes, domains, approval, soak }) => ({
+        ...(nodes !== undefined ? { nodes } : { domains }),
+        pause: { approval, ...(soak ? { soakSeconds: 20 } : {}) },
+      })),
+      { nodes: "100%" },
+    ],
+  }, { maxUnavailable: r.maxUnavailable });
+  snapshot.nodes = nodes;
+  return snapshot;
+}
+
+Deno.test("property: a plan keeps every domain's budget and the set's, reaches domains in order, pauses until approved", () => {
+  fc.assert(
+    fc.property(
+      randomPlan,
+      fc.array(fc.integer({ min: -1, max: 12 }), { minLength: 40, maxLength: 40 }),
+      (r, crashes) => {
+        const start = onV1ThenV2(randomSnapshot(r));
+        let c = start.c;
+        let now = start.now;
+        const domainOf = (n: Node) => n.metadata.labels?.[zoneLabel] ?? `(no ${zoneLabel})`;
+        const domains = [...new Set(c.snapshot.nodes.map(domainOf))];
+        let approvals = 0;
+        for (const crash of crashes) {
+          const p = plan(c.snapshot, now);
+          const hash = p.status.daemonSetHash!;
+          const plan_ = p.status.plan!;
+          // The pods as they will be once the plan's deletions land: every Ready node without an
+          // available pod counts against the budgets.
+          const deleted = new Set(p.actions.flatMap((a) => a.type === "deletePod" ? [a.uid] : []));
+          const availableOn = new Set(
+            c.snapshot.pods.filter((pod) =>
+              !deleted.has(pod.metadata.uid ?? "") &&
+              pod.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True")
+            ).map(podNodeName),
+          );
+          const down = c.snapshot.nodes.filter((n) =>
+            isNodeReady(n) && !availableOn.has(n.metadata.name)
+          );
+          const downBefore = c.snapshot.nodes.filter((n) =>
+            isNodeReady(n) &&
+            !c.snapshot.pods.some((pod) =>
+              podNodeName(pod) === n.metadata.name &&
+              pod.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True")
+            )
+          );
+          assert(down.length <= Math.max(r.maxUnavailable, downBefore.length), "the set's budget");
+          if (r.domainMaxUnavailable !== null) {
+            for (const d of domains) {
+              const inDomain = (n: Node) => domainOf(n) === d;
+              const limit = Math.max(r.domainMaxUnavailable, downBefore.filter(inDomain).length);
+              assert(down.filter(inDomain).length <= limit, `domain ${d}'s budget`);
+            }
+          }
+          // A pause changes nothing until approved: no deletion while soaking or awaiting.
+          if (plan_.state === "AwaitingApproval" || plan_.state === "Soaking") {
+            const updating = p.actions.filter((a) => a.type === "deletePod");
+            assertEquals(updating, [], `deletions while ${plan_.state}`);
+          }
+          // No node beyond the step's target is touched.
+          const started = new Set(p.actions.flatMap((a) => a.type === "deletePod" ? [a.node] : []));
+          const updatedNow = new Set(nodesOn(c, hash));
+          const touched = c.snapshot.nodes.filter((n) =>
+            started.has(n.metadata.name) || updatedNow.has(n.metadata.name ?? "")
+          ).length;
+          assert(touched <= Math.max(plan_.target, updatedNow.size), "within the step's target");
+          // A domain starts only while fewer than maxConcurrentDomains are being updated.
+          const rolling = new Set(
+            plan_.domains.filter((d) =>
+              d.state === "Rolling"
+            ).map((d) => d.name),
+          );
+          const newDomains = new Set(
+            c.snapshot.nodes.filter((n) => started.has(n.metadata.name)).map(domainOf)
+              .filter((d) => !rolling.has(d)),
+          );
+          assert(
+            newDomains.size === 0 || rolling.size + newDomains.size <= r.maxConcurrentDomains,
+            `maxConcurrentDomains: ${[...rolling]} rolling, ${[...newDomains]} started`,
+          );
+
+          c = f.kubelet(f.apply(c, p, now), now);
+          if (plan_.state === "AwaitingApproval") {
+            c = annotate(c, { "apps.edgeroll.dev/approved-step": `${hash}/${plan_.step}` });
+            approvals++;
+          }
+          // An updated pod crashes now and then: the soak restarts, the budgets still hold.
+          const victim = c.snapshot.nodes[crash];
+          const pod = victim &&
+            c.snapshot.pods.find((x) => podNodeName(x) === victim.metadata.name);
+          if (pod && crash % 3 === 0) {
+            const s = structuredClone(c.snapshot);
+            s.pods.find((x) => x.metadata.uid === pod.metadata.uid)!.status = {
+              phase: "Running",
+              conditions: [{ type: "Ready", status: "False" }],
+            };
+            c = { snapshot: s, serial: c.serial };
+          }
+          now += 7000;
+        }
+        assert(approvals <= r.steps.length + 1);
+      },
+    ),
+    { numRuns: 60 },
+  );
+});

@@ -1,0 +1,352 @@
+/**
+ * The rollout plan's phase (ADR 0050): which desired nodes the update may reach now, and what the
+ * plan waits for. The nodes are put in one order (the first domains as listed, the others by name,
+ * the unlabelled last; Kruise's order, names descending, within each); steps are cumulative
+ * targets over it. A step is done when every Ready node it covers runs the revision, available;
+ * then its soak and its approval pass, and the next step's nodes are reached. Where the plan stands
+ * is read from the previous status and written again, so any call can go on from it. Pure.
+ */
+import type { Pod } from "../api/kube-objects.ts";
+import type { FieldIssue } from "../api/label-selector.ts";
+import {
+  type DomainState,
+  maxPlanDomains,
+  type PlanAnswers,
+  type PlanState,
+  type RolloutPlan,
+  type RolloutPlanStatus,
+  unlabelledDomain,
+} from "../api/rollout-plan.ts";
+import type { Awaited, EpochMillis, PlanEvent } from "../api/plan.ts";
+import { plural } from "./conditions.ts";
+import { resolve } from "./config.ts";
+import { formatTime, parseTime, podRevision } from "./pod-node-state.ts";
+import { activePods, type NodeView } from "./node-view.ts";
+
+const planPath = "spec.updateStrategy.rollingUpdate.plan";
+
+/** Whether the update may start on a node now, and what it took when it did. */
+export interface UpdateGate {
+  /** `down`: the node's old pod is already unavailable (replacing it takes no budget). */
+  admits(view: NodeView, down: boolean): boolean;
+  took(view: NodeView, down: boolean): void;
+}
+
+export interface PlanProgress {
+  /** The nodes the update may reach now, in the plan's order. */
+  covered: NodeView[];
+  gate: UpdateGate;
+  /** The operator aborted this revision's rollout: nothing more is updated. */
+  aborted: boolean;
+  status: RolloutPlanStatus;
+  awaited: Awaited[];
+  wakeUps: EpochMillis[];
+  events: PlanEvent[];
+}
+
+export type PlanReading = { ok: true; progress: PlanProgress } | {
+  ok: false;
+  issues: FieldIssue[];
+};
+
+interface Domain {
+  name: string;
+  /** Desired nodes, in Kruise's update order (names descending). */
+  nodes: NodeView[];
+}
+
+/** What `planRollout` reads of the set besides its nodes. */
+export interface PlanInput {
+  plan: RolloutPlan;
+  answers: PlanAnswers;
+  hash: string;
+  /** The set's mode: under maxSurge a replacement leaves the old pod available. */
+  surge: boolean;
+  previous?: RolloutPlanStatus;
+  now: EpochMillis;
+}
+
+export function planRollout(
+  input: PlanInput,
+  desired: readonly NodeView[],
+  available: (pod: Pod) => boolean,
+): PlanReading {
+  const { plan, hash, now } = input;
+  const ordered = orderDomains(plan, desired);
+  if (!ordered.ok) return ordered;
+  const domains = ordered.domains;
+  const order = domains.flatMap((d) => d.nodes);
+  const targets = stepTargets(plan, domains, order.length);
+  const updated = (v: NodeView) => isUpdatedAvailable(v, hash, available);
+  // The first Ready node of the order not yet updated: every step whose target ends at or before
+  // it is done.
+  const firstPending = order.findIndex((v) => v.ready && !updated(v));
+  const stepDone = (step: number) => firstPending === -1 || firstPending >= targets[step];
+
+  const previous = input.previous?.revision === hash ? input.previous : undefined;
+  const aborted = input.answers.aborted === hash;
+  const promoted = input.answers.promoted === hash;
+  const approvedUpTo = input.answers.approved?.revision === hash ? input.answers.approved.step : -1;
+  const last = plan.steps.length - 1;
+  // An edited plan goes on from the step the status records (ADR 0050).
+  // A fleet already on the revision (a plan added after the rollout, nodes that came updated)
+  // has nothing to pause for.
+  let step = stepDone(last) ? last : Math.min(previous?.step ?? 0, last);
+  let doneSince = previous?.step === step ? parseTime(previous.doneSince) : undefined;
+  const events: PlanEvent[] = [];
+  const awaited: Awaited[] = [];
+  const wakeUps: EpochMillis[] = [];
+  let state: PlanState = "Rolling";
+  if (!previous) {
+    events.push({
+      type: "Normal",
+      reason: "PlanStarted",
+      message: `revision ${hash}: ${plural(plan.steps.length, "step")} over ${
+        plural(order.length, "node")
+      } in ${plural(domains.length, "domain")}`,
+    });
+  }
+  while (!aborted) {
+    if (!stepDone(step)) {
+      doneSince = undefined;
+      break;
+    }
+    if (step === last) {
+      state = "Done";
+      break;
+    }
+    doneSince ??= now;
+    const pause = promoted ? undefined : plan.steps[step].pause;
+    const soakEnd = pause?.soakSeconds !== undefined ? doneSince + pause.soakSeconds * 1000 : 0;
+    if (now < soakEnd) {
+      state = "Soaking";
+      wakeUps.push(soakEnd);
+      awaited.push({
+        what: `step ${step} soak`,
+        why: `every updated pod of its ${plural(targets[step], "node")} stays available until then`,
+        until: formatTime(soakEnd),
+      });
+      break;
+    }
+    if (pause?.approval && approvedUpTo < step) {
+      state = "AwaitingApproval";
+      awaited.push({
+        what: `approval of step ${step}`,
+        why:
+          `kubectl edgeroll approve (annotation apps.edgeroll.dev/approved-step: ${hash}/${step})`,
+      });
+      break;
+    }
+    events.push({
+      type: "Normal",
+      reason: "PlanStepDone",
+      message: `revision ${hash}: step ${step} done, ${
+        plural(targets[step], "node")
+      } of ${order.length} reached; step ${step + 1} starts`,
+    });
+    step++;
+    doneSince = undefined;
+  }
+  if (aborted) state = "Stopped";
+  if (state !== previous?.state || step !== previous?.step) {
+    if (state === "AwaitingApproval" || state === "Stopped" || state === "Done") {
+      events.push({
+        type: state === "Stopped" ? "Warning" : "Normal",
+        reason: state === "AwaitingApproval"
+          ? "PlanAwaitingApproval"
+          : state === "Stopped"
+          ? "PlanAborted"
+          : "PlanDone",
+        message: state === "AwaitingApproval"
+          ? `revision ${hash}: step ${step} done; the next step waits for kubectl edgeroll approve`
+          : state === "Stopped"
+          ? `revision ${hash}: aborted by the operator at step ${step}; nothing more is updated`
+          : `revision ${hash}: every step done`,
+      });
+    }
+  }
+
+  const covered = order.slice(0, aborted ? 0 : targets[step]);
+  const domainOf = new Map<string, Domain>();
+  for (const d of domains) for (const v of d.nodes) domainOf.set(v.name, d);
+  const tally = domains.map((d) => tallyDomain(d, hash, updated, available));
+  const inFlight = new Set(tally.filter((t) => t.started && !t.complete).map((t) => t.name));
+  const unavailable = new Map(tally.map((t) => [t.name, t.unavailable]));
+  const limits = new Map(domains.map((d) => [
+    d.name,
+    plan.domainMaxUnavailable === undefined
+      ? Infinity
+      : resolve(plan.domainMaxUnavailable, d.nodes.length, true),
+  ]));
+  const coveredNames = new Set(covered.map((v) => v.name));
+  const held = domains.filter((d) =>
+    !inFlight.has(d.name) && inFlight.size >= plan.maxConcurrentDomains &&
+    d.nodes.some((v) => coveredNames.has(v.name) && v.ready && !updated(v))
+  );
+  if (held.length > 0) {
+    awaited.push({
+      what: `${plural(held.length, "domain")} (${held.map((d) => d.name).join(", ")})`,
+      why: `maxConcurrentDomains ${plan.maxConcurrentDomains}: ${[...inFlight].join(", ")} ${
+        inFlight.size === 1 ? "is" : "are"
+      } being updated`,
+    });
+  }
+  const gate: UpdateGate = {
+    admits(view, down) {
+      const domain = domainOf.get(view.name)!.name;
+      const room = inFlight.has(domain) || inFlight.size < plan.maxConcurrentDomains;
+      // Under maxSurge the old pod stays available until its replacement is: no unavailability.
+      return room && (down || input.surge || unavailable.get(domain)! < limits.get(domain)!);
+    },
+    took(view, down) {
+      const domain = domainOf.get(view.name)!.name;
+      inFlight.add(domain);
+      if (!down && !input.surge) unavailable.set(domain, unavailable.get(domain)! + 1);
+    },
+  };
+  const status: RolloutPlanStatus = {
+    revision: hash,
+    step,
+    steps: plan.steps.length,
+    target: targets[step],
+    state,
+    ...(doneSince !== undefined && state !== "Done" ? { doneSince: formatTime(doneSince) } : {}),
+    domains: tally.map((t) => ({
+      name: t.name,
+      state: domainState(t, aborted),
+      nodes: t.nodes,
+      updated: t.updated,
+      unreachable: t.unreachable,
+    })),
+  };
+  return { ok: true, progress: { covered, gate, aborted, status, awaited, wakeUps, events } };
+}
+
+/** The domains in the plan's order, or why the fleet cannot be ordered by this plan. */
+function orderDomains(
+  plan: RolloutPlan,
+  desired: readonly NodeView[],
+): { ok: true; domains: Domain[] } | { ok: false; issues: FieldIssue[] } {
+  const unlabelled = unlabelledDomain(plan.domainLabel);
+  const byName = new Map<string, NodeView[]>();
+  let without: NodeView[] = [];
+  for (const view of desired) {
+    const value = view.node.metadata.labels?.[plan.domainLabel];
+    if (value === undefined) without.push(view);
+    else {
+      const list = byName.get(value);
+      if (list) list.push(view);
+      else byName.set(value, [view]);
+    }
+  }
+  const issues: FieldIssue[] = [];
+  const count = byName.size + (without.length > 0 ? 1 : 0);
+  if (count > maxPlanDomains) {
+    issues.push({
+      path: `${planPath}.domainLabel`,
+      message:
+        `the desired nodes have ${count} values of ${plan.domainLabel}, more than the ${maxPlanDomains} a plan orders`,
+    });
+  }
+  plan.firstDomains.forEach((name, i) => {
+    if (!byName.has(name)) {
+      issues.push({
+        path: `${planPath}.firstDomains[${i}]`,
+        message: `no desired node has ${plan.domainLabel}=${name}`,
+      });
+    }
+  });
+  if (issues.length > 0) return { ok: false, issues };
+  const first = new Set(plan.firstDomains);
+  const rest = [...byName.keys()].filter((n) => !first.has(n)).sort();
+  const byNameDesc = (a: NodeView, b: NodeView) => (a.name < b.name ? 1 : a.name > b.name ? -1 : 0);
+  const domains = [...plan.firstDomains, ...rest].map((name) => ({
+    name,
+    nodes: byName.get(name)!.sort(byNameDesc),
+  }));
+  without = without.sort(byNameDesc);
+  if (without.length > 0) domains.push({ name: unlabelled, nodes: without });
+  return { ok: true, domains };
+}
+
+/**
+ * Each step's target, in nodes from the start of the order: a count or percent of the nodes
+ * (rounded up), or the end of the N-th domain after the last one the step before covered whole.
+ * Never below the step before's; the last step reaches every node (validation asks `100%`).
+ */
+function stepTargets(plan: RolloutPlan, domains: readonly Domain[], total: number): number[] {
+  const ends: number[] = [];
+  let end = 0;
+  for (const d of domains) ends.push(end += d.nodes.length);
+  const targets: number[] = [];
+  let before = 0;
+  for (const step of plan.steps) {
+    let target: number;
+    if (step.nodes !== undefined) target = resolve(step.nodes, total, true);
+    else {
+      const wholeDomains = ends.filter((e) => e <= before).length;
+      target = ends[Math.min(wholeDomains + step.domains! - 1, ends.length - 1)] ?? total;
+    }
+    before = Math.min(total, Math.max(before, target));
+    targets.push(before);
+  }
+  return targets;
+}
+
+/** A node whose pods all run the revision, one of them available: the plan counts it done. */
+function isUpdatedAvailable(view: NodeView, hash: string, available: (p: Pod) => boolean): boolean {
+  if (view.pendingCreate !== undefined) return false;
+  const active = activePods(view);
+  return active.length > 0 && active.every((p) => podRevision(p) === hash) &&
+    active.some(available);
+}
+
+interface DomainTally {
+  name: string;
+  nodes: number;
+  updated: number;
+  unreachable: number;
+  /** Ready nodes without an available pod: the domain's share of maxUnavailable in use. */
+  unavailable: number;
+  /** A node runs, or is getting, the revision. */
+  started: boolean;
+  /** Every Ready node is updated, available. */
+  complete: boolean;
+}
+
+function tallyDomain(
+  domain: Domain,
+  hash: string,
+  updated: (v: NodeView) => boolean,
+  available: (p: Pod) => boolean,
+): DomainTally {
+  const tally: DomainTally = {
+    name: domain.name,
+    nodes: domain.nodes.length,
+    updated: 0,
+    unreachable: 0,
+    unavailable: 0,
+    started: false,
+    complete: true,
+  };
+  for (const view of domain.nodes) {
+    const isUpdated = updated(view);
+    const active = activePods(view);
+    if (isUpdated) tally.updated++;
+    if (!view.ready) tally.unreachable++;
+    else if (!isUpdated) tally.complete = false;
+    if (view.ready && !active.some(available)) tally.unavailable++;
+    // A Ready node with no pod is being replaced (or placed): it gets the revision.
+    const gettingRevision = view.pendingCreate !== undefined || (view.ready && active.length === 0);
+    if (gettingRevision || active.some((p) => podRevision(p) === hash)) {
+      tally.started = true;
+    }
+  }
+  return tally;
+}
+
+function domainState(tally: DomainTally, aborted: boolean): DomainState {
+  if (tally.complete) return "Done";
+  if (!tally.started) return "Pending";
+  return aborted ? "Stopped" : "Rolling";
+}
