@@ -165,6 +165,13 @@ export const AdvancedDaemonSetStatus = z.object({
     reason: z.enum(["FailureBudgetExceeded", "ProgressDeadlineExceeded"]),
     at: z.string(),
     pods: z.array(z.object({ name: z.string(), node: z.string(), reason: z.string() })).max(20),
+    /** A rollout plan's domain over its own budget, when that stopped it (ADR 0050). */
+    domain: z.object({
+      name: z.string(),
+      failed: z.number().int(),
+      allowed: z.number().int(),
+      updated: z.number().int(),
+    }).optional(),
   }).optional(),
   /** Pods of `revision` whose failure an operator acknowledged by resuming: they no longer count. */
   acknowledgedFailures: z.object({

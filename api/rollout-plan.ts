@@ -133,8 +133,11 @@ export type DomainState = z.infer<typeof DomainState>;
 /** Where the plan of `revision` stands: written by the controller, read by the next call. */
 export const RolloutPlanStatus = z.object({
   revision: z.string(),
-  /** The step being rolled or paused after (0-based), and its target in nodes of the order. */
-  step: z.number().int().min(0),
+  /**
+   * The step being rolled or paused after, numbered from 1 as Kruise Rollout numbers its steps,
+   * and its target in nodes of the order.
+   */
+  step: z.number().int().min(1),
   steps: z.number().int().min(1),
   target: z.number().int().min(0),
   state: PlanState,
@@ -151,7 +154,10 @@ export const RolloutPlanStatus = z.object({
 });
 export type RolloutPlanStatus = z.infer<typeof RolloutPlanStatus>;
 
-/** Written by `kubectl edgeroll approve`: `<revision>/<step>` passes that step's pause and earlier ones. */
+/**
+ * Written by `kubectl edgeroll approve`: `<revision>/<step>` (steps numbered from 1) passes that
+ * step's pause and the earlier ones.
+ */
 export const approvedStepAnnotation = "apps.edgeroll.dev/approved-step";
 /** Written by `kubectl edgeroll promote`: `<revision>` passes every remaining pause. */
 export const promotedAnnotation = "apps.edgeroll.dev/promoted";

@@ -166,6 +166,36 @@ Deno.test("edgeroll pause and resume: paused, unpaused, and a stop by the failur
   }
 });
 
+Deno.test("kubectl edgeroll approve, promote and abort: annotations naming the plan's revision and step; resume lifts an abort; a set without a plan is said", async () => {
+  const sim = await startSim({ nodes: 1 });
+  try {
+    seed(sim);
+    const noPlan = await kubectlEdgeroll(sim, ["approve", "default/agent"]);
+    assertEquals(noPlan.code, 2);
+    assertStringIncludes(noPlan.stderr, "has no rollout plan for its current revision h2");
+    const stored = sim.store.get(ads, "default", "agent")!;
+    const plan = { revision: "h2", step: 2, steps: 3, target: 2, state: "AwaitingApproval" };
+    sim.store.update(ads, {
+      ...stored,
+      status: { daemonSetHash: "h2", plan: { ...plan, domains: [] } },
+    } as never);
+    const annotations = () => sim.store.get(ads, "default", "agent")!.metadata.annotations ?? {};
+    const approved = await kubectlEdgeroll(sim, ["approve", "default/agent"]);
+    assertEquals(approved.code, 0, approved.stderr);
+    assertStringIncludes(approved.stdout, "step 2 of 3 of revision h2 approved");
+    assertEquals(annotations()["apps.edgeroll.dev/approved-step"], "h2/2");
+    assertEquals((await edgeroll(sim, ["promote", "default/agent"])).code, 0);
+    assertEquals(annotations()["apps.edgeroll.dev/promoted"], "h2");
+    const aborted = await edgeroll(sim, ["abort", "default/agent"]);
+    assertStringIncludes(aborted.stdout, "the rollout of revision h2 aborted at step 2 of 3");
+    assertEquals(annotations()["apps.edgeroll.dev/aborted"], "h2");
+    assertEquals((await edgeroll(sim, ["resume", "default/agent"])).code, 0);
+    assertEquals(annotations()["apps.edgeroll.dev/aborted"], undefined);
+  } finally {
+    await sim.stop();
+  }
+});
+
 Deno.test("kubectl edgeroll on a Kruise DaemonSet by Kruise's short name: history, undo, pause and resume", async () => {
   const sim = await startSim({ nodes: 1 });
   try {

@@ -1,5 +1,5 @@
 /**
- * `edgeroll history|undo|pause|resume` (and the same as `kubectl edgeroll …`): a rollout
+ * `edgeroll history|undo|pause|resume|approve|promote|abort` (and the same as `kubectl edgeroll …`): a rollout
  * operated from the command line, as `kubectl rollout` operates a Deployment's, for
  * AdvancedDaemonSets, Kruise's DaemonSets and OpenYurt's annotated DaemonSets (ADR 0035).
  * Revisions are the set's ControllerRevisions; pause is `rollingUpdate.paused` (an annotation on
@@ -7,6 +7,12 @@
  */
 import { type Command, intOption, stringOption, UsageError } from "../lib/command.ts";
 import { pausedAnnotation, resumeRevisionAnnotation } from "../api/advanced-daemonset.ts";
+import {
+  abortedAnnotation,
+  approvedStepAnnotation,
+  promotedAnnotation,
+  type RolloutPlanStatus,
+} from "../api/rollout-plan.ts";
 import type { ControllerRevision, PodTemplateSpec } from "../api/kube-objects.ts";
 import { setKey, type SetRef } from "../api/set-ref.ts";
 import { clientNodeApi } from "../kube/api.ts";
@@ -160,7 +166,10 @@ export async function pause(sets: SetAccess): Promise<string> {
   return `${setKey(sets.ref)} paused`;
 }
 
-/** Unpauses, and lifts a stop by the failure budget by acknowledging its failures. */
+/**
+ * Unpauses, lifts a plan's abort, and lifts a stop by the failure budget by acknowledging its
+ * failures.
+ */
 export async function resume(sets: SetAccess): Promise<string> {
   const set = await sets.set();
   const status = await sets.kube.writtenStatusOf(sets.ref, set) as {
@@ -168,12 +177,14 @@ export async function resume(sets: SetAccess): Promise<string> {
   } | undefined;
   const stop = status?.rolloutStop;
   // Each value resumes once (ADR 0035): a later stop needs a later resume.
+  // An abort of the plan is lifted too.
   const annotations = {
+    [abortedAnnotation]: null,
     ...(sets.ref.kind === "daemonsets" ? { [pausedAnnotation]: null } : {}),
     ...(stop ? { [resumeRevisionAnnotation]: `${stop.revision}/${Date.now()}` } : {}),
   };
   await sets.patch({
-    ...(Object.keys(annotations).length > 0 ? { metadata: { annotations } } : {}),
+    metadata: { annotations },
     ...(sets.ref.kind === "daemonsets"
       ? {}
       : { spec: { updateStrategy: { rollingUpdate: { paused: false } } } }),
@@ -181,6 +192,93 @@ export async function resume(sets: SetAccess): Promise<string> {
   return `${setKey(sets.ref)} resumed` +
     (stop ? `: the failures that stopped revision ${stop.revision} are acknowledged` : "");
 }
+
+/** The rollout plan the controller last wrote for the set's current revision, or a usage error. */
+async function currentPlan(sets: SetAccess): Promise<RolloutPlanStatus> {
+  const set = await sets.set();
+  const status = await sets.kube.writtenStatusOf(sets.ref, set) as {
+    daemonSetHash?: string;
+    plan?: RolloutPlanStatus;
+  } | undefined;
+  const plan = status?.plan;
+  if (!plan || plan.revision !== status?.daemonSetHash) {
+    throw new UsageError(
+      `${setKey(sets.ref)} has no rollout plan for its current revision` +
+        (status?.daemonSetHash ? ` ${status.daemonSetHash}` : "") +
+        " (spec.updateStrategy.rollingUpdate.plan, ADR 0050)",
+    );
+  }
+  return plan;
+}
+
+/**
+ * Approves the plan's current step: once it is done (and soaked) the next one starts. The value
+ * names the revision, so an approval never passes another revision's step.
+ */
+export async function approve(sets: SetAccess): Promise<string> {
+  const plan = await currentPlan(sets);
+  if (plan.state === "Done" || plan.state === "Stopped") {
+    throw new UsageError(`${setKey(sets.ref)}'s plan is ${plan.state}: nothing to approve`);
+  }
+  await sets.patch({
+    metadata: { annotations: { [approvedStepAnnotation]: `${plan.revision}/${plan.step}` } },
+  });
+  return `${
+    setKey(sets.ref)
+  }: step ${plan.step} of ${plan.steps} of revision ${plan.revision} approved` +
+    (plan.state === "AwaitingApproval" ? "" : ` (it is ${plan.state}: the approval waits for it)`);
+}
+
+/** Passes every remaining pause of the current revision's plan. */
+export async function promote(sets: SetAccess): Promise<string> {
+  const plan = await currentPlan(sets);
+  await sets.patch({ metadata: { annotations: { [promotedAnnotation]: plan.revision } } });
+  return `${setKey(sets.ref)}: revision ${plan.revision} promoted, no more pauses`;
+}
+
+/** Stops the current revision's rollout: no more old pods are replaced. */
+export async function abort(sets: SetAccess): Promise<string> {
+  const plan = await currentPlan(sets);
+  await sets.patch({ metadata: { annotations: { [abortedAnnotation]: plan.revision } } });
+  return `${
+    setKey(sets.ref)
+  }: the rollout of revision ${plan.revision} aborted at step ${plan.step} of ${plan.steps}`;
+}
+
+/** A command on one set that acts and prints what it did, in a sentence. */
+function setCommand(
+  name: string,
+  summary: string,
+  act: (sets: SetAccess) => Promise<string>,
+): Command {
+  return {
+    name,
+    summary,
+    usage: setUsage,
+    options: setOptions,
+    help: setHelp,
+    async run(args) {
+      console.log(await act(access(args)));
+      return 0;
+    },
+  };
+}
+
+export const approveCommand = setCommand(
+  "approve",
+  "Approve a rollout plan's current step: once it is done, the next step starts (ADR 0050).",
+  approve,
+);
+export const promoteCommand = setCommand(
+  "promote",
+  "Promote a rollout plan: every remaining step, without pauses.",
+  promote,
+);
+export const abortCommand = setCommand(
+  "abort",
+  "Abort a rollout plan: no more old pods are replaced for the current revision.",
+  abort,
+);
 
 export const historyCommand: Command = {
   name: "history",
@@ -210,28 +308,14 @@ export const undoCommand: Command = {
   },
 };
 
-export const pauseCommand: Command = {
-  name: "pause",
-  summary:
-    "Pause a set's rollout: no more old pods are replaced (pods are still created on new nodes).",
-  usage: setUsage,
-  options: setOptions,
-  help: setHelp,
-  async run(args) {
-    console.log(await pause(access(args)));
-    return 0;
-  },
-};
+export const pauseCommand = setCommand(
+  "pause",
+  "Pause a set's rollout: no more old pods are replaced (pods are still created on new nodes).",
+  pause,
+);
 
-export const resumeCommand: Command = {
-  name: "resume",
-  summary:
-    "Resume a set's rollout: unpause it and, if its failure budget stopped it, acknowledge the failed pods and go on.",
-  usage: setUsage,
-  options: setOptions,
-  help: setHelp,
-  async run(args) {
-    console.log(await resume(access(args)));
-    return 0;
-  },
-};
+export const resumeCommand = setCommand(
+  "resume",
+  "Resume a set's rollout: unpause it and, if its failure budget stopped it, acknowledge the failed pods and go on.",
+  resume,
+);

@@ -8,6 +8,8 @@ import { parseDuration } from "../lib/duration.ts";
 import { readSet } from "../engine/config.ts";
 import { plan } from "../engine/plan.ts";
 import type { Plan, Snapshot } from "../api/plan.ts";
+import type { RolloutPlanStatus } from "../api/rollout-plan.ts";
+import { plural } from "../engine/conditions.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
@@ -37,6 +39,7 @@ export function renderStatus(ref: SetRef, snapshot: Snapshot, planned: Plan): st
       } (${reading.config.mode}` + (reading.config.paused ? ", paused" : "") + ")",
     );
   }
+  if (status.plan) lines.push(...planLines(status.plan));
   const conditions = planned.conditions.filter((c) => c.status === "True");
   lines.push(
     "conditions: " +
@@ -58,6 +61,19 @@ export function renderStatus(ref: SetRef, snapshot: Snapshot, planned: Plan): st
     lines.push(`next reconcile would take ${planned.actions.length} actions`);
   }
   return lines.join("\n");
+}
+
+/** The rollout plan's step and each domain's state and counts (ADR 0050). */
+function planLines(plan: RolloutPlanStatus): string[] {
+  const width = Math.max(...plan.domains.map((d) => d.name.length));
+  return [
+    `plan: step ${plan.step} of ${plan.steps} (${plural(plan.target, "node")}), ${plan.state}` +
+    (plan.doneSince ? `, step done since ${plan.doneSince}` : ""),
+    ...plan.domains.map((d) =>
+      `  ${d.name.padEnd(width)}  ${d.state.padEnd(7)}  ${d.updated}/${d.nodes} updated` +
+      (d.unreachable > 0 ? `, ${d.unreachable} unreachable` : "")
+    ),
+  ];
 }
 
 export function isComplete(planned: Plan): boolean {

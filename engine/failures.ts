@@ -3,7 +3,7 @@
  * failure budget over the nodes updated so far, the progress deadline's clock, and the stop they
  * lead to, kept in the set's status until a new revision or an operator's resume. Pure.
  */
-import type { AdvancedDaemonSetStatus } from "../api/advanced-daemonset.ts";
+import type { AdvancedDaemonSetStatus, FailurePolicy } from "../api/advanced-daemonset.ts";
 import { canonicalJson } from "../api/hash.ts";
 import type { Pod, PodTemplateSpec } from "../api/kube-objects.ts";
 import type { EpochMillis, RollbackTemplate } from "../api/plan.ts";
@@ -72,6 +72,7 @@ export function judgeFailures(
   previous: AdvancedDaemonSetStatus,
   now: EpochMillis,
   isAvailable: (pod: Pod) => boolean,
+  domainOf?: (node: string) => string,
 ): Judgement | undefined {
   const policy = config.failurePolicy;
   const deadline = config.progressDeadlineSeconds;
@@ -96,13 +97,18 @@ export function judgeFailures(
   const allowed = policy ? resolve(policy.maxFailed, updated, true) : Infinity;
   let newlyStopped = false;
   if (!stop && outdated > 0) {
-    const reason = policy && failed.length > allowed
+    const domain = policy && domainOf && failed.length <= allowed
+      ? domainOverBudget(desired, hash, failed, domainOf, policy)
+      : undefined;
+    const reason = policy && (failed.length > allowed || domain)
       ? "FailureBudgetExceeded"
       : policy?.stopOnProgressDeadline && deadlineExceeded
       ? "ProgressDeadlineExceeded"
       : undefined;
     if (reason) {
-      stop = { revision: hash, reason, at: formatTime(now), pods: failed.slice(0, 20) };
+      const pods = (domain ? failed.filter((p) => domainOf!(p.node) === domain.name) : failed)
+        .slice(0, 20);
+      stop = { revision: hash, reason, at: formatTime(now), pods, ...(domain ? { domain } : {}) };
       newlyStopped = true;
     }
   }
@@ -184,6 +190,36 @@ function tally(
   return { failed, updated, updatedAvailable, outdated, wakeUps };
 }
 
+/**
+ * A rollout plan's domain whose failed pods are more than `maxFailed` allows of its own updated
+ * nodes (ADR 0050): the first such, in name order, or undefined.
+ */
+function domainOverBudget(
+  desired: readonly NodeView[],
+  hash: string,
+  failed: readonly FailedPod[],
+  domainOf: (node: string) => string,
+  policy: FailurePolicy,
+): NonNullable<Stop["domain"]> | undefined {
+  const updated = new Map<string, number>();
+  for (const view of desired) {
+    if (!view.live.some((p) => podRevision(p) === hash)) continue;
+    const domain = domainOf(view.name);
+    updated.set(domain, (updated.get(domain) ?? 0) + 1);
+  }
+  const failedIn = new Map<string, number>();
+  for (const pod of failed) {
+    const domain = domainOf(pod.node);
+    failedIn.set(domain, (failedIn.get(domain) ?? 0) + 1);
+  }
+  for (const name of [...failedIn.keys()].sort()) {
+    const allowed = resolve(policy.maxFailed, updated.get(name) ?? 0, true);
+    const count = failedIn.get(name)!;
+    if (count > allowed) return { name, failed: count, allowed, updated: updated.get(name) ?? 0 };
+  }
+  return undefined;
+}
+
 /** A JSON merge patch that turns `from` into `to` (a key `to` lacks is null: removed). */
 export function mergePatchTo(from: unknown, to: unknown): unknown {
   const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -201,21 +237,21 @@ export function mergePatchTo(from: unknown, to: unknown): unknown {
 }
 
 /**
- * When the rollout stopped and the set asks for it, the template of the last revision that
+ * When the rollout stopped (by its failures, its deadline or an operator's abort) and the set asks
+ * for it, the template of the last revision that
  * completed goes back on the set (once: the next step reads that revision as current), and its
  * pods replace the new ones within the same budget. Undefined when there is nothing to do.
  */
 export function planRollback(
   config: SetConfig,
   hash: string,
-  judged: Judgement | undefined,
+  stop: { reason: string } | undefined,
   lastComplete: string | undefined,
   templates: ReadonlyMap<string, PodTemplateSpec>,
   now: EpochMillis,
 ):
   | { action: RollbackTemplate; record: NonNullable<AdvancedDaemonSetStatus["rollback"]> }
   | undefined {
-  const stop = judged?.stop;
   if (!stop || !config.failurePolicy?.rollback || !lastComplete || lastComplete === hash) {
     return undefined;
   }

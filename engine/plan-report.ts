@@ -137,7 +137,14 @@ const podList = (pods: { name: string; node: string; reason: string }[]) =>
 
 function stoppedState(j: Judgement): ConditionState {
   if (j.stop) {
-    const why = j.stop.reason === "FailureBudgetExceeded"
+    const domain = j.stop.domain;
+    const why = domain
+      ? `${
+        plural(domain.failed, "pod")
+      } of revision ${j.stop.revision} failed in domain ${domain.name}, more than the ${domain.allowed} allowed of its ${
+        plural(domain.updated, "node")
+      } updated`
+      : j.stop.reason === "FailureBudgetExceeded"
       ? `${
         plural(j.failed.length, "pod")
       } of revision ${j.stop.revision} failed, more than the ${j.allowed} allowed of ${

@@ -21,9 +21,10 @@
  * - Creations per call are at most burstReplicas minus creations still expected.
  * - A pod updated in place (InPlaceIfPossible) counts as unavailable until it runs its new images.
  * - Phases, in the order `planRead` states: revisions and adoptions, placement (`placement.ts`),
- *   OTA marks and pulls, the failure budget's judgement, updates (`updates.ts`) planned on the
- *   nodes as placement and earlier unobserved actions leave them, in-place readiness, image
- *   pre-download, then the report (`plan-report.ts`). No phase reads another's state: each is
+ *   the rollout plan's step (`rollout-plan.ts`), OTA marks and pulls, the failure budget's
+ *   judgement, updates (`updates.ts`, within the plan's gate) planned on the nodes as placement
+ *   and earlier unobserved actions leave them, in-place readiness, image pre-download, then the
+ *   report (`plan-report.ts`). No phase reads another's state: each is
  *   given the burst it may still spend and what it needs of earlier decisions (`decisions.ts`).
  */
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
@@ -149,12 +150,13 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     : skipped(marked.left);
   // 3. The failure budget, judged on the pods as read, before any is replaced (a failed pod is,
   // by placement), and before an old pod is: a spent budget stops this very wave (ADR 0035).
-  const judged = judgeFailures(config, hash, desired, previous, now, available);
+  const judged = judgeFailures(config, hash, desired, previous, now, available, stepped?.domainOf);
   const stopped = judged?.stop !== undefined;
+  // An operator's abort of a plan stops the rollout as its failures would, rollback included.
   const rollback = planRollback(
     config,
     hash,
-    judged,
+    judged?.stop ?? (stepped?.aborted ? { reason: "Aborted" } : undefined),
     previous.lastCompleteRevision,
     facts.templates,
     now,

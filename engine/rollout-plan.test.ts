@@ -96,13 +96,13 @@ Deno.test("rollout plan: a one-node canary waits for an approval of its own revi
   // The first domain listed, Kruise's order within it: names descending.
   assertEquals(nodesOn(canary.c, hash), ["b-3"]);
   assertEquals(canary.p.status.plan?.state, "AwaitingApproval");
-  assertEquals(canary.p.status.plan?.step, 0);
+  assertEquals(canary.p.status.plan?.step, 1);
   const paused = canary.p.conditions.find((c) => c.type === "Paused");
   assertEquals([paused?.status, paused?.reason], ["True", "AwaitingApproval"]);
-  assert(canary.p.awaited.some((a) => a.what === "approval of step 0"));
+  assert(canary.p.awaited.some((a) => a.what === "approval of step 1"));
 
   // An approval of another revision, or of a malformed value, passes nothing.
-  for (const value of ["0123abcd/0", `${hash}`]) {
+  for (const value of ["0123abcd/1", `${hash}`]) {
     const other = settle(
       annotate(canary.c, { "apps.edgeroll.dev/approved-step": value }),
       canary.now,
@@ -111,7 +111,7 @@ Deno.test("rollout plan: a one-node canary waits for an approval of its own revi
     assertEquals(other.p.status.plan?.state, "AwaitingApproval");
   }
   const approved = settle(
-    annotate(canary.c, { "apps.edgeroll.dev/approved-step": `${hash}/0` }),
+    annotate(canary.c, { "apps.edgeroll.dev/approved-step": `${hash}/1` }),
     canary.now,
   );
   assertEquals(nodesOn(approved.c, hash).length, 9);
@@ -182,7 +182,7 @@ Deno.test("rollout plan: a soak holds the next domain and restarts when an updat
     f.apply({ snapshot: healed, serial: c.serial }, again, doneSince + 35_000).snapshot,
     doneSince + 96_000,
   );
-  assertEquals(later.status.plan?.step, 1);
+  assertEquals(later.status.plan?.step, 2);
   assert(later.actions.some((a) => a.type === "deletePod" && a.node?.startsWith("b-")));
 });
 
@@ -192,12 +192,12 @@ Deno.test("rollout plan: a new template mid-plan starts again from the first ste
   }));
   const canary = settle(start.c, start.now);
   const v2 = canary.p.status.daemonSetHash!;
-  const approved = annotate(canary.c, { "apps.edgeroll.dev/approved-step": `${v2}/0` });
+  const approved = annotate(canary.c, { "apps.edgeroll.dev/approved-step": `${v2}/1` });
   const v3 = settle(f.withTemplate(approved, "agent:v3", 3), canary.now + stepMillis);
   const hash = v3.p.status.daemonSetHash!;
   assert(hash !== v2);
   assertEquals(v3.p.status.plan?.revision, hash);
-  assertEquals([v3.p.status.plan?.step, v3.p.status.plan?.state], [0, "AwaitingApproval"]);
+  assertEquals([v3.p.status.plan?.step, v3.p.status.plan?.state], [1, "AwaitingApproval"]);
   assertEquals(nodesOn(v3.c, hash), ["a-3"]);
 });
 
@@ -218,6 +218,41 @@ Deno.test("rollout plan: promote passes every pause; abort stops the rollout", (
   const promoted = settle(annotate(canary.c, { "apps.edgeroll.dev/promoted": hash }), canary.now);
   assertEquals(nodesOn(promoted.c, hash).length, 9);
   assertEquals(promoted.p.status.plan?.state, "Done");
+});
+
+Deno.test("rollout plan: failures are counted per domain; abort rolls back when the failure policy says so", () => {
+  // Zones a and b at once: two of a's three new pods fail. Of the six updated, 20% allows 2
+  // failures; of a's three, 1: domain a stops the rollout.
+  const start = onV1ThenV2(plannedSet({ maxConcurrentDomains: 2, steps: [{ nodes: "100%" }] }, {
+    maxUnavailable: 6,
+    failurePolicy: { maxFailed: "20%" },
+  }));
+  let c = start.c;
+  let now = start.now;
+  let p = plan(c.snapshot, now);
+  for (let i = 0; i < 10 && !p.status.rolloutStop; i++) {
+    c = f.kubelet(f.apply(c, p, now), now, new Set(["a-1", "a-2"]));
+    now += stepMillis;
+    p = plan(c.snapshot, now);
+  }
+  assertEquals(p.status.rolloutStop?.domain, { name: "a", failed: 2, allowed: 1, updated: 3 });
+  const stopped = p.conditions.find((x) => x.type === "RolloutStopped");
+  assert(stopped?.message?.includes("failed in domain a"), stopped?.message);
+
+  const canary = settle(
+    onV1ThenV2(plannedSet({ steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }] }, {
+      failurePolicy: { maxFailed: 1, rollback: true },
+    })).c,
+    start.now,
+  );
+  const hash = canary.p.status.daemonSetHash!;
+  const aborted = plan(
+    annotate(canary.c, { "apps.edgeroll.dev/aborted": hash }).snapshot,
+    canary.now,
+  );
+  const rollback = aborted.actions.find((a) => a.type === "rollbackTemplate");
+  assert(rollback, "the template goes back");
+  assertEquals(aborted.status.rollback?.reason, "Aborted");
 });
 
 Deno.test("rollout plan: a cut node in a finished domain does not hold the plan, and is updated on its return", () => {

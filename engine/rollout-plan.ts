@@ -38,6 +38,8 @@ export interface PlanProgress {
   gate: UpdateGate;
   /** The operator aborted this revision's rollout: nothing more is updated. */
   aborted: boolean;
+  /** The domain a desired node is in, for the failure budget counted per domain. */
+  domainOf(node: string): string;
   status: RolloutPlanStatus;
   awaited: Awaited[];
   wakeUps: EpochMillis[];
@@ -81,23 +83,26 @@ export function planRollout(
   // The first Ready node of the order not yet updated: every step whose target ends at or before
   // it is done.
   const firstPending = order.findIndex((v) => v.ready && !updated(v));
-  const stepDone = (step: number) => firstPending === -1 || firstPending >= targets[step];
+  const stepDone = (index: number) => firstPending === -1 || firstPending >= targets[index];
 
   const previous = input.previous?.revision === hash ? input.previous : undefined;
   const aborted = input.answers.aborted === hash;
   const promoted = input.answers.promoted === hash;
-  const approvedUpTo = input.answers.approved?.revision === hash ? input.answers.approved.step : -1;
+  // Steps are numbered from 1 in status, Events and approvals, as Kruise Rollout numbers them;
+  // `index` is the step's place in `plan.steps`.
+  const approvedUpTo = input.answers.approved?.revision === hash ? input.answers.approved.step : 0;
   const last = plan.steps.length - 1;
-  // An edited plan goes on from the step the status records (ADR 0050).
-  // A fleet already on the revision (a plan added after the rollout, nodes that came updated)
-  // has nothing to pause for.
-  let step = stepDone(last) ? last : Math.min(previous?.step ?? 0, last);
-  let doneSince = previous?.step === step ? parseTime(previous.doneSince) : undefined;
+  // A fleet with no old pod left (a first rollout, a plan added after the rollout, nodes that
+  // came updated) has nothing to pause for; else an edited plan goes on from the step the status
+  // records (ADR 0050).
+  const outdated = order.some((v) => hasOldPod(v, hash));
+  let index = outdated ? Math.min((previous?.step ?? 1) - 1, last) : last;
+  let doneSince = previous?.step === index + 1 ? parseTime(previous.doneSince) : undefined;
   const events: PlanEvent[] = [];
   const awaited: Awaited[] = [];
   const wakeUps: EpochMillis[] = [];
   let state: PlanState = "Rolling";
-  if (!previous) {
+  if (!previous && outdated) {
     events.push({
       type: "Normal",
       reason: "PlanStarted",
@@ -107,66 +112,72 @@ export function planRollout(
     });
   }
   while (!aborted) {
-    if (!stepDone(step)) {
+    const number = index + 1;
+    if (!stepDone(index)) {
       doneSince = undefined;
       break;
     }
-    if (step === last) {
+    if (index === last) {
       state = "Done";
       break;
     }
     doneSince ??= now;
-    const pause = promoted ? undefined : plan.steps[step].pause;
+    const pause = promoted ? undefined : plan.steps[index].pause;
     const soakEnd = pause?.soakSeconds !== undefined ? doneSince + pause.soakSeconds * 1000 : 0;
     if (now < soakEnd) {
       state = "Soaking";
       wakeUps.push(soakEnd);
       awaited.push({
-        what: `step ${step} soak`,
-        why: `every updated pod of its ${plural(targets[step], "node")} stays available until then`,
+        what: `step ${number} soak`,
+        why: `every updated pod of its ${
+          plural(targets[index], "node")
+        } stays available until then`,
         until: formatTime(soakEnd),
       });
       break;
     }
-    if (pause?.approval && approvedUpTo < step) {
+    if (pause?.approval && approvedUpTo < number) {
       state = "AwaitingApproval";
       awaited.push({
-        what: `approval of step ${step}`,
+        what: `approval of step ${number}`,
         why:
-          `kubectl edgeroll approve (annotation apps.edgeroll.dev/approved-step: ${hash}/${step})`,
+          `kubectl edgeroll approve (annotation apps.edgeroll.dev/approved-step: ${hash}/${number})`,
       });
       break;
     }
     events.push({
       type: "Normal",
       reason: "PlanStepDone",
-      message: `revision ${hash}: step ${step} done, ${
-        plural(targets[step], "node")
-      } of ${order.length} reached; step ${step + 1} starts`,
+      message: `revision ${hash}: step ${number} done, ${
+        plural(targets[index], "node")
+      } of ${order.length} reached; step ${number + 1} starts`,
     });
-    step++;
+    index++;
     doneSince = undefined;
   }
   if (aborted) state = "Stopped";
-  if (state !== previous?.state || step !== previous?.step) {
-    if (state === "AwaitingApproval" || state === "Stopped" || state === "Done") {
-      events.push({
-        type: state === "Stopped" ? "Warning" : "Normal",
-        reason: state === "AwaitingApproval"
-          ? "PlanAwaitingApproval"
-          : state === "Stopped"
-          ? "PlanAborted"
-          : "PlanDone",
-        message: state === "AwaitingApproval"
-          ? `revision ${hash}: step ${step} done; the next step waits for kubectl edgeroll approve`
-          : state === "Stopped"
-          ? `revision ${hash}: aborted by the operator at step ${step}; nothing more is updated`
-          : `revision ${hash}: every step done`,
-      });
-    }
+  const step = index + 1;
+  const changed = state !== previous?.state || step !== previous?.step;
+  // Done is told once a rollout of old pods has finished, not for a revision that had none.
+  const told = state === "AwaitingApproval" || state === "Stopped" ||
+    (state === "Done" && previous !== undefined);
+  if (changed && told) {
+    events.push({
+      type: state === "Stopped" ? "Warning" : "Normal",
+      reason: state === "AwaitingApproval"
+        ? "PlanAwaitingApproval"
+        : state === "Stopped"
+        ? "PlanAborted"
+        : "PlanDone",
+      message: state === "AwaitingApproval"
+        ? `revision ${hash}: step ${step} done; the next step waits for kubectl edgeroll approve`
+        : state === "Stopped"
+        ? `revision ${hash}: aborted by the operator at step ${step}; nothing more is updated`
+        : `revision ${hash}: every step done`,
+    });
   }
 
-  const covered = order.slice(0, aborted ? 0 : targets[step]);
+  const covered = order.slice(0, aborted ? 0 : targets[index]);
   const domainOf = new Map<string, Domain>();
   for (const d of domains) for (const v of d.nodes) domainOf.set(v.name, d);
   const tally = domains.map((d) => tallyDomain(d, hash, updated, available));
@@ -208,7 +219,7 @@ export function planRollout(
     revision: hash,
     step,
     steps: plan.steps.length,
-    target: targets[step],
+    target: targets[index],
     state,
     ...(doneSince !== undefined && state !== "Done" ? { doneSince: formatTime(doneSince) } : {}),
     domains: tally.map((t) => ({
@@ -219,7 +230,19 @@ export function planRollout(
       unreachable: t.unreachable,
     })),
   };
-  return { ok: true, progress: { covered, gate, aborted, status, awaited, wakeUps, events } };
+  return {
+    ok: true,
+    progress: {
+      covered,
+      gate,
+      aborted,
+      domainOf: (node) => domainOf.get(node)?.name ?? "",
+      status,
+      awaited,
+      wakeUps,
+      events,
+    },
+  };
 }
 
 /** The domains in the plan's order, or why the fleet cannot be ordered by this plan. */
@@ -291,6 +314,11 @@ function stepTargets(plan: RolloutPlan, domains: readonly Domain[], total: numbe
     targets.push(before);
   }
   return targets;
+}
+
+/** A node with a pod of another revision: what the plan is there to roll. */
+function hasOldPod(view: NodeView, hash: string): boolean {
+  return activePods(view).some((p) => podRevision(p) !== hash);
 }
 
 /** A node whose pods all run the revision, one of them available: the plan counts it done. */

@@ -66,16 +66,9 @@ export const failureBudgetScenario: Scenario = {
       );
       const images = pods.map((p) => p.spec.containers[0].image).sort();
       assertEquals(images, [image("crash"), ...target.nodes.slice(1).map(() => image("v1"))]);
-      const events = await kube.json<{ items: { type: string; reason: string }[] }>([
-        "--namespace",
-        ns,
-        "get",
-        "events",
-        "--field-selector",
-        "involvedObject.name=edge-agent",
-      ]);
+      const events = await kube.eventsAbout(ns, "edge-agent");
       assertEquals(
-        events.items.some((e) => e.type === "Warning" && e.reason === "FailureBudgetExceeded"),
+        events.some((e) => e.type === "Warning" && e.reason === "FailureBudgetExceeded"),
         true,
       );
       // A good template: a new revision, the stop is over.
@@ -87,7 +80,7 @@ export const failureBudgetScenario: Scenario = {
 };
 
 /** `kubectl edgeroll …` through bin/kubectl-edgeroll on PATH, as an operator types it. */
-async function kubectlEdgeroll(kubeconfig: string, args: string[]): Promise<string> {
+export async function kubectlEdgeroll(kubeconfig: string, args: string[]): Promise<string> {
   const root = new URL("../../", import.meta.url).pathname;
   const out = await new Deno.Command("kubectl", {
     args: ["edgeroll", ...args],

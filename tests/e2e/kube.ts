@@ -101,6 +101,12 @@ export function patchArgs(
   ];
 }
 
+export interface KubeEvent {
+  type: string;
+  reason: string;
+  message?: string;
+}
+
 export class Kube {
   constructor(readonly kubeconfigPath: string) {}
 
@@ -139,6 +145,18 @@ export class Kube {
     patch: unknown,
   ): Promise<string> {
     return this.run(patchArgs(namespace, resource, name, type, patch));
+  }
+
+  /** The Events about an object of the namespace, as `kubectl get events` lists them. */
+  async eventsAbout(namespace: string, name: string): Promise<KubeEvent[]> {
+    return (await this.json<{ items: KubeEvent[] }>([
+      "--namespace",
+      namespace,
+      "get",
+      "events",
+      "--field-selector",
+      `involvedObject.name=${name}`,
+    ])).items;
   }
 
   apply(object: unknown): Promise<string> {

@@ -15,6 +15,7 @@ import { preDownloadScenario } from "./predownload-scenario.ts";
 import { failureBudgetScenario, rollbackScenarios } from "./failure-scenario.ts";
 import { dashboardScenario } from "./dashboard-scenario.ts";
 import { failoverScenario } from "./failover-scenario.ts";
+import { planScenarios } from "./plan-scenarios.ts";
 import { type TargetKind, withTarget } from "./target.ts";
 
 /** The suite's parts, in the order a single run takes them; together, every scenario once. */
@@ -22,10 +23,16 @@ export const e2eParts = {
   /** The cluster's behaviour, edgeroll's rollouts, the dashboard and OTA. */
   fleet: [...scenarios, ...edgerollScenarios, dashboardScenario, ...otaScenarios],
   /**
-   * Rollouts that wait on the controller's clock (pre-download, the failure budget, rollback) or
-   * on a Lease's (failover).
+   * Rollouts that wait on the controller's clock (pre-download, the failure budget, rollback,
+   * rollout plans' soaks and approvals) or on a Lease's (failover).
    */
-  waits: [preDownloadScenario, failureBudgetScenario, ...rollbackScenarios, failoverScenario],
+  waits: [
+    preDownloadScenario,
+    failureBudgetScenario,
+    ...rollbackScenarios,
+    failoverScenario,
+    ...planScenarios,
+  ],
   /** Each trigger alone, then at rest. */
   triggers: triggerScenarios,
 } satisfies Record<string, Scenario[]>;

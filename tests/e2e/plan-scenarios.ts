@@ -1,0 +1,227 @@
+/**
+ * Rollout plans (ADR 0050) as an operator drives them from the command line: the nodes labelled
+ * into zones and NodePools, a one-node canary that waits for `kubectl edgeroll approve`, a soak
+ * between domains, a new template mid-plan that starts over, a cut node updated on its return in
+ * a finished domain, and a crash-looping image stopped in the canary domain and rolled back
+ * while the other domains never leave the old version. The labels are removed after.
+ */
+import { assert, assertEquals, assertStringIncludes } from "@std/assert";
+import type { RolloutPlanInput, RolloutPlanStatus } from "../../api/rollout-plan.ts";
+import { withEdgeroll } from "../processes.ts";
+import {
+  advancedDaemonSet,
+  completeOn,
+  image,
+  setImage,
+  type SetStatus,
+  setStatus,
+} from "./edgeroll-scenarios.ts";
+import { kubectlEdgeroll } from "./failure-scenario.ts";
+import { eventually, type Kube, type Pod } from "./kube.ts";
+import type { Scenario } from "./scenarios.ts";
+import type { E2eTarget } from "./target.ts";
+
+const zoneLabel = "topology.kubernetes.io/zone";
+const poolLabel = "apps.openyurt.io/nodepool";
+
+/** edge-1, edge-2, edge-3 in zones a, b, c and in NodePools pool-1 (edge-1, edge-2) and pool-2. */
+function domainLabels(target: E2eTarget): [string, Record<string, string>][] {
+  const zones = ["zone-a", "zone-b", "zone-c"];
+  return target.nodes.map((node, i) => [node, {
+    [zoneLabel]: zones[i % zones.length],
+    [poolLabel]: i < 2 ? "pool-1" : "pool-2",
+  }]);
+}
+
+/**
+ * `body` in a namespace of its own, with edgeroll serving and the nodes labelled into domains; the
+ * labels are taken off after, whatever happens, and the namespace deleted.
+ */
+async function onDomains(
+  target: E2eTarget,
+  kube: Kube,
+  ns: string,
+  body: () => Promise<void>,
+): Promise<void> {
+  await kube.installCrd();
+  await kube.createNamespace(ns);
+  const labels = domainLabels(target);
+  const label = (node: string, values: string[]) =>
+    kube.run(["label", "node", node, "--overwrite", ...values]);
+  for (const [node, values] of labels) {
+    await label(node, Object.entries(values).map(([k, v]) => `${k}=${v}`));
+  }
+  try {
+    await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, body);
+  } finally {
+    for (const [node, values] of labels) await label(node, Object.keys(values).map((k) => `${k}-`));
+  }
+  await kube.run(["delete", "namespace", ns, "--wait=false"]);
+}
+
+function plannedSet(ns: string, plan: RolloutPlanInput, failurePolicy?: object) {
+  const set = advancedDaemonSet(ns, "v1");
+  return {
+    ...set,
+    spec: {
+      ...set.spec,
+      updateStrategy: {
+        type: "RollingUpdate",
+        rollingUpdate: { maxUnavailable: 1, plan, ...(failurePolicy ? { failurePolicy } : {}) },
+      },
+    },
+  };
+}
+
+type PlannedStatus = SetStatus & {
+  daemonSetHash?: string;
+  plan?: RolloutPlanStatus;
+  rollback?: { to: string; reason: string };
+};
+
+/** The image each node's pod runs (pods on their way out left aside). */
+async function imagesByNode(kube: Kube, ns: string): Promise<Record<string, string>> {
+  const pods: Pod[] = (await kube.pods(ns, "app=edge-agent")).filter((p) =>
+    !p.metadata.deletionTimestamp
+  );
+  return Object.fromEntries(
+    pods.map((p) => [p.spec.nodeName ?? "", p.spec.containers[0].image ?? ""]).sort(),
+  );
+}
+
+/** Waits until the plan of the current revision is in `state` at `step`. */
+function planAt(kube: Kube, ns: string, state: string, step: number): Promise<PlannedStatus> {
+  return eventually(`plan ${state} at step ${step}`, async () => {
+    const status = await setStatus(kube, ns) as PlannedStatus;
+    const plan = status.plan;
+    return plan?.revision === status.daemonSetHash && plan?.state === state && plan.step === step
+      ? status
+      : undefined;
+  }, 120_000);
+}
+
+const expected = (target: E2eTarget, versions: Record<string, string>) =>
+  Object.fromEntries(target.nodes.map((n) => [n, image(versions[n])]));
+
+const zonesScenario: Scenario = {
+  name:
+    "rollout plan over zones: a one-node canary waits for kubectl edgeroll approve, a new template starts over, a soak holds the next zone",
+  async run(target, kube) {
+    const ns = "e2e-plan-zones";
+    const cliRef = `ads/${ns}/edge-agent`;
+    const [one, two, three] = target.nodes;
+    await onDomains(target, kube, ns, async () => {
+      await kube.apply(plannedSet(ns, {
+        domainLabel: zoneLabel,
+        firstDomains: ["zone-b"],
+        steps: [
+          { nodes: 1, pause: { approval: true } },
+          { domains: 1, pause: { soakSeconds: 4 } },
+          { nodes: "100%" },
+        ],
+      }));
+      await completeOn(target, kube, ns, "v1");
+
+      // The canary: zone-b's node alone, then the plan waits; nothing moves while it does.
+      await setImage(kube, ns, "v2");
+      const canary = await planAt(kube, ns, "AwaitingApproval", 1);
+      const paused = canary.conditions?.find((c) => c.type === "Paused");
+      assertEquals([paused?.status, paused?.reason], ["True", "AwaitingApproval"]);
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      assertEquals(
+        await imagesByNode(kube, ns),
+        expected(target, { [one]: "v1", [two]: "v2", [three]: "v1" }),
+      );
+      const shown = await kubectlEdgeroll(target.kubeconfigPath, ["status", cliRef]);
+      assertStringIncludes(shown, "plan: step 1 of 3 (1 node), AwaitingApproval");
+      assertStringIncludes(shown, "zone-b");
+
+      // A new template mid-plan: v3's plan starts at its first step, v2's approvals are gone.
+      await setImage(kube, ns, "v3");
+      const again = await planAt(kube, ns, "AwaitingApproval", 1);
+      assert(again.daemonSetHash !== canary.daemonSetHash);
+      assertEquals(
+        await imagesByNode(kube, ns),
+        expected(target, { [one]: "v1", [two]: "v3", [three]: "v1" }),
+      );
+
+      // Approved: zone-a next (by name), then a soak holds zone-c, then it rolls.
+      const approved = await kubectlEdgeroll(target.kubeconfigPath, ["approve", cliRef]);
+      assertStringIncludes(approved, `step 1 of 3 of revision ${again.daemonSetHash} approved`);
+      const soaking = await planAt(kube, ns, "Soaking", 2);
+      assertEquals(
+        (await imagesByNode(kube, ns))[three],
+        image("v1"),
+        "zone-c waits out the soak",
+      );
+      assert(soaking.plan?.doneSince);
+      await completeOn(target, kube, ns, "v3");
+      const done = await setStatus(kube, ns) as PlannedStatus;
+      assertEquals(done.plan?.state, "Done");
+      const reasons = new Set((await kube.eventsAbout(ns, "edge-agent")).map((e) => e.reason));
+      for (const reason of ["PlanStarted", "PlanAwaitingApproval", "PlanStepDone", "PlanDone"]) {
+        assert(reasons.has(reason), `an Event ${reason} among ${[...reasons].join(", ")}`);
+      }
+    });
+  },
+};
+
+const poolsScenario: Scenario = {
+  name:
+    "rollout plan over NodePools: a cut node in the finished first pool is updated on its return; a crash-looping image is stopped in the first pool and rolled back, the other pool never leaves the old version",
+  async run(target, kube) {
+    const ns = "e2e-plan-pools";
+    const cliRef = `ads/${ns}/edge-agent`;
+    const [one, two, three] = target.nodes;
+    await onDomains(target, kube, ns, async () => {
+      await kube.apply(plannedSet(ns, {
+        domainLabel: poolLabel,
+        firstDomains: ["pool-1"],
+        steps: [{ domains: 1, pause: { approval: true } }, { nodes: "100%" }],
+      }, { maxFailed: 0, rollback: true }));
+      await completeOn(target, kube, ns, "v1");
+
+      // pool-1 with one node cut: its other node is updated, and the step is done without it.
+      await target.disconnect(one);
+      try {
+        await kube.nodeReady(one, (ready) => ready !== "True");
+        await setImage(kube, ns, "v2");
+        await planAt(kube, ns, "AwaitingApproval", 1);
+        assertEquals(
+          await imagesByNode(kube, ns),
+          expected(target, { [one]: "v1", [two]: "v2", [three]: "v1" }),
+        );
+      } finally {
+        await target.reconnect(one);
+      }
+      await eventually(`${one} updated on its return`, async () => {
+        const images = await imagesByNode(kube, ns);
+        return images[one] === image("v2") ? images : undefined;
+      }, 120_000);
+      // pool-1 done again, and still the approval is awaited: pool-2 waits.
+      await planAt(kube, ns, "AwaitingApproval", 1);
+      assertEquals((await imagesByNode(kube, ns))[three], image("v1"), "pool-2 waits");
+      await kubectlEdgeroll(target.kubeconfigPath, ["promote", cliRef]);
+      await completeOn(target, kube, ns, "v2");
+
+      // A crash-looping image: stopped in pool-1's first node, v2 back there; pool-2 untouched.
+      const before = (await kube.pods(ns, "app=edge-agent")).find((p) => p.spec.nodeName === three);
+      // A crashing container is Ready between restarts: the verdict waits this long (ADR 0035);
+      // set only now, as it would slow every wave before.
+      await kube.patch(ns, "advanceddaemonsets", "edge-agent", "merge", {
+        spec: { minReadySeconds: 4 },
+      });
+      await setImage(kube, ns, "crash");
+      const rolledBack = await eventually("the rollback", async () => {
+        const s = await setStatus(kube, ns) as PlannedStatus;
+        return s.rollback;
+      }, 120_000);
+      assertEquals(rolledBack.reason, "FailureBudgetExceeded");
+      await completeOn(target, kube, ns, "v2");
+      const after = (await kube.pods(ns, "app=edge-agent")).find((p) => p.spec.nodeName === three);
+      assertEquals(after?.metadata.uid, before?.metadata.uid, "pool-2's pod was never replaced");
+    });
+  },
+};
+
+export const planScenarios = [zonesScenario, poolsScenario];
