@@ -201,6 +201,26 @@ Deno.test("rollout plan: a new template mid-plan starts again from the first ste
   assertEquals(nodesOn(v3.c, hash), ["a-3"]);
 });
 
+Deno.test("rollout plan: an edited plan goes on from the step the status records", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }],
+  }));
+  const canary = settle(start.c, start.now);
+  assertEquals(canary.p.status.plan?.step, 1);
+  // The operator widens step 1 to all of zone a and keeps the approval: a-2 and a-1 follow a-3,
+  // and the plan waits again at step 1 before zone b.
+  const edited = structuredClone(canary.c.snapshot);
+  const spec = edited.set.spec as { updateStrategy: { rollingUpdate: { plan: RolloutPlanInput } } };
+  spec.updateStrategy.rollingUpdate.plan.steps = [
+    { domains: 1, pause: { approval: true } },
+    { nodes: "100%" },
+  ];
+  const wider = settle({ snapshot: edited, serial: canary.c.serial }, canary.now);
+  const hash = wider.p.status.daemonSetHash!;
+  assertEquals(nodesOn(wider.c, hash), ["a-1", "a-2", "a-3"]);
+  assertEquals([wider.p.status.plan?.step, wider.p.status.plan?.state], [1, "AwaitingApproval"]);
+});
+
 Deno.test("rollout plan: promote passes every pause; abort stops the rollout", () => {
   const start = onV1ThenV2(plannedSet({
     steps: [
