@@ -22,6 +22,7 @@ import { plural } from "./conditions.ts";
 import { resolve } from "./config.ts";
 import { formatTime, parseTime, podRevision } from "./pod-node-state.ts";
 import { activePods, type NodeView } from "./node-view.ts";
+import { WaitList } from "./decisions.ts";
 
 const planPath = "spec.updateStrategy.rollingUpdate.plan";
 
@@ -73,20 +74,68 @@ export function planRollout(
   desired: readonly NodeView[],
   available: (pod: Pod) => boolean,
 ): PlanReading {
-  const { plan, hash, now } = input;
+  const { plan, hash } = input;
   const ordered = orderDomains(plan, desired);
   if (!ordered.ok) return ordered;
   const domains = ordered.domains;
   const order = domains.flatMap((d) => d.nodes);
   const targets = stepTargets(plan, domains, order.length);
   const updated = (v: NodeView) => isUpdatedAvailable(v, hash, available);
+  const aborted = input.answers.aborted === hash;
+  const walked = walkSteps(input, order, targets, updated, aborted);
+  const events = [...walked.events];
+  if (!walked.previous && walked.outdated) {
+    events.unshift({
+      type: "Normal",
+      reason: "PlanStarted",
+      message: `revision ${hash}: ${plural(plan.steps.length, "step")} over ${
+        plural(order.length, "node")
+      } in ${plural(domains.length, "domain")}`,
+    });
+  }
+  const covered = order.slice(0, aborted ? 0 : targets[walked.index]);
+  const tally = domains.map((d) => tallyDomain(d, hash, updated, available));
+  const { gate, domainOf } = domainGate(input, domains, tally, covered, updated, walked.waits);
+  const status: RolloutPlanStatus = {
+    revision: hash,
+    step: walked.index + 1,
+    steps: plan.steps.length,
+    target: targets[walked.index],
+    state: walked.state,
+    ...(walked.doneSince !== undefined ? { doneSince: formatTime(walked.doneSince) } : {}),
+    domains: tally.map((t) => ({
+      name: t.name,
+      state: domainState(t, aborted),
+      nodes: t.nodes,
+      updated: t.updated,
+      unreachable: t.unreachable,
+    })),
+  };
+  const { awaited, wakeUps } = walked.waits;
+  return {
+    ok: true,
+    progress: { covered, gate, aborted, domainOf, status, awaited, wakeUps, events },
+  };
+}
+
+/**
+ * From the step the status records, past every step that is done and whose pause has passed: the
+ * step the plan is at, its state, since when it has been done, what it waits for, and an Event
+ * for each step passed and for the state it comes to.
+ */
+function walkSteps(
+  input: PlanInput,
+  order: readonly NodeView[],
+  targets: readonly number[],
+  updated: (v: NodeView) => boolean,
+  aborted: boolean,
+) {
+  const { plan, hash, now } = input;
   // The first Ready node of the order not yet updated: every step whose target ends at or before
   // it is done.
   const firstPending = order.findIndex((v) => v.ready && !updated(v));
   const stepDone = (index: number) => firstPending === -1 || firstPending >= targets[index];
-
   const previous = input.previous?.revision === hash ? input.previous : undefined;
-  const aborted = input.answers.aborted === hash;
   const promoted = input.answers.promoted === hash;
   // Steps are numbered from 1 in status, Events and approvals, as Kruise Rollout numbers them;
   // `index` is the step's place in `plan.steps`.
@@ -98,19 +147,9 @@ export function planRollout(
   const outdated = order.some((v) => hasOldPod(v, hash));
   let index = outdated ? Math.min((previous?.step ?? 1) - 1, last) : last;
   let doneSince = previous?.step === index + 1 ? parseTime(previous.doneSince) : undefined;
+  const waits = new WaitList(now);
   const events: PlanEvent[] = [];
-  const awaited: Awaited[] = [];
-  const wakeUps: EpochMillis[] = [];
-  let state: PlanState = "Rolling";
-  if (!previous && outdated) {
-    events.push({
-      type: "Normal",
-      reason: "PlanStarted",
-      message: `revision ${hash}: ${plural(plan.steps.length, "step")} over ${
-        plural(order.length, "node")
-      } in ${plural(domains.length, "domain")}`,
-    });
-  }
+  let state: PlanState = aborted ? "Stopped" : "Rolling";
   while (!aborted) {
     const number = index + 1;
     if (!stepDone(index)) {
@@ -119,6 +158,7 @@ export function planRollout(
     }
     if (index === last) {
       state = "Done";
+      doneSince = undefined;
       break;
     }
     doneSince ??= now;
@@ -126,23 +166,20 @@ export function planRollout(
     const soakEnd = pause?.soakSeconds !== undefined ? doneSince + pause.soakSeconds * 1000 : 0;
     if (now < soakEnd) {
       state = "Soaking";
-      wakeUps.push(soakEnd);
-      awaited.push({
-        what: `step ${number} soak`,
-        why: `every updated pod of its ${
-          plural(targets[index], "node")
-        } stays available until then`,
-        until: formatTime(soakEnd),
-      });
+      const nodes = plural(targets[index], "node");
+      waits.wait(
+        `step ${number} soak`,
+        `every updated pod of its ${nodes} stays available`,
+        soakEnd,
+      );
       break;
     }
     if (pause?.approval && approvedUpTo < number) {
       state = "AwaitingApproval";
-      awaited.push({
-        what: `approval of step ${number}`,
-        why:
-          `kubectl edgeroll approve (annotation apps.edgeroll.dev/approved-step: ${hash}/${number})`,
-      });
+      waits.wait(
+        `approval of step ${number}`,
+        `kubectl edgeroll approve (annotation apps.edgeroll.dev/approved-step: ${hash}/${number})`,
+      );
       break;
     }
     events.push({
@@ -155,32 +192,51 @@ export function planRollout(
     index++;
     doneSince = undefined;
   }
-  if (aborted) state = "Stopped";
   const step = index + 1;
-  const changed = state !== previous?.state || step !== previous?.step;
   // Done is told once a rollout of old pods has finished, not for a revision that had none.
   const told = state === "AwaitingApproval" || state === "Stopped" ||
     (state === "Done" && previous !== undefined);
-  if (changed && told) {
-    events.push({
-      type: state === "Stopped" ? "Warning" : "Normal",
-      reason: state === "AwaitingApproval"
-        ? "PlanAwaitingApproval"
-        : state === "Stopped"
-        ? "PlanAborted"
-        : "PlanDone",
-      message: state === "AwaitingApproval"
-        ? `revision ${hash}: step ${step} done; the next step waits for kubectl edgeroll approve`
-        : state === "Stopped"
-        ? `revision ${hash}: aborted by the operator at step ${step}; nothing more is updated`
-        : `revision ${hash}: every step done`,
-    });
+  if (told && (state !== previous?.state || step !== previous?.step)) {
+    events.push(stateEvent(hash, state, step));
   }
+  return { index, state, doneSince, waits, events, previous, outdated };
+}
 
-  const covered = order.slice(0, aborted ? 0 : targets[index]);
-  const domainOf = new Map<string, Domain>();
-  for (const d of domains) for (const v of d.nodes) domainOf.set(v.name, d);
-  const tally = domains.map((d) => tallyDomain(d, hash, updated, available));
+function stateEvent(hash: string, state: PlanState, step: number): PlanEvent {
+  if (state === "AwaitingApproval") {
+    return {
+      type: "Normal",
+      reason: "PlanAwaitingApproval",
+      message:
+        `revision ${hash}: step ${step} done; the next step waits for kubectl edgeroll approve`,
+    };
+  }
+  if (state === "Stopped") {
+    return {
+      type: "Warning",
+      reason: "PlanAborted",
+      message: `revision ${hash}: aborted by the operator at step ${step}; nothing more is updated`,
+    };
+  }
+  return { type: "Normal", reason: "PlanDone", message: `revision ${hash}: every step done` };
+}
+
+/**
+ * The gate the update walk passes each node through: its domain already in flight or room for one
+ * more (`maxConcurrentDomains`), and its domain's unavailable nodes within `domainMaxUnavailable`.
+ * The covered domains held back for their turn are a wait.
+ */
+function domainGate(
+  input: PlanInput,
+  domains: readonly Domain[],
+  tally: readonly DomainTally[],
+  covered: readonly NodeView[],
+  updated: (v: NodeView) => boolean,
+  waits: WaitList,
+): { gate: UpdateGate; domainOf: (node: string) => string } {
+  const { plan, surge } = input;
+  const domainOf = new Map<string, string>();
+  for (const d of domains) for (const v of d.nodes) domainOf.set(v.name, d.name);
   const inFlight = new Set(tally.filter((t) => t.started && !t.complete).map((t) => t.name));
   const unavailable = new Map(tally.map((t) => [t.name, t.unavailable]));
   const limits = new Map(domains.map((d) => [
@@ -195,54 +251,27 @@ export function planRollout(
     d.nodes.some((v) => coveredNames.has(v.name) && v.ready && !updated(v))
   );
   if (held.length > 0) {
-    awaited.push({
-      what: `${plural(held.length, "domain")} (${held.map((d) => d.name).join(", ")})`,
-      why: `maxConcurrentDomains ${plan.maxConcurrentDomains}: ${[...inFlight].join(", ")} ${
+    waits.wait(
+      `${plural(held.length, "domain")} (${held.map((d) => d.name).join(", ")})`,
+      `maxConcurrentDomains ${plan.maxConcurrentDomains}: ${[...inFlight].join(", ")} ${
         inFlight.size === 1 ? "is" : "are"
       } being updated`,
-    });
+    );
   }
   const gate: UpdateGate = {
     admits(view, down) {
-      const domain = domainOf.get(view.name)!.name;
+      const domain = domainOf.get(view.name)!;
       const room = inFlight.has(domain) || inFlight.size < plan.maxConcurrentDomains;
       // Under maxSurge the old pod stays available until its replacement is: no unavailability.
-      return room && (down || input.surge || unavailable.get(domain)! < limits.get(domain)!);
+      return room && (down || surge || unavailable.get(domain)! < limits.get(domain)!);
     },
     took(view, down) {
-      const domain = domainOf.get(view.name)!.name;
+      const domain = domainOf.get(view.name)!;
       inFlight.add(domain);
-      if (!down && !input.surge) unavailable.set(domain, unavailable.get(domain)! + 1);
+      if (!down && !surge) unavailable.set(domain, unavailable.get(domain)! + 1);
     },
   };
-  const status: RolloutPlanStatus = {
-    revision: hash,
-    step,
-    steps: plan.steps.length,
-    target: targets[index],
-    state,
-    ...(doneSince !== undefined && state !== "Done" ? { doneSince: formatTime(doneSince) } : {}),
-    domains: tally.map((t) => ({
-      name: t.name,
-      state: domainState(t, aborted),
-      nodes: t.nodes,
-      updated: t.updated,
-      unreachable: t.unreachable,
-    })),
-  };
-  return {
-    ok: true,
-    progress: {
-      covered,
-      gate,
-      aborted,
-      domainOf: (node) => domainOf.get(node)?.name ?? "",
-      status,
-      awaited,
-      wakeUps,
-      events,
-    },
-  };
+  return { gate, domainOf: (node) => domainOf.get(node) ?? "" };
 }
 
 /** The domains in the plan's order, or why the fleet cannot be ordered by this plan. */
