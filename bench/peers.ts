@@ -10,13 +10,16 @@
  * Every contender runs `--runs` times (3 by default, round after round on the same fleet, so a
  * drift of the machine spreads over all of them); a second table gives each figure's median and
  * its range over the runs, the figures a comparison of the contenders is judged on.
+ * `--heap-profiles DIR` starts kube-apiserver with `/debug/pprof` and writes its heap every 5 s of
+ * each row's window to DIR (`bench/apiserver-heap.ts`), for `go tool pprof -top` to compare.
  *
  *   deno task bench:peers [--nodes 1000] [--only kcm,kruise,edgeroll,edgeroll-surge,openyurt]
  *                         [--cut-percent 5] [--cut-only kcm,kruise,edgeroll,floor] [--keep-logs]
- *                         [--pod-ready-seconds 2] [--runs 3]
+ *                         [--pod-ready-seconds 2] [--runs 3] [--heap-profiles DIR]
  */
 import * as k8s from "@kubernetes/client-node";
 import { parseArgs } from "node:util";
+import { HeapProfiles } from "./apiserver-heap.ts";
 import {
   type ClusterState,
   defaultBinDir,
@@ -64,6 +67,7 @@ const { values: flags } = parseArgs({
     "keep-logs": { type: "boolean", default: false },
     "pod-ready-seconds": { type: "string", default: "2" },
     runs: { type: "string", default: "3" },
+    "heap-profiles": { type: "string" },
   },
   strict: true,
 });
@@ -206,6 +210,13 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
     ...cluster.state.processes.filter((p) => harnessLoadOf.includes(p.name)),
     { name: "bench", pid: Deno.pid },
   ]);
+  const heap = flags["heap-profiles"] !== undefined
+    ? new HeapProfiles(
+      cluster.state,
+      flags["heap-profiles"],
+      `${key}-cut${cut.length}-run${run}`,
+    )
+    : undefined;
   const started = Date.now();
   watch.expect(image, connected);
   nodeWatch.expect(connected);
@@ -224,6 +235,7 @@ async function measureUpdate(stage: Stage, image: string, cut: string[]): Promis
   const cpu = running.pids.reduce((sum, pid, i) => sum + (cpuSeconds(pid) ?? 0) - cpuBefore[i], 0);
   const bytesRead = running.bytesRead() - bytesBefore;
   const controlPlaneLoad = controlPlane.stop();
+  await heap?.stop();
   const harnessLoad = harness.stop();
   await sleep(3000); // the audit log's batches are written within a second
   const podPhases = watch.podPhases();
@@ -477,6 +489,7 @@ async function main() {
       nodeLeaseDurationSeconds,
       controllerManagerControllers: ["*", "-daemonset"],
       audit: { policy: auditPolicy(users), logPath: auditLogPath },
+      profiling: flags["heap-profiles"] !== undefined,
       log: (event) => progress(JSON.stringify(event)),
     });
     await kubectl(state.kubeconfigPath, [

@@ -81,6 +81,8 @@ export interface ClusterOptions {
   controllerManagerControllers?: string[];
   /** kube-apiserver writes an audit log of what `policy` (an audit.k8s.io/v1 Policy) selects. */
   audit?: { policy: unknown; logPath: string };
+  /** kube-apiserver serves `/debug/pprof` (default off), for `bench/apiserver-heap.ts`. */
+  profiling?: boolean;
 }
 
 export interface ClusterState {
@@ -152,7 +154,7 @@ export async function upCluster(options: ClusterOptions): Promise<ClusterState> 
     // No real endpoints behind the kubernetes Service: nothing here would route to them.
     "--endpoint-reconciler-type=none",
     "--allow-privileged=true",
-    "--profiling=false",
+    `--profiling=${options.profiling === true}`,
     ...auditArgs,
   ];
   const state: ClusterState = {
