@@ -127,7 +127,18 @@ export function unlabelledDomain(domainLabel: string): string {
 export const PlanState = z.enum(["Rolling", "Soaking", "AwaitingApproval", "Done", "Stopped"]);
 export type PlanState = z.infer<typeof PlanState>;
 
-export const DomainState = z.enum(["Pending", "Rolling", "Done", "Stopped"]);
+/**
+ * A domain's state: not started, being updated, waiting on the step's pause with some of its
+ * nodes updated (the canary's domain), every Ready node updated, or stopped by an abort.
+ */
+export const DomainState = z.enum([
+  "Pending",
+  "Rolling",
+  "Soaking",
+  "AwaitingApproval",
+  "Done",
+  "Stopped",
+]);
 export type DomainState = z.infer<typeof DomainState>;
 
 /** Where the plan of `revision` stands: written by the controller, read by the next call. */

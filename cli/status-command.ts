@@ -66,11 +66,12 @@ export function renderStatus(ref: SetRef, snapshot: Snapshot, planned: Plan): st
 /** The rollout plan's step and each domain's state and counts (ADR 0050). */
 function planLines(plan: RolloutPlanStatus): string[] {
   const width = Math.max(...plan.domains.map((d) => d.name.length));
+  const stateWidth = Math.max(...plan.domains.map((d) => d.state.length));
   return [
     `plan: step ${plan.step} of ${plan.steps} (${plural(plan.target, "node")}), ${plan.state}` +
     (plan.doneSince ? `, step done since ${plan.doneSince}` : ""),
     ...plan.domains.map((d) =>
-      `  ${d.name.padEnd(width)}  ${d.state.padEnd(7)}  ${d.updated}/${d.nodes} updated` +
+      `  ${d.name.padEnd(width)}  ${d.state.padEnd(stateWidth)}  ${d.updated}/${d.nodes} updated` +
       (d.unreachable > 0 ? `, ${d.unreachable} unreachable` : "")
     ),
   ];

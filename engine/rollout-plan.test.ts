@@ -97,6 +97,12 @@ Deno.test("rollout plan: a one-node canary waits for an approval of its own revi
   assertEquals(nodesOn(canary.c, hash), ["b-3"]);
   assertEquals(canary.p.status.plan?.state, "AwaitingApproval");
   assertEquals(canary.p.status.plan?.step, 1);
+  assertEquals(canary.p.status.plan?.domains.map((d) => [d.name, d.state, d.updated]), [
+    ["b", "AwaitingApproval", 1],
+    ["a", "Pending", 0],
+    ["c", "Pending", 0],
+    ["(no topology.kubernetes.io/zone)", "Pending", 0],
+  ]);
   const paused = canary.p.conditions.find((c) => c.type === "Paused");
   assertEquals([paused?.status, paused?.reason], ["True", "AwaitingApproval"]);
   assert(canary.p.awaited.some((a) => a.what === "approval of step 1"));

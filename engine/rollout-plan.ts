@@ -105,7 +105,7 @@ export function planRollout(
     ...(walked.doneSince !== undefined ? { doneSince: formatTime(walked.doneSince) } : {}),
     domains: tally.map((t) => ({
       name: t.name,
-      state: domainState(t, aborted),
+      state: domainState(t, walked.state),
       nodes: t.nodes,
       updated: t.updated,
       unreachable: t.unreachable,
@@ -402,8 +402,8 @@ function tallyDomain(
   return tally;
 }
 
-function domainState(tally: DomainTally, aborted: boolean): DomainState {
+function domainState(tally: DomainTally, plan: PlanState): DomainState {
   if (tally.complete) return "Done";
   if (!tally.started) return "Pending";
-  return aborted ? "Stopped" : "Rolling";
+  return plan === "Done" ? "Rolling" : plan;
 }
