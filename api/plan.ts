@@ -251,6 +251,11 @@ export interface BudgetUse {
   inUse: number;
 }
 
+/** A budget in use as `status` and the dashboard say it: `2 of maxUnavailable 10 in use`. */
+export function budgetText(budget: BudgetUse): string {
+  return `${budget.inUse} of ${budget.rule} ${budget.limit} in use`;
+}
+
 export interface Plan {
   /** Applied in order by kube/'s executor, after the status claim succeeded. */
   actions: Action[];

@@ -7,7 +7,7 @@ import { type Command, stringOption, UsageError } from "../lib/command.ts";
 import { parseDuration } from "../lib/duration.ts";
 import { readSet } from "../engine/config.ts";
 import { plan } from "../engine/plan.ts";
-import type { Plan, Snapshot } from "../api/plan.ts";
+import { budgetText, type Plan, type Snapshot } from "../api/plan.ts";
 import type { RolloutPlanStatus } from "../api/rollout-plan.ts";
 import { plural } from "../engine/conditions.ts";
 import { clientNodeApi } from "../kube/api.ts";
@@ -34,9 +34,8 @@ export function renderStatus(ref: SetRef, snapshot: Snapshot, planned: Plan): st
   if (reading.ok) {
     const { budget } = planned;
     lines.push(
-      `budget: ${
-        budget ? `${budget.inUse} of ${budget.rule} ${budget.limit} in use` : "none"
-      } (${reading.config.mode}` + (reading.config.paused ? ", paused" : "") + ")",
+      `budget: ${budget ? budgetText(budget) : "none"} (${reading.config.mode}` +
+        (reading.config.paused ? ", paused" : "") + ")",
     );
   }
   if (status.plan) lines.push(...planLines(status.plan));

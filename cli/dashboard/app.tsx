@@ -15,6 +15,7 @@ import { rejectInvalid } from "../../routes/params.ts";
 import { errorHandler, HttpError, notFound } from "../../routes/errors.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { SetRef } from "../../api/set-ref.ts";
+import { budgetText } from "../../api/plan.ts";
 import type { Fleet, SetSummary } from "./fleet.ts";
 import { changedTiles, type SetView, tileStates } from "./tiles.ts";
 import { dashboardCss, dashboardScript } from "./assets.ts";
@@ -97,9 +98,7 @@ export const Summary: FC<{ view: SetView }> = ({ view }) => (
       <progress max={view.desired || 1} value={view.updated}></progress>{" "}
       <b data-field="updated">{view.updated}</b>/{view.desired} updated, {view.available} available,
       {" "}
-      {view.unavailable} unavailable · budget: {view.budget
-        ? `${view.budget.inUse} of ${view.budget.rule} ${view.budget.limit} in use`
-        : "none"}
+      {view.unavailable} unavailable · budget: {view.budget ? budgetText(view.budget) : "none"}
       {view.paused ? " · paused" : ""}
       {view.revision ? ` · revision ${view.revision}` : ""}
     </p>
