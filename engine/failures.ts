@@ -238,9 +238,9 @@ export function mergePatchTo(from: unknown, to: unknown): unknown {
 
 /**
  * When the rollout stopped (by its failures, its deadline or an operator's abort) and the set asks
- * for it, the template of the last revision that
- * completed goes back on the set (once: the next step reads that revision as current), and its
- * pods replace the new ones within the same budget. Undefined when there is nothing to do.
+ * for it, the template of the last revision that completed goes back on the set (once: the next
+ * step reads that revision as current), and its pods replace the new ones within the same budget.
+ * Undefined when there is nothing to do.
  */
 export function planRollback(
   config: SetConfig,

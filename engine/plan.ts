@@ -24,8 +24,8 @@
  *   the rollout plan's step (`rollout-plan.ts`), OTA marks and pulls, the failure budget's
  *   judgement, updates (`updates.ts`, within the plan's gate) planned on the nodes as placement
  *   and earlier unobserved actions leave them, in-place readiness, image pre-download, then the
- *   report (`plan-report.ts`). No phase reads another's state: each is
- *   given the burst it may still spend and what it needs of earlier decisions (`decisions.ts`).
+ *   report (`plan-report.ts`). No phase reads another's state: each is given the burst it may
+ *   still spend and what it needs of earlier decisions (`decisions.ts`).
  */
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-objects.ts";
@@ -123,8 +123,8 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     ? planPlacement(facts, start, views, desiredCount, strays, available)
     : skipped(start);
 
-  // Updates are planned on the nodes as placement leaves them, in Kruise's order, or in the
-  // rollout plan's over the nodes its current step covers.
+  // 2. The rollout plan's step, on the nodes as placement leaves them: the nodes the update may
+  // reach, in its order, or Kruise's order when the set has no plan; outside the burst.
   const byNode = groupByNode(placed.decisions.expectations);
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
   const planned = config.rolloutPlan &&
@@ -142,13 +142,18 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const stepped = planned?.ok ? planned.progress : undefined;
   const order = stepped?.covered ??
     updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
+  const stepping = decided({
+    awaited: stepped?.awaited ?? [],
+    wakeUps: stepped?.wakeUps ?? [],
+    events: stepped?.events ?? [],
+  });
 
-  // 2. OpenYurt OTA: the pods' marks (cleared out of OTA mode), and the pulls nodes asked for.
+  // 3. OpenYurt OTA: the pods' marks (cleared out of OTA mode), and the pulls nodes asked for.
   const marked = planOta(facts, placed.left, views, pending, ota);
   const pulled = ota
     ? planImagePulls(facts, marked.left, views, pending, snapshot.pulls)
     : skipped(marked.left);
-  // 3. The failure budget, judged on the pods as read, before any is replaced (a failed pod is,
+  // 4. The failure budget, judged on the pods as read, before any is replaced (a failed pod is,
   // by placement), and before an old pod is: a spent budget stops this very wave (ADR 0035).
   const judged = judgeFailures(config, hash, desired, previous, now, available, stepped?.domainOf);
   const stopped = judged?.stop !== undefined;
@@ -162,9 +167,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     now,
   );
   const judgement = decided({
-    wakeUps: [...judged?.wakeUps ?? [], ...stepped?.wakeUps ?? []],
-    awaited: stepped?.awaited ?? [],
-    events: stepped?.events ?? [],
+    wakeUps: judged?.wakeUps ?? [],
     ...(rollback
       ? {
         actions: [rollback.action],
@@ -172,15 +175,22 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
       }
       : {}),
   });
-  // 4. Updates within maxUnavailable or maxSurge and the plan's gate; none while paused,
+  // 5. Updates within maxUnavailable or maxSurge and the plan's gate; none while paused,
   // stopped, aborted, OnDelete or OTA.
   const updates = config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused &&
     !stopped && !stepped?.aborted;
   const updated = updates
     ? planBudgetedUpdate(facts, pulled.left, settled, order, available, stepped?.gate)
     : skipped(pulled.left);
-  const earlier = [claimed, placed.decisions, marked.decisions, pulled.decisions, judgement];
-  // 5. In-place readiness gates opened on pods that run their spec.
+  const earlier = [
+    claimed,
+    placed.decisions,
+    stepping,
+    marked.decisions,
+    pulled.decisions,
+    judgement,
+  ];
+  // 6. In-place readiness gates opened on pods that run their spec.
   const readied = planInPlaceReadiness(
     facts,
     updated.left,
@@ -188,7 +198,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     pending,
     [...earlier, updated.decisions].flatMap((d) => d.expectations),
   );
-  // 6. Image pre-download on the nodes next in the update order; a pod this plan already
+  // 7. Image pre-download on the nodes next in the update order; a pod this plan already
   // replaces or patches is not pulled for: its new pod pulls for itself.
   const touched = new Set(
     [...earlier, updated.decisions, readied.decisions].flatMap((d) =>

@@ -279,6 +279,12 @@ Deno.test("rollout plan: failures are counted per domain; abort rolls back when 
   const rollback = aborted.actions.find((a) => a.type === "rollbackTemplate");
   assert(rollback, "the template goes back");
   assertEquals(aborted.status.rollback?.reason, "Aborted");
+  // The plan's Event and the rollback's, both.
+  assertEquals(
+    aborted.events.filter((e) => e.reason === "PlanAborted" || e.reason === "RolledBack")
+      .map((e) => e.reason),
+    ["PlanAborted", "RolledBack"],
+  );
 });
 
 Deno.test("rollout plan: a cut node in a finished domain does not hold the plan, and is updated on its return", () => {
