@@ -1,9 +1,11 @@
 /**
- * `edgeroll history|undo|pause|resume|approve|promote|abort` (and the same as `kubectl edgeroll …`): a rollout
- * operated from the command line, as `kubectl rollout` operates a Deployment's, for
- * AdvancedDaemonSets, Kruise's DaemonSets and OpenYurt's annotated DaemonSets (ADR 0035).
- * Revisions are the set's ControllerRevisions; pause is `rollingUpdate.paused` (an annotation on
- * a plain DaemonSet, which has no such field); resume also lifts a stop by the failure budget.
+ * `edgeroll history|undo|pause|resume|approve|promote|abort` (and the same as
+ * `kubectl edgeroll …`): a rollout operated from the command line, as `kubectl rollout` operates a
+ * Deployment's, for AdvancedDaemonSets, Kruise's DaemonSets and OpenYurt's annotated DaemonSets
+ * (ADR 0035). Revisions are the set's ControllerRevisions; pause is `rollingUpdate.paused` (an
+ * annotation on a plain DaemonSet, which has no such field); resume also lifts a stop by the
+ * failure budget; approve, promote and abort answer a rollout plan by annotations that name its
+ * revision (ADR 0050).
  */
 import { type Command, intOption, stringOption, UsageError } from "../lib/command.ts";
 import { pausedAnnotation, resumeRevisionAnnotation } from "../api/advanced-daemonset.ts";
