@@ -80,7 +80,9 @@ export function planRollout(
   const domains = ordered.domains;
   const order = domains.flatMap((d) => d.nodes);
   const targets = stepTargets(plan, domains, order.length);
-  const updated = (v: NodeView) => isUpdatedAvailable(v, hash, available);
+  // Asked of a node by the steps, the tally and the gate: worked out once per node.
+  const updatedNodes = new Set(order.filter((v) => isUpdatedAvailable(v, hash, available)));
+  const updated = (v: NodeView) => updatedNodes.has(v);
   const aborted = input.answers.aborted === hash;
   const walked = walkSteps(input, order, targets, updated, aborted);
   const events = [...walked.events];
