@@ -15,6 +15,11 @@ export class HeapProfiles {
   readonly #written: string[] = [];
   /** One fetch at a time: a slow answer delays the next sample rather than piling up. */
   #inFlight: Promise<void> = Promise.resolve();
+  /**
+   * The first sample that failed: kept for `stop` to throw, since a rejection left unhandled
+   * between two ticks would end the bench before its `finally` stops the cluster.
+   */
+  #failed: unknown;
 
   constructor(
     private readonly state: ClusterState,
@@ -30,7 +35,10 @@ export class HeapProfiles {
     });
     Deno.mkdirSync(dir, { recursive: true });
     this.#timer = setInterval(() => {
-      this.#inFlight = this.#inFlight.then(() => this.#sample());
+      this.#inFlight = this.#inFlight.then(() => this.#failed ? undefined : this.#sample())
+        .catch((err) => {
+          this.#failed = err;
+        });
     }, everyMs);
   }
 
@@ -38,8 +46,12 @@ export class HeapProfiles {
   async stop(): Promise<string[]> {
     clearInterval(this.#timer);
     await this.#inFlight;
-    await this.#sample();
-    this.#client.close();
+    try {
+      if (this.#failed) throw this.#failed;
+      await this.#sample();
+    } finally {
+      this.#client.close();
+    }
     return this.#written;
   }
 
