@@ -60,7 +60,8 @@ export interface SetStatus {
   };
 }
 
-function podsByNode(pods: Pod[]): Map<string, Pod> {
+/** Each node's pod, pods on their way out left aside. */
+export function podsByNode(pods: Pod[]): Map<string, Pod> {
   return new Map(
     pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => [p.spec.nodeName ?? "", p]),
   );

@@ -12,12 +12,13 @@ import {
   advancedDaemonSet,
   completeOn,
   image,
+  podsByNode,
   setImage,
   type SetStatus,
   setStatus,
 } from "./edgeroll-scenarios.ts";
 import { kubectlEdgeroll } from "./failure-scenario.ts";
-import { eventually, type Kube, type Pod } from "./kube.ts";
+import { eventually, type Kube } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
 import type { E2eTarget } from "./target.ts";
 
@@ -81,11 +82,9 @@ type PlannedStatus = SetStatus & {
 
 /** The image each node's pod runs (pods on their way out left aside). */
 async function imagesByNode(kube: Kube, ns: string): Promise<Record<string, string>> {
-  const pods: Pod[] = (await kube.pods(ns, "app=edge-agent")).filter((p) =>
-    !p.metadata.deletionTimestamp
-  );
+  const byNode = podsByNode(await kube.pods(ns, "app=edge-agent"));
   return Object.fromEntries(
-    pods.map((p) => [p.spec.nodeName ?? "", p.spec.containers[0].image ?? ""]).sort(),
+    [...byNode].map(([node, p]) => [node, p.spec.containers[0].image ?? ""]).sort(),
   );
 }
 
