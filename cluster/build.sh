@@ -18,6 +18,10 @@
 #                               also OpenKruise's kruise-manager, from the same Kruise module, with
 #                               the CRDs and webhook configurations of that module in
 #                               cluster/bin/kruise-config (cluster/kruise-manager.ts, ADR 0030)
+#   cluster/build.sh --kruise-rollout
+#                               also Kruise Rollout's manager and e2e test binary, from the module
+#                               cluster/go/kruise-rollout pins, with its CRDs, webhook configurations
+#                               and test data in cluster/bin/kruise-rollout-config (issue 37)
 #
 # Environment: EDGEROLL_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/edgeroll).
 set -euo pipefail
@@ -31,6 +35,7 @@ mod_mode=readonly
 with_e2e=false
 with_kruise=false
 with_kruise_manager=false
+with_kruise_rollout=false
 with_helm=false
 for arg in "$@"; do
   case "$arg" in
@@ -38,15 +43,17 @@ for arg in "$@"; do
     --e2e) with_e2e=true ;;
     --kruise) with_kruise=true ;;
     --kruise-manager) with_kruise_manager=true ;;
+    --kruise-rollout) with_kruise_rollout=true ;;
     --helm) with_helm=true ;;
     *)
-      echo "usage: cluster/build.sh [--update] [--e2e] [--kruise] [--kruise-manager] [--helm]" >&2
+      echo "usage: cluster/build.sh [--update] [--e2e] [--kruise] [--kruise-manager] [--kruise-rollout] [--helm]" >&2
       exit 2
       ;;
   esac
 done
 e2e_mod="${here}/go/e2e"
 kruise_mod="${here}/go/kruise-e2e"
+kruise_rollout_mod="${here}/go/kruise-rollout"
 helm_mod="${here}/go/helm"
 
 log() { printf '[cluster-build %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -66,6 +73,7 @@ k8s_version="$(required k8s.io/kubernetes "${control_plane_mod}/go.mod")"
 etcd_version="$(required go.etcd.io/etcd/server/v3 "${control_plane_mod}/go.mod")"
 kwok_version="$(required sigs.k8s.io/kwok "${kwok_mod}/go.mod")"
 kruise_version="$(required github.com/openkruise/kruise "${kruise_mod}/go.mod")"
+kruise_rollout_version="$(required github.com/openkruise/rollouts "${kruise_rollout_mod}/go.mod")"
 helm_version="$(required helm.sh/helm/v3 "${helm_mod}/go.mod")"
 go_version="$(go env GOVERSION)"
 key="k8s-${k8s_version}-etcd-${etcd_version}-kwok-${kwok_version}-${go_version}"
@@ -145,27 +153,41 @@ build_helm() {
   place "${cache}/bin/helm" helm
 }
 
-# OpenKruise, at the version cluster/go/kruise-e2e/go.mod requires, compiled inside a copy of that
-# module with its own go.mod and go.sum, unmodified (a wrapper module like cluster/go/e2e would drop
-# Kruise's replace directives). Two things are built from it, each under a marker naming the Kruise
-# version, so a bump rebuilds: kruise-e2e.test (its test/e2e, for the kruise-e2e stage) and
-# kruise-manager (its main package, for the benchmark, ADR 0030) with the manifests it needs (its
-# CRDs and webhook configurations) beside it in kruise-config/. Same module and build caches as the
-# rest; the module is downloaded and copied once however many are asked for.
-kruise_src=""
-kruise_source() {
-  if [ -n "$kruise_src" ]; then return 0; fi
-  local module="github.com/openkruise/kruise@${kruise_version}" json dir
+# Modules built inside a copy of themselves, with their own go.mod and go.sum, unmodified (a
+# wrapper module like cluster/go/e2e would drop their replace directives, which apply only when
+# they are the main module): OpenKruise, at the version cluster/go/kruise-e2e/go.mod requires, and
+# Kruise Rollout, at the one cluster/go/kruise-rollout/go.mod requires. From Kruise come
+# kruise-e2e.test (its test/e2e, for the kruise-e2e stage) and kruise-manager (its main package,
+# for the benchmark, ADR 0030) with its CRDs and webhook configurations in kruise-config/; from
+# Kruise Rollout its manager and its e2e test binary, with its CRDs, webhook configurations and
+# test data in kruise-rollout-config/ (issue 37). Each under a marker naming the module's version,
+# so a bump rebuilds. Same module and build caches as the rest; a module is downloaded and copied
+# once however many things are built from it.
+declare -A upstream_module=(
+  [kruise]=github.com/openkruise/kruise
+  [kruise-rollout]=github.com/openkruise/rollouts
+)
+declare -A upstream_pin=([kruise]="$kruise_mod" [kruise-rollout]="$kruise_rollout_mod")
+declare -A upstream_version=([kruise]="$kruise_version" [kruise-rollout]="$kruise_rollout_version")
+declare -A upstream_src=()
+trap 'rm -rf "${upstream_src[@]}"' EXIT
+
+# upstream_source NAME: a writable copy of NAME's module, in ${upstream_src[NAME]}/module.
+upstream_source() {
+  local name="$1"
+  if [ -n "${upstream_src[$name]:-}" ]; then return 0; fi
+  local path="${upstream_module[$name]}" version="${upstream_version[$name]}"
+  local pin="${upstream_pin[$name]}" json dir
+  local module="${path}@${version}"
   # `go mod download M@V` checks the zip against go.sum but accepts (and records) a hash it
   # lacks, so in readonly mode a missing line is an error here, as it is for the other modules.
-  if [ "$mod_mode" = readonly ] &&
-    ! grep -q "^github.com/openkruise/kruise ${kruise_version} h1:" "${kruise_mod}/go.sum"; then
-    echo "cluster/build.sh: ${kruise_mod}/go.sum has no hash for ${module}:" \
-      "run cluster/build.sh --update with --kruise or --kruise-manager" >&2
+  if [ "$mod_mode" = readonly ] && ! grep -q "^${path} ${version} h1:" "${pin}/go.sum"; then
+    echo "cluster/build.sh: ${pin}/go.sum has no hash for ${module}:" \
+      "run cluster/build.sh --update with the flag that builds from it" >&2
     exit 1
   fi
   log "downloading ${module}"
-  if ! json="$(cd "$kruise_mod" && go mod download -json "$module")"; then
+  if ! json="$(cd "$pin" && go mod download -json "$module")"; then
     printf '%s\n' "$json" >&2
     echo "cluster/build.sh: could not download ${module}" >&2
     exit 1
@@ -177,75 +199,85 @@ kruise_source() {
   fi
   # Built in a writable copy of its own, as by hand: the module cache's tree stays read-only and
   # untouched, and two builds at once do not share one.
-  kruise_src="$(mktemp -d "${cache}/kruise-src.XXXXXX")"
-  trap 'rm -rf "$kruise_src"' EXIT
-  cp -R "$dir" "${kruise_src}/kruise"
-  chmod -R u+w "${kruise_src}/kruise"
+  upstream_src[$name]="$(mktemp -d "${cache}/${name}-src.XXXXXX")"
+  cp -R "$dir" "${upstream_src[$name]}/module"
+  chmod -R u+w "${upstream_src[$name]}/module"
 }
 
-# build_kruise ID OUTPUT PACKAGE test|main [PATH…]: compiles PACKAGE of the Kruise module (its
-# test binary, or the command) into ${cache}/bin/OUTPUT, and copies each PATH under the module's
-# config/ into ${cache}/bin/kruise-config/; then links both into cluster/bin. ID names the marker.
-build_kruise() {
-  local id="$1" output="$2" package="$3" mode="$4"
-  shift 4
-  local marker="${cache}/bin/.${id}-${kruise_version}-complete" path
+# build_upstream NAME ID OUTPUT PACKAGE test|main [PATH…]: compiles PACKAGE of NAME's module (its
+# test binary, or the command) into ${cache}/bin/OUTPUT, and copies each PATH of the module into
+# ${cache}/bin/NAME-config/ (a path under config/ without that prefix); then links both into
+# cluster/bin. ID names the marker.
+build_upstream() {
+  local name="$1" id="$2" output="$3" package="$4" mode="$5"
+  shift 5
+  local version="${upstream_version[$name]}" config="${cache}/bin/${name}-config"
+  local marker="${cache}/bin/.${id}-${version}-complete" path
   if [ "$mod_mode" != readonly ] || [ ! -f "$marker" ]; then
-    local t=$SECONDS with_tests=()
+    local t=$SECONDS with_tests=() src
     if [ "$mode" = test ]; then with_tests=(-test); fi
     rm -f "${cache}/bin/.${id}-"*-complete
-    kruise_source
-    log "building ${output} (github.com/openkruise/kruise@${kruise_version} ${package})"
+    upstream_source "$name"
+    src="${upstream_src[$name]}"
+    log "building ${output} (${upstream_module[$name]}@${version} ${package})"
     (
-      cd "${kruise_src}/kruise"
-      # -mod=readonly even with --update: Kruise's go.mod and go.sum are never rewritten.
+      cd "${src}/module"
+      # -mod=readonly even with --update: the module's go.mod and go.sum are never rewritten.
       export GOFLAGS="-mod=readonly -buildvcs=false -trimpath"
-      # Only the modules PACKAGE needs, checked against Kruise's go.sum (go prints one
+      # Only the modules PACKAGE needs, checked against the module's go.sum (go prints one
       # `go: downloading` line per module).
       go list -deps "${with_tests[@]}" "$package" 2>&1 >/dev/null |
         progress "modules fetched for ${id}" '^go: downloading ' '^$'
       # `go test -c` names no package it compiles (its -v is the test binary's): `go build -v`
       # compiles the dependencies first, one line each, and the last step finds them in the build
-      # cache, so both kinds report progress the same way.
+      # cache, so both kinds report progress the same way. A package of tests only (Kruise
+      # Rollout's test/e2e) has nothing to build on its own.
       go list -deps "${with_tests[@]}" \
-        -f '{{if not .ForTest}}{{if ne .Name "main"}}{{.ImportPath}}{{end}}{{end}}' \
-        "$package" >"${kruise_src}/${id}.packages"
-      xargs go build -v <"${kruise_src}/${id}.packages" 2>&1 |
+        -f '{{if not .ForTest}}{{if ne .Name "main"}}{{if .GoFiles}}{{.ImportPath}}{{end}}{{end}}{{end}}' \
+        "$package" >"${src}/${id}.packages"
+      xargs go build -v <"${src}/${id}.packages" 2>&1 |
         progress "${id} packages compiled" '^[^ :]+$' '^$'
       if [ "$mode" = test ]; then
-        go test -c -ldflags "-s -w" -o "${kruise_src}/${output}" "$package"
+        go test -c -ldflags "-s -w" -o "${src}/${output}" "$package"
       else
-        go build -ldflags "-s -w" -o "${kruise_src}/${output}" "$package"
+        go build -ldflags "-s -w" -o "${src}/${output}" "$package"
       fi
     )
     for path in "$@"; do
-      mkdir -p "$(dirname "${cache}/bin/kruise-config/${path}")"
-      rm -rf "${cache}/bin/kruise-config/${path}"
-      cp -R "${kruise_src}/kruise/config/${path}" "${cache}/bin/kruise-config/${path}"
+      local to="${config}/${path#config/}"
+      mkdir -p "$(dirname "$to")"
+      rm -rf "$to"
+      cp -R "${src}/module/${path}" "$to"
     done
-    mv -f "${kruise_src}/${output}" "${cache}/bin/${output}"
+    mv -f "${src}/${output}" "${cache}/bin/${output}"
     touch "$marker"
     log "built ${output} in $((SECONDS - t))s"
   fi
   place "${cache}/bin/${output}" "$output"
   if [ "$#" -gt 0 ]; then
-    rm -rf "${bin_out}/kruise-config"
-    cp -R -l "${cache}/bin/kruise-config" "${bin_out}/kruise-config" 2>/dev/null ||
-      cp -R "${cache}/bin/kruise-config" "${bin_out}/kruise-config"
+    rm -rf "${bin_out}/${name}-config"
+    cp -R -l "$config" "${bin_out}/${name}-config" 2>/dev/null ||
+      cp -R "$config" "${bin_out}/${name}-config"
   fi
 }
 
-build_kruise_all() {
+build_upstream_all() {
   if [ "$with_kruise" = true ]; then
-    build_kruise kruise-e2e kruise-e2e.test ./test/e2e test
+    build_upstream kruise kruise-e2e kruise-e2e.test ./test/e2e test
   fi
   if [ "$with_kruise_manager" = true ]; then
-    build_kruise kruise-manager kruise-manager . main crd/bases webhook/manifests.yaml
+    build_upstream kruise kruise-manager kruise-manager . main \
+      config/crd/bases config/webhook/manifests.yaml
   fi
-  if [ -n "$kruise_src" ]; then
-    rm -rf "$kruise_src"
-    kruise_src=""
+  if [ "$with_kruise_rollout" = true ]; then
+    build_upstream kruise-rollout kruise-rollout-manager kruise-rollout-manager . main \
+      config/crd config/webhook
+    build_upstream kruise-rollout kruise-rollout-e2e kruise-rollout-e2e.test ./test/e2e test \
+      test/e2e/test_data
   fi
+  local name
+  for name in "${!upstream_src[@]}"; do rm -rf "${upstream_src[$name]}"; done
+  upstream_src=()
 }
 
 # What every go command here runs with: everything it downloads or compiles stays in the cache.
@@ -267,10 +299,10 @@ if [ "$mod_mode" = readonly ] && [ -f "${cache}/bin/.complete" ]; then
   link_binaries
   log "cached build ${key}: linked ${binaries[*]} ${stage_crd} into cluster/bin"
   if [ "$with_e2e" = true ] || [ "$with_kruise" = true ] || [ "$with_kruise_manager" = true ] ||
-    [ "$with_helm" = true ]; then
+    [ "$with_kruise_rollout" = true ] || [ "$with_helm" = true ]; then
     go_env
     build_e2e
-    build_kruise_all
+    build_upstream_all
     build_helm
   fi
   exit 0
@@ -316,6 +348,6 @@ build kwok "$kwok_mod" "${cache}/bin/kwok" sigs.k8s.io/kwok/cmd/kwok \
 touch "${cache}/bin/.complete"
 link_binaries
 build_e2e
-build_kruise_all
+build_upstream_all
 build_helm
 log "build ${key} done in $((SECONDS - started))s"

@@ -18,10 +18,12 @@
  */
 import { parse, parseAllDocuments } from "yaml";
 import { clientKubeconfig, type ClusterState, defaultBinDir } from "./control-plane.ts";
-import { kubectl, runKubectl } from "./kubectl.ts";
+import { kubectl, replaceOrCreate, runKubectl } from "./kubectl.ts";
 import {
+  fileSize,
   freePort,
   isAlive,
+  logSince,
   logTail,
   sleep,
   startDetached,
@@ -397,25 +399,6 @@ function clusterAdminBinding(): Json {
   };
 }
 
-/**
- * The whole object, in place of whatever has its name (an edgeroll CRD for Kruise's DaemonSet
- * included): replace, not apply, so that no field of another owner survives, and no
- * last-applied annotation overflows on a large CRD.
- */
-async function replaceOrCreate(kubeconfig: string, object: Json): Promise<void> {
-  const body = JSON.stringify(object);
-  const replaced = await runKubectl(kubeconfig, ["replace", "-f", "-"], body);
-  if (replaced.code === 0) return;
-  if (!/NotFound|not found/.test(replaced.stderr)) {
-    throw new Error(`kubectl replace ${describe(object)}: ${replaced.stderr.trim()}`);
-  }
-  await kubectl(kubeconfig, ["create", "-f", "-"], body);
-}
-
-function describe(object: Json): string {
-  return `${object.kind}/${(object.metadata as Json).name}`;
-}
-
 /** Best effort: they name a port nobody serves any more, and refuse every DaemonSet write. */
 async function removeWebhookConfigurations(kubeconfig: string): Promise<void> {
   await runKubectl(kubeconfig, [
@@ -432,20 +415,4 @@ async function removeWebhookConfigurations(kubeconfig: string): Promise<void> {
 function crdNameOf(file: string): string {
   const [group, plural] = file.replace(/\.yaml$/, "").split("_");
   return `${plural}.${group}`;
-}
-
-async function fileSize(path: string): Promise<number> {
-  try {
-    return (await Deno.stat(path)).size;
-  } catch {
-    return 0;
-  }
-}
-
-async function logSince(path: string, offset: number): Promise<string> {
-  try {
-    return new TextDecoder().decode((await Deno.readFile(path)).subarray(offset));
-  } catch {
-    return "";
-  }
 }

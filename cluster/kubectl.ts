@@ -66,3 +66,22 @@ export async function kubectlJson<T = Record<string, unknown>>(
 ): Promise<T> {
   return JSON.parse(await kubectl(kubeconfigPath, [...args, "-o", "json"])) as T;
 }
+
+/**
+ * The whole object, in place of whatever has its name (an edgeroll CRD for Kruise's DaemonSet
+ * included): replace, not apply, so that no field of another owner survives, and no
+ * last-applied annotation overflows on a large CRD.
+ */
+export async function replaceOrCreate(
+  kubeconfig: string,
+  object: { kind?: unknown; metadata?: unknown },
+): Promise<void> {
+  const body = JSON.stringify(object);
+  const replaced = await runKubectl(kubeconfig, ["replace", "-f", "-"], body);
+  if (replaced.code === 0) return;
+  if (!/NotFound|not found/.test(replaced.stderr)) {
+    const name = (object.metadata as { name?: string } | undefined)?.name;
+    throw new Error(`kubectl replace ${object.kind}/${name}: ${replaced.stderr.trim()}`);
+  }
+  await kubectl(kubeconfig, ["create", "-f", "-"], body);
+}

@@ -122,3 +122,21 @@ export function freePort(): number {
   listener.close();
   return port;
 }
+
+/** A file's size in bytes, 0 while it does not exist: where a log's new lines will start. */
+export async function fileSize(path: string): Promise<number> {
+  try {
+    return (await Deno.stat(path)).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** What a log holds past `offset` ("" while it does not exist). */
+export async function logSince(path: string, offset: number): Promise<string> {
+  try {
+    return new TextDecoder().decode((await Deno.readFile(path)).subarray(offset));
+  } catch {
+    return "";
+  }
+}
