@@ -10,6 +10,7 @@ import type { ResourceType, SchemaProps } from "./resources.ts";
 import { labelSelectorMatcher } from "./selectors.ts";
 import { immutableRule, unsupportedRules, validateAndPrune } from "./validation.ts";
 import { caBundlePem } from "./crds.ts";
+import { mutatingConfigurations, validatingConfigurations } from "./admission-webhooks.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = Record<string, any>;
@@ -177,6 +178,8 @@ export function admit(
       break;
     case "namespaces":
       o.spec ??= { finalizers: ["kubernetes"] };
+      // As kube-apiserver's namespace strategy: a label naming the namespace, on every write.
+      o.metadata.labels = { ...o.metadata.labels, "kubernetes.io/metadata.name": o.metadata.name };
       break;
     case "daemonsets.apps":
       admitDaemonSet(o, old as Any | undefined, causes);
@@ -186,6 +189,10 @@ export function admit(
       break;
     case "customresourcedefinitions.apiextensions.k8s.io":
       validateCrd(o, causes);
+      break;
+    case mutatingConfigurations:
+    case validatingConfigurations:
+      admitWebhookConfiguration(o, type.storage === mutatingConfigurations, causes);
       break;
   }
   const unknown: string[] = [];
@@ -398,4 +405,84 @@ export function splitStatus(
   if ("status" in stored) next.status = stored.status;
   else delete next.status;
   return next;
+}
+
+/**
+ * A webhook configuration's defaults and the checks callers meet first (k8s.io/kubernetes
+ * pkg/apis/admissionregistration: v1 defaults, validation): each webhook named once, exactly one
+ * of url and service, a review version sim speaks, sideEffects None or NoneOnDryRun, a timeout
+ * of 1 to 30 s, known policies and rules that name operations, groups and versions.
+ */
+function admitWebhookConfiguration(o: Any, mutating: boolean, causes: StatusCause[]): void {
+  const supported = (field: string, value: unknown, values: string[]) => {
+    if (value === undefined || values.includes(value as string)) return;
+    causes.push({
+      reason: "FieldValueNotSupported",
+      message: `${field}: Unsupported value: ${JSON.stringify(value)}: supported values: ${
+        values.map((v) => `"${v}"`).join(", ")
+      }`,
+      field,
+    });
+  };
+  const required = (field: string, detail = "") =>
+    causes.push({
+      reason: "FieldValueRequired",
+      message: `${field}: Required value${detail ? `: ${detail}` : ""}`,
+      field,
+    });
+  const seen = new Set<string>();
+  for (const [i, w] of ((o.webhooks ?? []) as Any[]).entries()) {
+    const at = `webhooks[${i}]`;
+    w.failurePolicy ??= "Fail";
+    w.matchPolicy ??= "Equivalent";
+    w.namespaceSelector ??= {};
+    w.objectSelector ??= {};
+    w.timeoutSeconds ??= 10;
+    if (mutating) w.reinvocationPolicy ??= "Never";
+    for (const rule of (w.rules ?? []) as Any[]) rule.scope ??= "*";
+    if (w.clientConfig?.service) w.clientConfig.service.port ??= 443;
+
+    if (!w.name) required(`${at}.name`);
+    else if (seen.has(w.name)) {
+      causes.push({
+        reason: "FieldValueDuplicate",
+        message: `${at}.name: Duplicate value: "${w.name}"`,
+        field: `${at}.name`,
+      });
+    }
+    seen.add(w.name);
+    const versions = (w.admissionReviewVersions ?? []) as string[];
+    if (!versions.some((v) => v === "v1" || v === "v1beta1")) {
+      required(`${at}.admissionReviewVersions`, "must specify one of v1, v1beta1");
+    }
+    if (w.sideEffects === undefined) {
+      required(`${at}.sideEffects`, "must specify one of None, NoneOnDryRun");
+    }
+    supported(`${at}.sideEffects`, w.sideEffects, ["None", "NoneOnDryRun"]);
+    supported(`${at}.failurePolicy`, w.failurePolicy, ["Fail", "Ignore"]);
+    supported(`${at}.matchPolicy`, w.matchPolicy, ["Equivalent", "Exact"]);
+    if (mutating) {
+      supported(`${at}.reinvocationPolicy`, w.reinvocationPolicy, ["IfNeeded", "Never"]);
+    }
+    if (!(w.timeoutSeconds >= 1 && w.timeoutSeconds <= 30)) {
+      causes.push({
+        reason: "FieldValueInvalid",
+        message: `${at}.timeoutSeconds: Invalid value: ${
+          JSON.stringify(w.timeoutSeconds)
+        }: the timeout value must be between 1 and 30 seconds`,
+        field: `${at}.timeoutSeconds`,
+      });
+    }
+    if (Boolean(w.clientConfig?.url) === Boolean(w.clientConfig?.service)) {
+      required(`${at}.clientConfig`, "exactly one of url or service is required");
+    }
+    for (const [j, rule] of ((w.rules ?? []) as Any[]).entries()) {
+      for (const list of ["operations", "apiGroups", "apiVersions"]) {
+        if (!Array.isArray(rule[list]) || rule[list].length === 0) {
+          required(`${at}.rules[${j}].${list}`);
+        }
+      }
+      supported(`${at}.rules[${j}].scope`, rule.scope, ["*", "Cluster", "Namespaced"]);
+    }
+  }
 }

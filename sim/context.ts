@@ -1,13 +1,14 @@
 /**
  * What `startSim` gives the simulator's HTTP layer: the store, the registry of resource types,
  * the bearer tokens and who they are, the faults, the request counters, the cluster's
- * behaviour and the CRD conversions.
+ * behaviour, the CRD conversions and the webhook client.
  */
 import type { Store } from "./store.ts";
 import type { ResourceRegistry } from "./resources.ts";
 import type { FaultInjector, RequestStats } from "./faults.ts";
 import type { ClusterBehaviour } from "./behaviour.ts";
 import type { Conversions } from "./conversion.ts";
+import type { WebhookClient } from "./webhook-client.ts";
 
 export interface UserInfo {
   username: string;
@@ -27,6 +28,8 @@ export interface ServerContext {
   bookmarkIntervalMs: number;
   /** Calls CRDs' conversion webhooks and keeps the views they answered. */
   conversions: Conversions;
+  /** Calls webhooks: conversion and admission. */
+  webhooks: WebhookClient;
   /** Told when the admin API cuts or heals a node's link, after the behaviour was. */
   onNodeLink?: (node: string, link: "disconnect" | "reconnect") => Promise<void>;
 }

@@ -8,6 +8,7 @@
  */
 import type { KubeObject } from "./store.ts";
 import { ApiError } from "./status.ts";
+import type { WebhookClient } from "./webhook-client.ts";
 
 /** A CRD's webhook conversion, read from its `spec.conversion` (sim/crds.ts). */
 export interface WebhookConversion {
@@ -22,19 +23,6 @@ export interface WebhookConversion {
   /** `conversionReviewVersions`, the first of `v1` and `v1beta1` named is sent. */
   reviewVersions: string[];
 }
-
-/**
- * How long a call may take, answer read. kube-apiserver allows 30 s; sim calls webhooks on
- * loopback only, where a healthy one answers in milliseconds, and clients (client-go's 32 s
- * watch timeouts, the e2e framework's polls) should see the conversion's failure, not their own.
- */
-export const WEBHOOK_TIMEOUT_MS = 10_000;
-
-/**
- * An answer may be four times the size of the review sent, and at least 3 MiB (kube-apiserver's
- * request body limit): converted objects are about the size of the objects sent.
- */
-const MIN_ANSWER_BYTES = 3 * 1024 * 1024;
 
 type Json = Record<string, unknown>;
 
@@ -114,32 +102,10 @@ function problemWith(
   return undefined;
 }
 
-/** Reads at most `limit` bytes of `response`'s body. */
-async function boundedText(response: Response, limit: number): Promise<string> {
-  const length = Number(response.headers.get("content-length") ?? "0");
-  if (length > limit) {
-    await response.body?.cancel();
-    throw new Error(`the answer is larger than ${limit} bytes`);
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body ?? []) {
-    size += chunk.length;
-    if (size > limit) throw new Error(`the answer is larger than ${limit} bytes`);
-    chunks.push(chunk);
-  }
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return new TextDecoder().decode(all);
-}
-
-/** A server's conversions: its HTTP clients (one per CA) and the views it has converted. */
+/** A server's conversions: the views it has converted, and the client that calls webhooks. */
 export class Conversions {
-  readonly #clients = new Map<string, Deno.HttpClient>();
+  constructor(readonly client: WebhookClient) {}
+
   /** Per CRD conversion (a CRD's change makes a new one), per stored object, per version. */
   readonly #views = new WeakMap<
     WebhookConversion,
@@ -189,12 +155,6 @@ export class Conversions {
     return Promise.all(out);
   }
 
-  /** Closes the HTTP clients (the server stops). */
-  close(): void {
-    for (const client of this.#clients.values()) client.close();
-    this.#clients.clear();
-  }
-
   async #review(
     conversion: WebhookConversion,
     objects: KubeObject[],
@@ -219,7 +179,7 @@ export class Conversions {
     });
     let review: unknown;
     try {
-      review = JSON.parse(await this.#post(conversion, body));
+      review = JSON.parse(await this.client.post(conversion.url!, conversion.caPem, body));
     } catch (err) {
       throw fail(`failed: ${(err as Error).message}`);
     }
@@ -254,44 +214,5 @@ export class Conversions {
       const view = withMetadata(object as KubeObject, sent[i]);
       return Object.isFrozen(objects[i]) ? deepFreeze(view) : view;
     });
-  }
-
-  /** POSTs `body` to the webhook within the time and size bounds; the answer's text. */
-  async #post(conversion: WebhookConversion, body: string): Promise<string> {
-    const url = new URL(conversion.url!);
-    url.searchParams.set("timeout", `${WEBHOOK_TIMEOUT_MS / 1000}s`);
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), WEBHOOK_TIMEOUT_MS);
-    try {
-      const response = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json" },
-        body,
-        signal: abort.signal,
-        client: conversion.caPem === undefined ? undefined : this.#client(conversion.caPem),
-      });
-      const text = await boundedText(response, Math.max(MIN_ANSWER_BYTES, 4 * body.length));
-      if (!response.ok) {
-        throw new Error(`the server answered ${response.status}: ${text.slice(0, 200)}`);
-      }
-      return text;
-    } catch (err) {
-      // fetch's own message is "fetch failed"; what failed (refused, untrusted) is its cause.
-      const cause = (err as Error).cause;
-      const why = abort.signal.aborted
-        ? `no answer within ${WEBHOOK_TIMEOUT_MS / 1000}s`
-        : cause instanceof Error
-        ? cause.message
-        : (err as Error).message;
-      throw new Error(`Post "${url}": ${why}`);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  #client(caPem: string): Deno.HttpClient {
-    let client = this.#clients.get(caPem);
-    if (!client) this.#clients.set(caPem, client = Deno.createHttpClient({ caCerts: [caPem] }));
-    return client;
   }
 }

@@ -4,6 +4,7 @@
  */
 import { parse as parseYaml } from "yaml";
 import { StoreError } from "./store.ts";
+import type { UserInfo } from "./context.ts";
 import type { ResourceType } from "./resources.ts";
 import { ApiError, toStatus } from "./status.ts";
 import { decodeObject, readObjectKinds, UnreadKindError } from "../api/protobuf.ts";
@@ -15,6 +16,8 @@ export interface Target {
   namespace?: string;
   name?: string;
   subresource?: string;
+  /** Who asks (absent: an unauthenticated sim); admission webhooks are told. */
+  user?: UserInfo;
 }
 
 /** A verb answered from the request's body and query: create, update and delete. */

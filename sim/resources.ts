@@ -212,6 +212,19 @@ export function builtInTypes(): ResourceType[] {
       categories: ["all"],
       statusSubresource: true,
     }),
+    // Watched by Kruise Rollout's manager whether or not it rolls any (issue 37).
+    builtIn("apps", "v1", "StatefulSet", "statefulsets", {
+      namespaced: true,
+      shortNames: ["sts"],
+      categories: ["all"],
+      statusSubresource: true,
+    }),
+    builtIn("apps", "v1", "ReplicaSet", "replicasets", {
+      namespaced: true,
+      shortNames: ["rs"],
+      categories: ["all"],
+      statusSubresource: true,
+    }),
     builtIn("batch", "v1", "CronJob", "cronjobs", {
       namespaced: true,
       shortNames: ["cj"],
@@ -238,6 +251,21 @@ export function builtInTypes(): ResourceType[] {
       shortNames: ["crd", "crds"],
       statusSubresource: true,
     }),
+    // Admission webhooks' registrations; sim calls the webhooks (sim/admission-webhooks.ts).
+    builtIn(
+      "admissionregistration.k8s.io",
+      "v1",
+      "MutatingWebhookConfiguration",
+      "mutatingwebhookconfigurations",
+      { namespaced: false },
+    ),
+    builtIn(
+      "admissionregistration.k8s.io",
+      "v1",
+      "ValidatingWebhookConfiguration",
+      "validatingwebhookconfigurations",
+      { namespaced: false },
+    ),
     builtIn("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", {
       namespaced: false,
       verbs: ["create"],

@@ -116,7 +116,7 @@ export class SimServer {
       if (!list) throw notFound();
       return json(list);
     }
-    return this.#resource(req, url, this.#target(group, version, rest), user);
+    return this.#resource(req, url, { ...this.#target(group, version, rest), user }, user);
   }
 
   #target(group: string, version: string, rest: string[]): Target {

@@ -19,6 +19,7 @@ import { SimServer } from "./server.ts";
 import type { UserInfo } from "./context.ts";
 import { selfSignedCertificate, type ServingCertificate } from "./tls.ts";
 import { Conversions } from "./conversion.ts";
+import { WebhookClient } from "./webhook-client.ts";
 
 export interface SimOptions {
   /** Simulated nodes `edge-1`…`edge-N`. Default 3. */
@@ -181,7 +182,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   });
   let onNodeLink: (name: string, link: "disconnect" | "reconnect") => Promise<void> = () =>
     Promise.resolve();
-  const conversions = new Conversions();
+  const webhooks = new WebhookClient();
+  const conversions = new Conversions(webhooks);
   const server = new SimServer({
     store,
     registry,
@@ -191,6 +193,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     behaviour: () => behaviour,
     bookmarkIntervalMs: options.bookmarkIntervalMs ?? 10_000,
     conversions,
+    webhooks,
     onNodeLink: (name, link) => onNodeLink(name, link),
   });
   let apiListener = await listen(server.handle, options.port ?? 0);
@@ -283,7 +286,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         stopServiceAccounts();
         stopCrds();
         await stopServing();
-        conversions.close();
+        webhooks.close();
         // Already gone is fine: the files are ours and temporary.
         for (const path of [...nodeKubeconfigs, ...(temporary ? [kubeconfigPath] : [])]) {
           await Deno.remove(path).catch(() => {});

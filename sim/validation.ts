@@ -166,3 +166,28 @@ export function validateAndPrune(
   }
   return causes;
 }
+
+/**
+ * Sets the schema's `default`s of absent fields in `value`, in place, as kube-apiserver does when
+ * it decodes a custom resource (before admission): a field set from its default is defaulted in
+ * turn, so a default of `{}` takes its own fields' defaults. `null` is not absent, unless the
+ * field is not nullable (then the default replaces it).
+ */
+export function applyDefaults(value: unknown, schema: SchemaProps | undefined): void {
+  if (!schema || typeof value !== "object" || value === null) return;
+  if (Array.isArray(value)) {
+    for (const item of value) applyDefaults(item, schema.items);
+    return;
+  }
+  const map = value as Record<string, unknown>;
+  for (const [key, child] of Object.entries(schema.properties ?? {})) {
+    const absent = !(key in map) || (map[key] === null && !child.nullable);
+    if (absent && child.default !== undefined) map[key] = structuredClone(child.default);
+  }
+  const additional = schema.additionalProperties;
+  for (const [key, child] of Object.entries(map)) {
+    const childSchema = schema.properties?.[key] ??
+      (typeof additional === "object" ? additional : undefined);
+    applyDefaults(child, childSchema);
+  }
+}

@@ -9,6 +9,8 @@ import { isoSeconds, type KubeObject, StoreError } from "./store.ts";
 import { apiVersionOf, type ResourceType } from "./resources.ts";
 import { ApiError } from "./status.ts";
 import { admit, splitStatus } from "./admission.ts";
+import { AdmissionWebhooks } from "./admission-webhooks.ts";
+import { applyDefaults } from "./validation.ts";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type Json } from "./patch.ts";
 import { serverSideApply } from "./apply.ts";
 import type { ServerContext } from "./context.ts";
@@ -120,7 +122,7 @@ export const createObject: BodyVerb = (ctx, target, body, params) => {
   if (type.storage === "tokenreviews.authentication.k8s.io") return tokenReview(ctx, body);
   const object = normalize(target, body);
   requireNamespace(ctx, target);
-  return admitAndStore(ctx, type, object, undefined, params);
+  return admitAndStore(ctx, target, object, undefined, params);
 };
 
 /**
@@ -147,7 +149,7 @@ export const updateObject: BodyVerb = (ctx, target, body, params) =>
     const stored = ctx.store.get(type.storage, target.namespace, target.name!);
     const old = await view(ctx, type, stored);
     const next = splitStatus(type, target.subresource, incoming, old);
-    return admitAndStore(ctx, type, next, { stored, old }, params);
+    return admitAndStore(ctx, target, next, { stored, old }, params);
   });
 
 export async function patchObject(
@@ -225,7 +227,7 @@ async function patchOnce(
   object.metadata.name = stored.metadata.name;
   object.metadata.namespace = stored.metadata.namespace;
   const next = splitStatus(type, target.subresource, object, old);
-  return admitAndStore(ctx, type, next, { stored, old }, params);
+  return admitAndStore(ctx, target, next, { stored, old }, params);
 }
 
 /** Server-side apply: a patch of type `application/apply-patch+yaml`. */
@@ -266,7 +268,7 @@ async function apply(
     }
     requireNamespace(ctx, target);
     const object = serverSideApply(undefined, config, options);
-    return admitAndStore(ctx, type, object, undefined, params);
+    return admitAndStore(ctx, target, object, undefined, params);
   }
   const old = await view(ctx, type, stored);
   const merged = serverSideApply(old, config, options);
@@ -276,28 +278,49 @@ async function apply(
   if (target.subresource === "status") {
     next.metadata.managedFields = merged.metadata.managedFields;
   }
-  return admitAndStore(ctx, type, next, { stored, old }, params);
+  return admitAndStore(ctx, target, next, { stored, old }, params);
 }
 
 /**
  * Admits `next` against the `old` object (as the request's version sees what is `stored`;
- * nothing: a create), as kube-apiserver admits in the request's version, and stores it in the
- * storage version, or only answers on a dry run: 201 for a create, 200 for an update, with the
- * field-validation warnings. The answer is in the request's version.
+ * nothing: a create), as kube-apiserver admits in the request's version: a custom resource's
+ * schema defaults, the mutating admission webhooks, the type's own defaults and validation, the
+ * validating admission webhooks; then stores it in the storage version, or only answers on a
+ * dry run: 201 for a create, 200 for an update, with the field-validation and webhook warnings.
+ * The answer is in the request's version.
  */
 async function admitAndStore(
   ctx: ServerContext,
-  type: ResourceType,
+  target: Target,
   next: KubeObject,
   existing: { stored: KubeObject; old: KubeObject } | undefined,
   params: URLSearchParams,
 ): Promise<Response> {
   const { store } = ctx;
+  const { type } = target;
   // A new object's uid comes before admission, as kube-apiserver's: a Job's selector names it.
   if (!existing) next.metadata.uid = crypto.randomUUID();
-  const warnings = fieldValidation(type, admit(type, next, existing?.old, store.now()), params);
+  if (type.custom?.schema) applyDefaults(next, type.custom.schema);
+  const request = {
+    type,
+    operation: existing ? "UPDATE" as const : "CREATE" as const,
+    oldObject: existing?.old,
+    namespace: next.metadata.namespace,
+    name: next.metadata.name,
+    subresource: target.subresource,
+    user: target.user,
+    dryRun: Boolean(params.get("dryRun")),
+  };
+  const webhooks = new AdmissionWebhooks(store, ctx.registry, ctx.conversions, ctx.webhooks);
+  const mutated = await webhooks.mutate({ ...request, object: next });
+  const admitted = mutated.object;
+  const warnings = fieldValidation(type, admit(type, admitted, existing?.old, store.now()), params);
+  const webhookWarnings = [
+    ...mutated.warnings,
+    ...await webhooks.validate({ ...request, object: admitted }),
+  ];
   const status = existing ? 200 : 201;
-  const storable = await toStorage(ctx, type, next, existing?.stored);
+  const storable = await toStorage(ctx, type, admitted, existing?.stored);
   if (existing) {
     const { namespace, name, resourceVersion } = existing.stored.metadata;
     const now = store.peek(type.storage, namespace, name)?.metadata.resourceVersion;
@@ -310,7 +333,14 @@ async function admitAndStore(
     : existing
     ? store.update(type.storage, storable)
     : store.create(type.storage, storable, next.metadata.uid);
-  return json(await view(ctx, type, saved), status, warnings);
+  return json(await view(ctx, type, saved), status, withWarnings(warnings, webhookWarnings));
+}
+
+/** The Warning header with the webhooks' warnings added, each as kube-apiserver sends one. */
+function withWarnings(headers: Record<string, string>, warnings: string[]): Record<string, string> {
+  if (warnings.length === 0) return headers;
+  const values = warnings.map((w) => `299 - "${w.replaceAll('"', '\\"')}"`);
+  return { ...headers, warning: [headers.warning, ...values].filter(Boolean).join(", ") };
 }
 
 /**

@@ -362,10 +362,10 @@ const deletedSetScenario: Scenario = {
   },
 };
 
-/** Runs kubectl expecting a refusal; answers its stderr. */
-async function refused(kube: Kube, args: string[]): Promise<string> {
+/** Runs kubectl (`stdin` piped in) expecting a refusal; answers its stderr. */
+export async function refused(kube: Kube, args: string[], stdin?: string): Promise<string> {
   try {
-    await kube.run(args);
+    await kube.run(args, stdin);
   } catch (err) {
     if (err instanceof KubectlError) return err.stderr;
     throw err;

@@ -16,12 +16,19 @@ import { failureBudgetScenario, rollbackScenarios } from "./failure-scenario.ts"
 import { dashboardScenario } from "./dashboard-scenario.ts";
 import { failoverScenario } from "./failover-scenario.ts";
 import { planScenarios } from "./plan-scenarios.ts";
+import { admissionScenario } from "./admission-scenario.ts";
 import { type TargetKind, withTarget } from "./target.ts";
 
 /** The suite's parts, in the order a single run takes them; together, every scenario once. */
 export const e2eParts = {
   /** The cluster's behaviour, edgeroll's rollouts, the dashboard and OTA. */
-  fleet: [...scenarios, ...edgerollScenarios, dashboardScenario, ...otaScenarios],
+  fleet: [
+    ...scenarios,
+    admissionScenario,
+    ...edgerollScenarios,
+    dashboardScenario,
+    ...otaScenarios,
+  ],
   /**
    * Rollouts that wait on the controller's clock (pre-download, the failure budget, rollback,
    * rollout plans' soaks and approvals) or on a Lease's (failover).
