@@ -78,7 +78,10 @@ export type RollingUpdate = z.infer<typeof RollingUpdate>;
 
 export const UpdateStrategy = z.object({
   type: z.enum(["RollingUpdate", "OnDelete"]).default("RollingUpdate"),
-  rollingUpdate: RollingUpdate.optional(),
+  // Present, as Kruise's defaulting webhook makes it: Kruise Rollout's webhook and BatchRelease
+  // read rollingUpdate's fields without a nil check (ADR 0051). A CRD default of {} that the API
+  // server fills in turn (rollingUpdateType Standard).
+  rollingUpdate: RollingUpdate.prefault({}),
 });
 export type UpdateStrategy = z.infer<typeof UpdateStrategy>;
 
@@ -97,7 +100,7 @@ export type Lifecycle = z.infer<typeof Lifecycle>;
 export const AdvancedDaemonSetSpec = z.object({
   selector: LabelSelector,
   template: PodTemplateSpec,
-  updateStrategy: UpdateStrategy.default({ type: "RollingUpdate" }),
+  updateStrategy: UpdateStrategy.prefault({}),
   minReadySeconds: z.number().int().default(0),
   burstReplicas: IntOrString.default(250).describe(
     "Pods created at most per reconcile, an int or a percent of desired.",
