@@ -357,3 +357,18 @@ export async function withDashboard(
     await stop([child]);
   }
 }
+
+/** Copies both output streams of `child` into `path`, in arrival order. */
+export async function captureOutput(child: Deno.ChildProcess, path: string): Promise<void> {
+  using file = await Deno.open(path, { write: true, create: true, truncate: true });
+  let queue = Promise.resolve();
+  const copy = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) {
+      queue = queue.then(async () => {
+        for (let n = 0; n < chunk.length;) n += await file.write(chunk.subarray(n));
+      });
+    }
+  };
+  await Promise.all([copy(child.stdout), copy(child.stderr)]);
+  await queue;
+}

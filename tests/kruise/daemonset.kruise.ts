@@ -14,7 +14,7 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import { downCluster, upCluster } from "../../cluster/control-plane.ts";
-import { withSimProcess } from "../processes.ts";
+import { captureOutput, withSimProcess } from "../processes.ts";
 import { withKruiseMode } from "./mode.ts";
 import {
   daemonSetOutcomes,
@@ -66,21 +66,6 @@ async function preflight(): Promise<void> {
   });
 }
 
-/** Copies both output streams of `child` into `path`, in arrival order. */
-async function capture(child: Deno.ChildProcess, path: string): Promise<void> {
-  using file = await Deno.open(path, { write: true, create: true, truncate: true });
-  let queue = Promise.resolve();
-  const copy = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) {
-      queue = queue.then(async () => {
-        for (let n = 0; n < chunk.length;) n += await file.write(chunk.subarray(n));
-      });
-    }
-  };
-  await Promise.all([copy(child.stdout), copy(child.stderr)]);
-  await queue;
-}
-
 /** Runs the 14 specs against `kubeconfig`, the report and output kept in `runDir/label.*`. */
 async function runSpecs(kubeconfig: string, label: string): Promise<SpecOutcome[]> {
   await Deno.mkdir(runDir, { recursive: true });
@@ -98,7 +83,7 @@ async function runSpecs(kubeconfig: string, label: string): Promise<SpecOutcome[
   }).spawn();
   let status: Deno.CommandStatus;
   try {
-    [status] = await Promise.all([child.status, capture(child, logPath)]);
+    [status] = await Promise.all([child.status, captureOutput(child, logPath)]);
   } finally {
     try {
       child.kill("SIGTERM");

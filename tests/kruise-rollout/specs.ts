@@ -1,0 +1,59 @@
+/**
+ * Reading Kruise Rollout's e2e binary (Ginkgo v1, which writes no JSON report when a suite passes
+ * its own reporters, as this one does): the specs a focus selects, from a dry run's verbose
+ * output, and one spec's outcome, from its run's closing lines.
+ */
+
+/** The Describe that holds the Advanced DaemonSet specs (test/e2e/rollout_test.go). */
+export const daemonSetFocus = "DaemonSet canary rollout";
+
+/** One spec: the texts of its containers and of its It, as Ginkgo v1 prints them. */
+export interface Spec {
+  /** `[rollouts] Rollout [kruise.io] DaemonSet canary rollout` */
+  containers: string;
+  /** `DaemonSet V1->V2: 1,100% Succeeded` */
+  it: string;
+  /** `github.com/openkruise/rollouts/test/e2e/rollout_test.go:2817` */
+  location: string;
+}
+
+/**
+ * The specs of a `-ginkgo.dryRun -ginkgo.v -ginkgo.noColor` run: each is printed between two
+ * rules of dashes as its containers' texts, its It's text (indented) and its location.
+ */
+export function dryRunSpecs(output: string): Spec[] {
+  const specs: Spec[] = [];
+  const blocks = output.split(/^-{20,}$/m).slice(1);
+  for (const block of blocks) {
+    const lines = block.split("\n").filter((l) => l.trim() !== "");
+    if (lines.length < 3) continue;
+    const location = lines[2].trim();
+    if (!/\.go:\d+$/.test(location)) continue;
+    specs.push({ containers: lines[0].trim(), it: lines[1].trim(), location });
+  }
+  return specs;
+}
+
+/** A `-ginkgo.focus` that selects this spec alone: its full text, every character literal. */
+export function focusOn(spec: Spec): string {
+  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return `^${escape(`${spec.containers} ${spec.it}`)}$`;
+}
+
+export type Outcome = { passed: true } | { passed: false; failure: string };
+
+/**
+ * A focused run's outcome: passed when it exited 0 and its summary says one spec ran and passed;
+ * otherwise failed, with the failure Ginkgo summarised (or the output's tail).
+ */
+export function runOutcome(exitCode: number, output: string): Outcome {
+  const ran = output.match(/^Ran (\d+) of \d+ Specs?/m);
+  const summary = output.match(/^(SUCCESS|FAIL)! -- (\d+) Passed \| (\d+) Failed/m);
+  if (exitCode === 0 && ran?.[1] === "1" && summary?.[1] === "SUCCESS" && summary[2] === "1") {
+    return { passed: true };
+  }
+  const failure = output.match(/^• Failure[\s\S]*?(?=^-{20,}$|^Ran \d+ of)/m)?.[0] ??
+    output.slice(-3000);
+  const status = `exit ${exitCode}, ${ran ? `ran ${ran[1]}` : "no spec ran"}`;
+  return { passed: false, failure: `${status}\n${failure.trim()}` };
+}
