@@ -1,5 +1,5 @@
 import { assertEquals } from "@std/assert";
-import { unsupportedRules, validateAndPrune } from "./validation.ts";
+import { applyDefaults, unsupportedRules, validateAndPrune } from "./validation.ts";
 import type { SchemaProps } from "./resources.ts";
 
 const schema: SchemaProps = {
@@ -71,4 +71,42 @@ Deno.test("validation: a CEL rule sim cannot evaluate is listed, never ignored",
     },
   }, "schema");
   assertEquals(rules, ['schema.properties.b.items.x-kubernetes-validations[0].rule: "self > 0"']);
+});
+
+Deno.test("validation: schema defaults fill absent fields, a defaulted object takes its own fields' defaults", () => {
+  const defaulted: SchemaProps = {
+    type: "object",
+    properties: {
+      strategy: {
+        type: "object",
+        default: {},
+        properties: {
+          type: { type: "string", default: "RollingUpdate" },
+          rolling: {
+            type: "object",
+            default: {},
+            properties: {
+              kind: { type: "string", default: "Standard" },
+              partition: { type: "integer" },
+            },
+          },
+        },
+      },
+      items: {
+        type: "array",
+        items: { type: "object", properties: { n: { type: "integer", default: 1 } } },
+      },
+    },
+  };
+  const empty: Record<string, unknown> = { items: [{}, { n: 5 }] };
+  applyDefaults(empty, defaulted);
+  assertEquals(empty, {
+    items: [{ n: 1 }, { n: 5 }],
+    strategy: { type: "RollingUpdate", rolling: { kind: "Standard" } },
+  });
+  const given: Record<string, unknown> = {
+    strategy: { type: "OnDelete", rolling: { partition: 2 } },
+  };
+  applyDefaults(given, defaulted);
+  assertEquals(given.strategy, { type: "OnDelete", rolling: { kind: "Standard", partition: 2 } });
 });
