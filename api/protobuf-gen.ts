@@ -52,6 +52,8 @@ const roots = [
   "core.Node",
   "core.NodeList",
   "meta.Status",
+  // What a client built on controller-runtime sends with a DELETE of a built-in kind.
+  "meta.DeleteOptions",
   "core.Namespace",
   "core.ConfigMap",
   "core.Secret",

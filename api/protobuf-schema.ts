@@ -224,6 +224,8 @@ export const protobufMessages: Record<string, string> = {
   "core.WeightedPodAffinityTerm": "1 weight int32|2 podAffinityTerm core.PodAffinityTerm",
   "core.WindowsSecurityContextOptions":
     "1 gmsaCredentialSpecName string op|2 gmsaCredentialSpec string op|3 runAsUserName string op|4 hostProcess bool op",
+  "meta.DeleteOptions":
+    "1 gracePeriodSeconds int64 op|2 preconditions meta.Preconditions op|3 orphanDependents bool op|4 propagationPolicy string op|5 dryRun string ro|6 ignoreStoreReadErrorWithClusterBreakingPotential bool op",
   "meta.LabelSelector":
     "1 matchLabels string mo|2 matchExpressions meta.LabelSelectorRequirement ro",
   "meta.LabelSelectorRequirement": "1 key string|2 operator string|3 values string ro",
@@ -235,6 +237,7 @@ export const protobufMessages: Record<string, string> = {
     "1 name string o|2 generateName string o|3 namespace string o|4 selfLink string o|5 uid string o|6 resourceVersion string o|7 generation int64 o|8 creationTimestamp Time o|9 deletionTimestamp Time op|10 deletionGracePeriodSeconds int64 op|11 labels string mo|12 annotations string mo|13 ownerReferences meta.OwnerReference ro|14 finalizers string ro|17 managedFields meta.ManagedFieldsEntry ro",
   "meta.OwnerReference":
     "5 apiVersion string|1 kind string|3 name string|4 uid string|6 controller bool op|7 blockOwnerDeletion bool op",
+  "meta.Preconditions": "1 uid string op|2 resourceVersion string op",
   "meta.Status":
     "1 metadata meta.ListMeta o|2 status string o|3 message string o|4 reason string o|5 details meta.StatusDetails op|6 code int32 o",
   "meta.StatusCause": "1 reason string o|2 message string o|3 field string o",

@@ -178,3 +178,36 @@ Deno.test("a Status, answered or in a watch's ERROR event, is read whole whateve
   // The watch's 410 Gone: its code is what tells a watch to list again.
   assertEquals(events, [withoutNulls(JSON.parse(jsonFixture("watch410.json")))]);
 });
+
+/** A length-delimited field: its tag, its length (under 128 here), its bytes. */
+function field(number: number, bytes: number[] | string): number[] {
+  const body = typeof bytes === "string" ? [...new TextEncoder().encode(bytes)] : bytes;
+  return [(number << 3) | 2, body.length, ...body];
+}
+
+Deno.test("DeleteOptions, in whichever version a client sends it, is read from protobuf", () => {
+  // As controller-runtime's typed client sends a DELETE's body: gracePeriodSeconds 0,
+  // propagationPolicy Foreground, dryRun [All], a precondition on the uid.
+  const options = [
+    0x08,
+    0x00,
+    ...field(2, field(1, "uid-1")),
+    ...field(4, "Foreground"),
+    ...field(5, "All"),
+  ];
+  for (const apiVersion of ["v1", "apps/v1"]) {
+    const envelope = new Uint8Array([
+      ...[0x6b, 0x38, 0x73, 0x00],
+      ...field(1, [...field(1, apiVersion), ...field(2, "DeleteOptions")]),
+      ...field(2, options),
+    ]);
+    assertEquals(decodeObject(envelope), {
+      apiVersion,
+      kind: "DeleteOptions",
+      gracePeriodSeconds: 0,
+      preconditions: { uid: "uid-1" },
+      propagationPolicy: "Foreground",
+      dryRun: ["All"],
+    });
+  }
+});

@@ -324,9 +324,12 @@ export function decodeMessage(
 }
 
 /** The kinds of single object read here (lists and Status aside), as a message can name them. */
-export const readObjectKinds: string[] = Object.keys(kindsByType)
-  .map((type) => type.split("/").at(-1)!)
-  .filter((kind) => !kind.endsWith("List") && kind !== "Status");
+export const readObjectKinds: string[] = [
+  ...Object.keys(kindsByType)
+    .map((type) => type.split("/").at(-1)!)
+    .filter((kind) => !kind.endsWith("List") && kind !== "Status"),
+  "DeleteOptions",
+];
 
 /** Whether `bytes` begin with protobuf's `k8s\0` magic. */
 export function isProtobufEnvelope(bytes: Uint8Array): boolean {
@@ -375,7 +378,10 @@ export function decodeObject(
       reader.skip(tag & 7);
     }
   }
-  const message = kindsByType[`${apiVersion}/${kind}`];
+  // DeleteOptions is sent in the version of the resource deleted (v1, apps/v1, …), one message.
+  const message = kind === "DeleteOptions"
+    ? "meta.DeleteOptions"
+    : kindsByType[`${apiVersion}/${kind}`];
   if (!message) throw new UnreadKindError(apiVersion, kind);
   if (!raw) throw new ProtobufError(`${apiVersion}/${kind} without its message`);
   // A Status (an error, or a watch's ERROR event: 410 Gone) is read whole, whatever the view.
