@@ -28,6 +28,7 @@ import type { UserInfo } from "./context.ts";
 import type { Conversions } from "./conversion.ts";
 import type { WebhookClient } from "./webhook-client.ts";
 import { canonical } from "./canonical.ts";
+import { warnedError } from "./http.ts";
 
 export const mutatingConfigurations = "mutatingwebhookconfigurations.admissionregistration.k8s.io";
 export const validatingConfigurations =
@@ -134,19 +135,23 @@ export class AdmissionWebhooks {
     let object = request.object;
     const webhooks = this.#webhooks(mutatingConfigurations);
     const reinvoke: Webhook[] = [];
-    for (const webhook of webhooks) {
-      const before = canonical(object);
-      object = await this.#call(webhook, { ...request, object }, true, warnings);
-      if (canonical(object) !== before) {
-        // A change invites every IfNeeded webhook called before this one to look again.
-        const earlier = webhooks.slice(0, webhooks.indexOf(webhook));
-        for (const w of earlier) {
-          if (w.reinvocationPolicy === "IfNeeded" && !reinvoke.includes(w)) reinvoke.push(w);
+    try {
+      for (const webhook of webhooks) {
+        const before = canonical(object);
+        object = await this.#call(webhook, { ...request, object }, true, warnings);
+        if (canonical(object) !== before) {
+          // A change invites every IfNeeded webhook called before this one to look again.
+          const earlier = webhooks.slice(0, webhooks.indexOf(webhook));
+          for (const w of earlier) {
+            if (w.reinvocationPolicy === "IfNeeded" && !reinvoke.includes(w)) reinvoke.push(w);
+          }
         }
       }
-    }
-    for (const webhook of reinvoke) {
-      object = await this.#call(webhook, { ...request, object }, true, warnings);
+      for (const webhook of reinvoke) {
+        object = await this.#call(webhook, { ...request, object }, true, warnings);
+      }
+    } catch (err) {
+      throw warnedError(err, warnings);
     }
     return { object, warnings };
   }

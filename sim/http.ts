@@ -37,7 +37,33 @@ export function json(body: unknown, status = 200, headers: Record<string, string
   });
 }
 
-/** The Status that answers `err`, with `Retry-After` when it asks the client to wait. */
+/** The Warning header with `warnings` added, each as kube-apiserver sends one. */
+export function withWarnings(
+  headers: Record<string, string>,
+  warnings: readonly string[],
+): Record<string, string> {
+  if (warnings.length === 0) return headers;
+  const values = warnings.map((w) => `299 - "${w.replaceAll('"', '\\"')}"`);
+  return { ...headers, warning: [headers.warning, ...values].filter(Boolean).join(", ") };
+}
+
+/**
+ * Warnings given while a request was handled, kept with the error that ended it: kube-apiserver
+ * sends an admission webhook's warnings with the answer whatever it is.
+ */
+const warningsOfErrors = new WeakMap<object, readonly string[]>();
+
+export function warnedError(err: unknown, warnings: readonly string[]): unknown {
+  if (warnings.length > 0 && typeof err === "object" && err !== null) {
+    warningsOfErrors.set(err, warnings);
+  }
+  return err;
+}
+
+/**
+ * The Status that answers `err`, with `Retry-After` when it asks the client to wait and the
+ * warnings given before it.
+ */
 export function failure(err: unknown, target?: Target): Response {
   const status = toStatus(
     err,
@@ -54,7 +80,8 @@ export function failure(err: unknown, target?: Target): Response {
   if (status.code === 500 && !(err instanceof ApiError) && !(err instanceof StoreError)) {
     console.error(JSON.stringify({ level: "error", msg: "sim: internal error", err: String(err) }));
   }
-  return json(status, status.code, headers);
+  const warnings = typeof err === "object" && err !== null ? warningsOfErrors.get(err) : undefined;
+  return json(status, status.code, withWarnings(headers, warnings ?? []));
 }
 
 /** The Success Status that answers a create of pods/eviction or pods/binding. */

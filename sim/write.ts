@@ -14,7 +14,15 @@ import { applyDefaults } from "./validation.ts";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type Json } from "./patch.ts";
 import { serverSideApply } from "./apply.ts";
 import type { ServerContext } from "./context.ts";
-import { type BodyVerb, createdStatus, flag, json, type Target } from "./http.ts";
+import {
+  type BodyVerb,
+  createdStatus,
+  flag,
+  json,
+  type Target,
+  warnedError,
+  withWarnings,
+} from "./http.ts";
 import { view } from "./read.ts";
 import { alignKeys } from "./conversion.ts";
 import { evict } from "./delete.ts";
@@ -314,11 +322,14 @@ async function admitAndStore(
   const webhooks = new AdmissionWebhooks(store, ctx.registry, ctx.conversions, ctx.webhooks);
   const mutated = await webhooks.mutate({ ...request, object: next });
   const admitted = mutated.object;
-  const warnings = fieldValidation(type, admit(type, admitted, existing?.old, store.now()), params);
-  const webhookWarnings = [
-    ...mutated.warnings,
-    ...await webhooks.validate({ ...request, object: admitted }),
-  ];
+  let warnings: Record<string, string>;
+  const webhookWarnings = [...mutated.warnings];
+  try {
+    warnings = fieldValidation(type, admit(type, admitted, existing?.old, store.now()), params);
+    webhookWarnings.push(...await webhooks.validate({ ...request, object: admitted }));
+  } catch (err) {
+    throw warnedError(err, webhookWarnings);
+  }
   const status = existing ? 200 : 201;
   const storable = await toStorage(ctx, type, admitted, existing?.stored);
   if (existing) {
@@ -334,13 +345,6 @@ async function admitAndStore(
     ? store.update(type.storage, storable)
     : store.create(type.storage, storable, next.metadata.uid);
   return json(await view(ctx, type, saved), status, withWarnings(warnings, webhookWarnings));
-}
-
-/** The Warning header with the webhooks' warnings added, each as kube-apiserver sends one. */
-function withWarnings(headers: Record<string, string>, warnings: string[]): Record<string, string> {
-  if (warnings.length === 0) return headers;
-  const values = warnings.map((w) => `299 - "${w.replaceAll('"', '\\"')}"`);
-  return { ...headers, warning: [headers.warning, ...values].filter(Boolean).join(", ") };
 }
 
 /**

@@ -174,7 +174,7 @@ export const admissionScenario: Scenario = {
       const denied = await refusedWith(kube, configMap("denied", "on", { forbidden: "x" }));
       assertMatch(
         denied,
-        /^Error from server: error when creating "STDIN": admission webhook "validate\.edgeroll\.test" denied the request: the key forbidden is not allowed here/,
+        /^Warning: labelled by the e2e webhook\nError from server: error when creating "STDIN": admission webhook "validate\.edgeroll\.test" denied the request: the key forbidden is not allowed here/,
       );
       assertEquals(await exists(kube, "denied"), false);
 
