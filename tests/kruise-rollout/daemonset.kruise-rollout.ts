@@ -10,7 +10,8 @@
  * collector finishes the Rollout's foreground deletion) and, at the same time, on sim (which calls
  * the admission and conversion webhooks as kube-apiserver does). Each spec runs alone (Ginkgo v1
  * writes no report of its own here), in the order the binary lists them; every spec must pass on
- * both. `deno task test:kruise-rollout`; a CI stage.
+ * both. A spec that fails where the manager's log shows Kruise Rollout's own race (ADR 0051) is run
+ * once more, printed as `retried:` and counted by CI. `deno task test:kruise-rollout`; a CI stage.
  */
 import { assertEquals } from "@std/assert";
 import { downCluster, upCluster } from "../../cluster/control-plane.ts";
@@ -19,8 +20,10 @@ import {
   startKruiseRolloutManager,
 } from "../../cluster/kruise-rollout-manager.ts";
 import { captureOutput, withSimProcess } from "../processes.ts";
+import { fileSize, logSince } from "../../cluster/processes.ts";
 import { withKruiseMode } from "../kruise/mode.ts";
 import {
+  batchReleaseRace,
   daemonSetFocus,
   dryRunSpecs,
   focusOn,
@@ -70,7 +73,7 @@ async function listSpecs(): Promise<Spec[]> {
 }
 
 /** Runs one spec against `kubeconfig`, its output kept in `runDir/label-N.log`. */
-async function runSpec(kubeconfig: string, label: string, spec: Spec, n: number): Promise<Outcome> {
+async function runSpec(kubeconfig: string, label: string, spec: Spec, n: string): Promise<Outcome> {
   const logPath = `${runDir}/${label}-${n}.log`;
   console.error(`kruise-rollout-e2e.test on ${label}: ${spec.it}; output in ${logPath}`);
   const started = performance.now();
@@ -100,13 +103,23 @@ async function runAgainst(kubeconfig: string, label: string, specs: Spec[]): Pro
   await withKruiseMode(kubeconfig, { serveArgs: ["--tick=5s"] }, async () => {
     // After our CRD: the manager watches a workload kind only if discovery finds it at its start.
     const workDir = await Deno.makeTempDir({ prefix: `edgeroll-kruise-rollout-${label}-` });
-    const manager = await startKruiseRolloutManager(kubeconfig, {
-      logPath: `${runDir}/${label}-manager.log`,
-      workDir,
-    });
+    const managerLog = `${runDir}/${label}-manager.log`;
+    await Deno.remove(managerLog).catch(() => {});
+    const manager = await startKruiseRolloutManager(kubeconfig, { logPath: managerLog, workDir });
     try {
       for (const [i, spec] of specs.entries()) {
-        outcomes.push(await runSpec(kubeconfig, label, spec, i + 1));
+        const logStart = await fileSize(managerLog);
+        const outcome = await runSpec(kubeconfig, label, spec, String(i + 1));
+        // Kruise Rollout's own race, seen in its log during this spec: run again, once, said.
+        const race = outcome.passed
+          ? undefined
+          : batchReleaseRace(await logSince(managerLog, logStart));
+        if (race === undefined) {
+          outcomes.push(outcome);
+          continue;
+        }
+        console.log(`retried: ${spec.it} on ${label} (ADR 0051, Kruise Rollout's race): ${race}`);
+        outcomes.push(await runSpec(kubeconfig, label, spec, `${i + 1}-retry`));
       }
     } finally {
       await manager.stop();
@@ -145,7 +158,7 @@ Deno.test({
       })(),
       only === "cluster" ? skipped() : (async () => {
         let outcomes: Outcome[] = [];
-        await withSimProcess({ nodes: 3, speed: 10 }, async (sim) => {
+        await withSimProcess({ nodes: 3, speed: 1 }, async (sim) => {
           outcomes = await runAgainst(sim.kubeconfigPath, "sim", specs);
         });
         return outcomes;

@@ -1,5 +1,5 @@
 import { assertEquals, assertMatch } from "@std/assert";
-import { dryRunSpecs, focusOn, runOutcome } from "./specs.ts";
+import { batchReleaseRace, dryRunSpecs, focusOn, runOutcome } from "./specs.ts";
 
 // As kruise-rollout-e2e.test v0.6.2 prints a dry run (-ginkgo.dryRun -ginkgo.v -ginkgo.noColor).
 const dryRun = `Running Suite: Kruise Rollout Resource Controller Suite
@@ -65,4 +65,29 @@ Deno.test("a run passes only when it exits 0 and its summary says its one spec p
     assertMatch(outcome.failure, /^exit 1, ran 1\n• Failure \[301\.2 seconds\]/);
     assertMatch(outcome.failure, /Expected <bool>: false to be true/);
   }
+});
+
+Deno.test("Kruise Rollout's race is told by an upgrade of a later batch against a revision not the release's", () => {
+  const upgrade = (context: object) =>
+    `I1129 08:06:27.224745   10349 control_plane.go:106] BatchRelease ns/rollouts-test calculated context when upgrade batch: ${
+      JSON.stringify(context)
+    }`;
+  const race = upgrade({
+    rolloutID: "569545d858",
+    currentBatchIndex: 1,
+    updateRevision: "7fdf75b6f5",
+  });
+  assertEquals(batchReleaseRace(`other line\n${race}\n`), race);
+  // The first batch of the restarted release, and a later batch of the release's own revision.
+  const fresh = upgrade({
+    rolloutID: "569545d858",
+    currentBatchIndex: 0,
+    updateRevision: "7fdf75b6f5",
+  });
+  const own = upgrade({
+    rolloutID: "7fdf75b6f5",
+    currentBatchIndex: 2,
+    updateRevision: "7fdf75b6f5",
+  });
+  assertEquals(batchReleaseRace(`${fresh}\n${own}\n`), undefined);
 });

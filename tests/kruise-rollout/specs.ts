@@ -61,3 +61,30 @@ export function runOutcome(exitCode: number, output: string): Outcome {
   const status = `exit ${exitCode}, ${ran ? `ran ${ran[1]}` : "no spec ran"}`;
   return { passed: false, failure: `${status}\n${failure.trim()}` };
 }
+
+/**
+ * Kruise Rollout's own race (ADR 0051): when the template changes in the middle of a release, its
+ * BatchRelease records the new revision, and may upgrade its current batch (above the first)
+ * against it before the Rollout, which restarts the release at its first step, deletes it. The
+ * partition then stands at the old step's value for the new revision until the new BatchRelease
+ * sets it again, seconds later, and any DaemonSet controller replaces pods in that window. Its
+ * trace in the manager's log: an upgrade whose `updateRevision` is not its `rolloutID` (the
+ * release's revision) at a batch index above 0. Answers that line, or undefined.
+ */
+export function batchReleaseRace(managerLog: string): string | undefined {
+  for (const line of managerLog.split("\n")) {
+    const context = line.match(/calculated context when upgrade batch: (\{.*\})\s*$/)?.[1];
+    if (!context) continue;
+    const { rolloutID, currentBatchIndex, updateRevision } = JSON.parse(context) as {
+      rolloutID?: string;
+      currentBatchIndex?: number;
+      updateRevision?: string;
+    };
+    if (
+      rolloutID && updateRevision && rolloutID !== updateRevision && (currentBatchIndex ?? 0) > 0
+    ) {
+      return line.trim();
+    }
+  }
+  return undefined;
+}
