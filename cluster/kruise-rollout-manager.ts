@@ -63,6 +63,8 @@ export interface KruiseRolloutManagerOptions {
   workDir: string;
   /** How long it may take to start (default 2 minutes). */
   timeoutMs?: number;
+  /** klog's verbosity (`-v`), for a closer look at what its controllers do (default 0). */
+  verbosity?: number;
 }
 
 /** The directory of the module's files that cluster/build.sh copied beside the binaries. */
@@ -179,6 +181,7 @@ export async function startKruiseRolloutManager(
     "--leader-elect=false",
     `--metrics-bind-address=127.0.0.1:${ports.metrics}`,
     `--health-probe-bind-address=127.0.0.1:${ports.health}`,
+    ...(options.verbosity ? [`--v=${options.verbosity}`] : []),
   ];
   // pkg/webhook/util/util.go: a host makes it register URLs (https://host:port/path) and write
   // its self-signed certificates to files instead of a Secret.

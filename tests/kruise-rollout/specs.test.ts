@@ -71,7 +71,7 @@ Deno.test("Kruise Rollout's race is told by an upgrade of a later batch against 
   const upgrade = (context: object) =>
     `I1129 08:06:27.224745   10349 control_plane.go:106] BatchRelease ns/rollouts-test calculated context when upgrade batch: ${
       JSON.stringify(context)
-    }`;
+    } with 3 pods`;
   const race = upgrade({
     rolloutID: "569545d858",
     currentBatchIndex: 1,

@@ -73,7 +73,7 @@ export function runOutcome(exitCode: number, output: string): Outcome {
  */
 export function batchReleaseRace(managerLog: string): string | undefined {
   for (const line of managerLog.split("\n")) {
-    const context = line.match(/calculated context when upgrade batch: (\{.*\})\s*$/)?.[1];
+    const context = line.match(/calculated context when upgrade batch: (\{.*\})/)?.[1];
     if (!context) continue;
     const { rolloutID, currentBatchIndex, updateRevision } = JSON.parse(context) as {
       rolloutID?: string;
