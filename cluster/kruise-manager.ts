@@ -25,6 +25,7 @@ import {
   isAlive,
   logSince,
   logTail,
+  requireBuilt,
   sleep,
   startDetached,
   type StartedProcess,
@@ -217,13 +218,7 @@ export async function startKruiseManager(
   const binDir = options.binDir ?? defaultBinDir;
   const binary = `${binDir}/kruise-manager`;
   const configDir = `${binDir}/kruise-config`;
-  for (const path of [binary, `${configDir}/webhook/manifests.yaml`]) {
-    try {
-      await Deno.stat(path);
-    } catch {
-      throw new Error(`${path} is missing: run cluster/build.sh --kruise-manager first`);
-    }
-  }
+  await requireBuilt([binary, `${configDir}/webhook/manifests.yaml`], "--kruise-manager");
   const admin = state.kubeconfigPath;
   const workDir = `${state.workDir}/kruise-manager`;
   await Deno.mkdir(`${workDir}/protection-log`, { recursive: true });

@@ -25,6 +25,7 @@ import {
   isAlive,
   logSince,
   logTail,
+  requireBuilt,
   sleep,
   startDetached,
   type StartedProcess,
@@ -146,11 +147,10 @@ export async function startKruiseRolloutManager(
   const binDir = options.binDir ?? defaultBinDir;
   const binary = `${binDir}/kruise-rollout-manager`;
   const config = kruiseRolloutConfigDir(binDir);
-  for (const path of [binary, `${config}/webhook/manifests.yaml`, `${config}/crd/bases`]) {
-    await Deno.stat(path).catch(() => {
-      throw new Error(`${path} is missing: run cluster/build.sh --kruise-rollout first`);
-    });
-  }
+  await requireBuilt(
+    [binary, `${config}/webhook/manifests.yaml`, `${config}/crd/bases`],
+    "--kruise-rollout",
+  );
   const patches = await Promise.all(
     conversionPatches.map(async (f) =>
       parse(await Deno.readTextFile(`${config}/crd/patches/${f}`)) as Json

@@ -140,3 +140,12 @@ export async function logSince(path: string, offset: number): Promise<string> {
     return "";
   }
 }
+
+/** Fails naming the first of `paths` missing and the `cluster/build.sh` flag that builds it. */
+export async function requireBuilt(paths: string[], buildFlag: string): Promise<void> {
+  for (const path of paths) {
+    await Deno.stat(path).catch(() => {
+      throw new Error(`${path} is missing: run cluster/build.sh ${buildFlag} first`);
+    });
+  }
+}

@@ -359,7 +359,7 @@ export async function withDashboard(
 }
 
 /** Copies both output streams of `child` into `path`, in arrival order. */
-export async function captureOutput(child: Deno.ChildProcess, path: string): Promise<void> {
+async function captureOutput(child: Deno.ChildProcess, path: string): Promise<void> {
   using file = await Deno.open(path, { write: true, create: true, truncate: true });
   let queue = Promise.resolve();
   const copy = async (stream: ReadableStream<Uint8Array>) => {
@@ -371,4 +371,30 @@ export async function captureOutput(child: Deno.ChildProcess, path: string): Pro
   };
   await Promise.all([copy(child.stdout), copy(child.stderr)]);
   await queue;
+}
+
+/**
+ * Runs a test binary to its end, both its output streams copied into `logPath`, and says on stderr
+ * how it ended (`NAME on LABEL: exit N after S s`); stopped by SIGTERM if this fails first.
+ */
+export async function runLogged(
+  binary: string,
+  options: { args: string[]; env: Record<string, string>; cwd: string },
+  logPath: string,
+  label: string,
+): Promise<Deno.CommandStatus> {
+  const started = performance.now();
+  const child = new Deno.Command(binary, { ...options, stdout: "piped", stderr: "piped" }).spawn();
+  let status: Deno.CommandStatus;
+  try {
+    [status] = await Promise.all([child.status, captureOutput(child, logPath)]);
+  } finally {
+    try {
+      child.kill("SIGTERM");
+    } catch { /* it has exited */ }
+  }
+  const seconds = ((performance.now() - started) / 1000).toFixed(0);
+  const name = binary.split("/").at(-1);
+  console.error(`${name} on ${label}: exit ${status.code} after ${seconds} s`);
+  return status;
 }

@@ -19,7 +19,7 @@ import {
   kruiseRolloutConfigDir,
   startKruiseRolloutManager,
 } from "../../cluster/kruise-rollout-manager.ts";
-import { captureOutput, withSimProcess } from "../processes.ts";
+import { runLogged, withSimProcess } from "../processes.ts";
 import { fileSize, logSince } from "../../cluster/processes.ts";
 import { withKruiseMode } from "../kruise/mode.ts";
 import {
@@ -84,24 +84,16 @@ async function listSpecs(): Promise<Spec[]> {
 async function runSpec(kubeconfig: string, label: string, spec: Spec, n: string): Promise<Outcome> {
   const logPath = `${runDir}/${label}-${n}.log`;
   console.error(`kruise-rollout-e2e.test on ${label}: ${spec.it}; output in ${logPath}`);
-  const started = performance.now();
-  const child = new Deno.Command(binary, {
-    args: ginkgoArgs(focusOn(spec)),
-    env: { ...ginkgoEnv, KUBECONFIG: kubeconfig },
-    cwd: testDir,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let status: Deno.CommandStatus;
-  try {
-    [status] = await Promise.all([child.status, captureOutput(child, logPath)]);
-  } finally {
-    try {
-      child.kill("SIGTERM");
-    } catch { /* it has exited */ }
-  }
-  const seconds = ((performance.now() - started) / 1000).toFixed(0);
-  console.error(`kruise-rollout-e2e.test on ${label}: exit ${status.code} after ${seconds} s`);
+  const status = await runLogged(
+    binary,
+    {
+      args: ginkgoArgs(focusOn(spec)),
+      env: { ...ginkgoEnv, KUBECONFIG: kubeconfig },
+      cwd: testDir,
+    },
+    logPath,
+    label,
+  );
   return runOutcome(status.code, await Deno.readTextFile(logPath));
 }
 

@@ -14,7 +14,7 @@
  */
 import { assert, assertEquals } from "@std/assert";
 import { downCluster, upCluster } from "../../cluster/control-plane.ts";
-import { captureOutput, withSimProcess } from "../processes.ts";
+import { runLogged, withSimProcess } from "../processes.ts";
 import { withKruiseMode } from "./mode.ts";
 import {
   daemonSetOutcomes,
@@ -73,24 +73,16 @@ async function runSpecs(kubeconfig: string, label: string): Promise<SpecOutcome[
   const logPath = `${runDir}/${label}.log`;
   await Deno.remove(reportPath).catch(() => {});
   console.error(`kruise-e2e.test on ${label}: running; its output goes to ${logPath}`);
-  const started = performance.now();
-  const child = new Deno.Command(binary, {
-    args: ginkgoArgs(reportPath),
-    env: { KUBECONFIG: kubeconfig },
-    cwd: runDir,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let status: Deno.CommandStatus;
-  try {
-    [status] = await Promise.all([child.status, captureOutput(child, logPath)]);
-  } finally {
-    try {
-      child.kill("SIGTERM");
-    } catch { /* it has exited */ }
-  }
-  const seconds = ((performance.now() - started) / 1000).toFixed(0);
-  console.error(`kruise-e2e.test on ${label}: exit ${status.code} after ${seconds} s`);
+  const status = await runLogged(
+    binary,
+    {
+      args: ginkgoArgs(reportPath),
+      env: { KUBECONFIG: kubeconfig },
+      cwd: runDir,
+    },
+    logPath,
+    label,
+  );
   const json = await Deno.readTextFile(reportPath).catch(async () => {
     const tail = (await Deno.readTextFile(logPath)).slice(-3000);
     throw new Error(`kruise-e2e.test wrote no JSON report (exit ${status.code}):\n${tail}`);
