@@ -121,7 +121,14 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
       name: "ds",
       body: rolloutStatusObject(patched, { observedGeneration: 2 }, rolloutStatus) as KubeObject,
     });
-    assertEquals(replaced.status, { observedGeneration: 2 });
+    // With the counts the RolloutStatus schema defaults, as the API server fills them on decode.
+    assertEquals(replaced.status, {
+      observedGeneration: 2,
+      currentNumberScheduled: 0,
+      desiredNumberScheduled: 0,
+      numberMisscheduled: 0,
+      numberReady: 0,
+    });
     const lostClaim = await kubeErrorOf(api.replaceRolloutStatus({
       namespace: ns,
       name: "ds",
