@@ -26,7 +26,8 @@ interface Webhooks {
 
 /**
  * `/mutate` adds the label `mutated=yes` (a JSON patch) with a warning; `/validate` refuses a
- * ConfigMap with a `forbidden` key, with code 403 and its own message.
+ * ConfigMap with a `forbidden` key, with code 403 and its own message; `/tag-X` adds the label
+ * `X=yes` when it is absent.
  */
 async function serveWebhooks(dir: string): Promise<Webhooks> {
   const pki = await writePki(dir);
@@ -44,9 +45,16 @@ async function serveWebhooks(dir: string): Promise<Webhooks> {
     const path = new URL(req.url).pathname;
     const review = await req.json();
     const request = review.request;
-    requests[path]?.push(request);
+    (requests[path] ??= []).push(request);
     const response: Record<string, unknown> = { uid: request.uid, allowed: true };
-    if (path === "/mutate") {
+    const tag = path.match(/^\/tag-(\w+)$/)?.[1];
+    if (tag && request.object.metadata.labels?.[tag] === undefined) {
+      const patch = request.object.metadata.labels
+        ? [{ op: "add", path: `/metadata/labels/${tag}`, value: "yes" }]
+        : [{ op: "add", path: "/metadata/labels", value: { [tag]: "yes" } }];
+      response.patchType = "JSONPatch";
+      response.patch = btoa(JSON.stringify(patch));
+    } else if (path === "/mutate") {
       const labels = request.object.metadata.labels ?? {};
       const patch = [{ op: "add", path: "/metadata/labels/mutated", value: "yes" }];
       if (!labels.mutated) {
@@ -54,7 +62,7 @@ async function serveWebhooks(dir: string): Promise<Webhooks> {
         response.patch = btoa(JSON.stringify(patch));
         response.warnings = ["labelled by the e2e webhook"];
       }
-    } else if (request.object?.data?.forbidden !== undefined) {
+    } else if (path === "/validate" && request.object?.data?.forbidden !== undefined) {
       response.allowed = false;
       response.status = { code: 403, message: "the key forbidden is not allowed here" };
     }
@@ -195,6 +203,98 @@ export const admissionScenario: Scenario = {
         `validatingwebhookconfiguration/${configuration}`,
       ]).catch(() => {});
       await kube.run(["delete", "namespace", ns, "--wait=false"]).catch(() => {});
+      await hooks.stop();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+};
+
+const group = "e2e.edgeroll.test";
+const versionsConfiguration = "edgeroll-e2e-admission-versions";
+const gadgetNs = "e2e-admission-versions";
+
+/** Gadgets: two served versions, v1 stored, converted by the API server alone (strategy None). */
+const gadgetCrd = {
+  apiVersion: "apiextensions.k8s.io/v1",
+  kind: "CustomResourceDefinition",
+  metadata: { name: `gadgets.${group}` },
+  spec: {
+    group,
+    scope: "Namespaced",
+    names: { plural: "gadgets", singular: "gadget", kind: "Gadget", listKind: "GadgetList" },
+    versions: ["v1", "v2"].map((name) => ({
+      name,
+      served: true,
+      storage: name === "v1",
+      schema: {
+        openAPIV3Schema: {
+          type: "object",
+          properties: { spec: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
+        },
+      },
+    })),
+  },
+};
+
+export const admissionVersionsScenario: Scenario = {
+  name:
+    "admission webhooks see a request in the version their rules name, and IfNeeded ones look again",
+  async run(_target, kube) {
+    const dir = await Deno.makeTempDir({ prefix: "edgeroll-e2e-admission-" });
+    const hooks = await serveWebhooks(dir);
+    const gadgets = (tag: string, reinvocationPolicy: string) => ({
+      name: `tag-${tag}.edgeroll.test`,
+      clientConfig: { url: `${hooks.url}/tag-${tag}`, caBundle: hooks.caBundle },
+      rules: [{
+        apiGroups: [group],
+        apiVersions: ["v1"],
+        operations: ["CREATE"],
+        resources: ["gadgets"],
+      }],
+      sideEffects: "None",
+      admissionReviewVersions: ["v1"],
+      reinvocationPolicy,
+    });
+    try {
+      await kube.createNamespace(gadgetNs);
+      await kube.apply(gadgetCrd);
+      await kube.run(["wait", "--for=condition=Established", `crd/gadgets.${group}`]);
+      await kube.apply({
+        apiVersion: "admissionregistration.k8s.io/v1",
+        kind: "MutatingWebhookConfiguration",
+        metadata: { name: versionsConfiguration },
+        webhooks: [gadgets("a", "IfNeeded"), gadgets("b", "Never")],
+      });
+      // Written in v2; the rules name v1 only (matchPolicy Equivalent, the default).
+      await kube.apply({
+        apiVersion: `${group}/v2`,
+        kind: "Gadget",
+        metadata: { name: "g", namespace: gadgetNs },
+        spec: { size: 1 },
+      });
+      const [first, again] = hooks.requests["/tag-a"];
+      assertEquals(first.kind, { group, version: "v1", kind: "Gadget" });
+      assertEquals(first.requestKind, { group, version: "v2", kind: "Gadget" });
+      assertEquals(first.resource, { group, version: "v1", resource: "gadgets" });
+      assertEquals(first.requestResource, { group, version: "v2", resource: "gadgets" });
+      assertEquals(first.object.apiVersion, `${group}/v1`);
+      // b changed the object after a: a, IfNeeded, is called once more and sees b's label.
+      assertEquals(hooks.requests["/tag-a"].length, 2);
+      assertEquals(again.object.metadata.labels, { a: "yes", b: "yes" });
+      assertEquals(hooks.requests["/tag-b"].length, 1);
+      const stored = await kube.json<any>(
+        ["--namespace", gadgetNs, "get", `gadgets.v2.${group}`, "g"],
+      );
+      assertEquals(stored.apiVersion, `${group}/v2`);
+      assertEquals(stored.metadata.labels, { a: "yes", b: "yes" });
+    } finally {
+      await kube.run([
+        "delete",
+        "--ignore-not-found",
+        `mutatingwebhookconfiguration/${versionsConfiguration}`,
+        `crd/gadgets.${group}`,
+      ]).catch(() => {});
+      await kube.run(["delete", "namespace", gadgetNs, "--wait=false"]).catch(() => {});
       await hooks.stop();
       await Deno.remove(dir, { recursive: true });
     }

@@ -16,7 +16,7 @@ import { failureBudgetScenario, rollbackScenarios } from "./failure-scenario.ts"
 import { dashboardScenario } from "./dashboard-scenario.ts";
 import { failoverScenario } from "./failover-scenario.ts";
 import { planScenarios } from "./plan-scenarios.ts";
-import { admissionScenario } from "./admission-scenario.ts";
+import { admissionScenario, admissionVersionsScenario } from "./admission-scenario.ts";
 import { type TargetKind, withTarget } from "./target.ts";
 
 /** The suite's parts, in the order a single run takes them; together, every scenario once. */
@@ -25,6 +25,7 @@ export const e2eParts = {
   fleet: [
     ...scenarios,
     admissionScenario,
+    admissionVersionsScenario,
     ...edgerollScenarios,
     dashboardScenario,
     ...otaScenarios,
