@@ -54,6 +54,8 @@ async function serveWebhooks(dir: string): Promise<Webhooks> {
         : [{ op: "add", path: "/metadata/labels", value: { [tag]: "yes" } }];
       response.patchType = "JSONPatch";
       response.patch = btoa(JSON.stringify(patch));
+    } else if (path === "/slow") {
+      await new Promise((resolve) => setTimeout(resolve, 2500));
     } else if (path === "/mutate") {
       const labels = request.object.metadata.labels ?? {};
       const patch = [{ op: "add", path: "/metadata/labels/mutated", value: "yes" }];
@@ -132,6 +134,14 @@ export const admissionScenario: Scenario = {
           webhook("closed.edgeroll.test", closed, undefined, {
             objectSelector: { matchLabels: { [watched]: "closed" } },
           }),
+          // Answers after 2.5 s, past its 1 s: passed over for "slow-open", refusing for "slow".
+          ...(["slow-open", "slow"] as const).map((value) =>
+            webhook(`${value}.edgeroll.test`, `${hooks.url}/slow`, hooks.caBundle, {
+              objectSelector: { matchLabels: { [watched]: value } },
+              timeoutSeconds: 1,
+              failurePolicy: value === "slow" ? "Fail" : "Ignore",
+            })
+          ),
         ],
       });
       await kube.apply({
@@ -144,7 +154,13 @@ export const admissionScenario: Scenario = {
       // The API server's defaults.
       assertEquals(
         stored.webhooks.map((w: any) => [w.failurePolicy, w.matchPolicy, w.timeoutSeconds]),
-        [["Fail", "Equivalent", 10], ["Ignore", "Equivalent", 10], ["Fail", "Equivalent", 10]],
+        [
+          ["Fail", "Equivalent", 10],
+          ["Ignore", "Equivalent", 10],
+          ["Fail", "Equivalent", 10],
+          ["Ignore", "Equivalent", 1],
+          ["Fail", "Equivalent", 1],
+        ],
       );
       assertEquals(stored.webhooks[0].reinvocationPolicy, "Never");
       assertEquals(stored.webhooks[0].rules[0].scope, "*");
@@ -195,6 +211,20 @@ export const admissionScenario: Scenario = {
         ),
       );
       assertEquals(await exists(kube, "failed"), false);
+
+      // Past its timeout: passed over under Ignore; under Fail, the same 500, its URL asking for 1 s.
+      await kube.apply(configMap("slow-open", "slow-open"));
+      assertEquals(await exists(kube, "slow-open"), true);
+      const late = await refusedWith(kube, configMap("slow", "slow"));
+      assertMatch(
+        late,
+        new RegExp(
+          `^Error from server \\(InternalError\\): error when creating "STDIN": Internal error occurred: failed calling webhook "slow\\.edgeroll\\.test": failed to call webhook: Post "${
+            hooks.url.replaceAll(".", "\\.")
+          }/slow\\?timeout=1s": `,
+        ),
+      );
+      assertEquals(await exists(kube, "slow"), false);
     } finally {
       await kube.run([
         "delete",
