@@ -137,9 +137,11 @@ export class AdmissionWebhooks {
     const reinvoke: Webhook[] = [];
     try {
       for (const webhook of webhooks) {
-        const before = canonical(object);
+        const before = object;
         object = await this.#call(webhook, { ...request, object }, true, warnings);
-        if (canonical(object) !== before) {
+        // The same object when the webhook was not called or sent no patch; a patch may change
+        // nothing, as kube-apiserver's deep comparison finds.
+        if (object !== before && canonical(object) !== canonical(before)) {
           // A change invites every IfNeeded webhook called before this one to look again.
           const earlier = webhooks.slice(0, webhooks.indexOf(webhook));
           for (const w of earlier) {
