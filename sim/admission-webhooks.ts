@@ -22,7 +22,7 @@ import type { KubeObject, Store } from "./store.ts";
 import { apiVersionOf, type ResourceRegistry, type ResourceType } from "./resources.ts";
 import { ApiError, type StatusReason } from "./status.ts";
 import { labelSelectorMatcher } from "./selectors.ts";
-import { applyJsonPatch, type Json } from "./patch.ts";
+import { applyJsonPatch, isMap, type Json } from "./patch.ts";
 import { caBundlePem } from "./crds.ts";
 import type { UserInfo } from "./context.ts";
 import type { Conversions } from "./conversion.ts";
@@ -79,10 +79,6 @@ export interface Webhook {
   admissionReviewVersions?: string[];
   timeoutSeconds?: number;
   reinvocationPolicy?: "Never" | "IfNeeded";
-}
-
-function isMap(value: unknown): value is Obj {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Whether one rule names this request's operation, group, version, resource and scope. */
@@ -314,7 +310,9 @@ export class AdmissionWebhooks {
     } catch (err) {
       throw new CallError(`failed to call webhook: ${(err as Error).message}`);
     }
-    if (!isMap(review) || !isMap(review.response)) throw invalid("webhook response was absent");
+    if (!isMap<unknown>(review) || !isMap<unknown>(review.response)) {
+      throw invalid("webhook response was absent");
+    }
     const expected = `admission.k8s.io/${version}`;
     if (review.apiVersion !== expected || review.kind !== "AdmissionReview") {
       throw invalid(
@@ -327,7 +325,7 @@ export class AdmissionWebhooks {
     }
     const warnings = Array.isArray(response.warnings) ? response.warnings.map(String) : [];
     const allowed = response.allowed === true;
-    const status = isMap(response.status) ? response.status : undefined;
+    const status = isMap<unknown>(response.status) ? response.status : undefined;
     if (response.patch === undefined || response.patch === null || !allowed) {
       if (response.patchType !== undefined && response.patchType !== null && allowed) {
         throw invalid("webhook returned response.patchType but not response.patch");

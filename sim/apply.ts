@@ -8,16 +8,12 @@
  *
  * Writes that are not applies do not record ownership here (see ADR 0008).
  */
-import { applyStrategicMergePatch, type Json, MERGE_KEYS } from "./patch.ts";
+import { applyStrategicMergePatch, isMap, type Json, MERGE_KEYS } from "./patch.ts";
 import { ApiError } from "./status.ts";
 import type { KubeObject } from "./store.ts";
 
 type JsonMap = { [key: string]: Json };
 type FieldsV1 = { [key: string]: FieldsV1 };
-
-function isMap(value: unknown): value is JsonMap {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 const IDENTITY = new Set(["apiVersion", "kind"]);
 const SERVER_OWNED_META = new Set([

@@ -9,6 +9,7 @@
 import type { KubeObject } from "./store.ts";
 import { ApiError } from "./status.ts";
 import type { WebhookClient } from "./webhook-client.ts";
+import { isMap } from "./patch.ts";
 
 /** A CRD's webhook conversion, read from its `spec.conversion` (sim/crds.ts). */
 export interface WebhookConversion {
@@ -25,10 +26,6 @@ export interface WebhookConversion {
 }
 
 type Json = Record<string, unknown>;
-
-function isMap(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function deepFreeze<T>(value: T): T {
   if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
@@ -64,7 +61,7 @@ export function alignKeys(value: unknown, like: unknown): unknown {
   if (Array.isArray(value)) {
     return value.map((item, i) => alignKeys(item, Array.isArray(like) ? like[i] : undefined));
   }
-  if (!isMap(value) || !isMap(like)) return value;
+  if (!isMap<unknown>(value) || !isMap<unknown>(like)) return value;
   const out: Json = {};
   for (const key of Object.keys(like)) {
     if (Object.hasOwn(value, key)) out[key] = alignKeys(value[key], like[key]);
@@ -79,7 +76,7 @@ function problemWith(
   converted: unknown,
   desired: string,
 ): string | undefined {
-  if (!isMap(converted)) return "not an object";
+  if (!isMap<unknown>(converted)) return "not an object";
   if (converted.apiVersion !== desired) {
     return `invalid groupVersion (expected ${desired}, received ${converted.apiVersion})`;
   }
@@ -87,7 +84,7 @@ function problemWith(
     return `invalid kind (expected ${original.kind}, received ${converted.kind})`;
   }
   const meta = converted.metadata;
-  if (!isMap(meta)) return "missing metadata in converted object";
+  if (!isMap<unknown>(meta)) return "missing metadata in converted object";
   for (const field of ["name", "namespace", "uid"] as const) {
     const [expected, got] = [original.metadata[field] ?? "", meta[field] ?? ""];
     if (expected !== got) return `must have the same ${field}: ${expected} != ${got}`;
@@ -95,7 +92,7 @@ function problemWith(
   for (const field of ["labels", "annotations"]) {
     const map = meta[field];
     if (map === undefined || map === null) continue;
-    if (!isMap(map)) return `invalid metadata.${field} in converted object`;
+    if (!isMap<unknown>(map)) return `invalid metadata.${field} in converted object`;
     const key = Object.keys(map).find((k) => typeof map[k] !== "string");
     if (key !== undefined) return `metadata.${field}[${key}] must be a string`;
   }
@@ -183,9 +180,11 @@ export class Conversions {
     } catch (err) {
       throw fail(`failed: ${(err as Error).message}`);
     }
-    const answer = isMap(review) && isMap(review.response) ? review.response : undefined;
+    const answer = isMap<unknown>(review) && isMap<unknown>(review.response)
+      ? review.response
+      : undefined;
     if (
-      reviewVersion === "v1" && isMap(review) &&
+      reviewVersion === "v1" && isMap<unknown>(review) &&
       (review.apiVersion !== "apiextensions.k8s.io/v1" || review.kind !== "ConversionReview")
     ) {
       throw fail(
@@ -196,7 +195,7 @@ export class Conversions {
     if (reviewVersion === "v1" && answer.uid !== uid) {
       throw fail(`failed: expected response.uid="${uid}", got "${answer.uid ?? ""}"`);
     }
-    const result = isMap(answer.result) ? answer.result : {};
+    const result = isMap<unknown>(answer.result) ? answer.result : {};
     if (result.status !== "Success") {
       throw fail(
         `failed: ${

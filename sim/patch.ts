@@ -7,7 +7,8 @@ import { ApiError } from "./status.ts";
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonMap = { [key: string]: Json };
 
-function isMap(value: unknown): value is JsonMap {
+/** Whether `value` is a JSON object (not null, not a list), its members of type `T`. */
+export function isMap<T = Json>(value: unknown): value is { [key: string]: T } {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 

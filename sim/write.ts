@@ -322,13 +322,15 @@ async function admitAndStore(
   const webhooks = new AdmissionWebhooks(store, ctx.registry, ctx.conversions, ctx.webhooks);
   const mutated = await webhooks.mutate({ ...request, object: next });
   const admitted = mutated.object;
-  let warnings: Record<string, string>;
-  const webhookWarnings = [...mutated.warnings];
+  const warnings: string[] = [];
   try {
-    warnings = fieldValidation(type, admit(type, admitted, existing?.old, store.now()), params);
-    webhookWarnings.push(...await webhooks.validate({ ...request, object: admitted }));
+    warnings.push(
+      ...fieldValidation(type, admit(type, admitted, existing?.old, store.now()), params),
+      ...mutated.warnings,
+      ...await webhooks.validate({ ...request, object: admitted }),
+    );
   } catch (err) {
-    throw warnedError(err, webhookWarnings);
+    throw warnedError(err, mutated.warnings);
   }
   const status = existing ? 200 : 201;
   const storable = await toStorage(ctx, type, admitted, existing?.stored);
@@ -344,19 +346,19 @@ async function admitAndStore(
     : existing
     ? store.update(type.storage, storable)
     : store.create(type.storage, storable, next.metadata.uid);
-  return json(await view(ctx, type, saved), status, withWarnings(warnings, webhookWarnings));
+  return json(await view(ctx, type, saved), status, withWarnings({}, warnings));
 }
 
 /**
  * `fieldValidation`: Strict (kubectl's default) refuses unknown fields, Warn (the server's
- * default) answers with Warning headers, Ignore drops them silently. Unknown fields are
- * known only for custom resources, which have a schema here.
+ * default) answers with warnings, Ignore drops them silently. Unknown fields are known only
+ * for custom resources, which have a schema here.
  */
 function fieldValidation(
   type: ResourceType,
   unknown: string[],
   params: URLSearchParams,
-): Record<string, string> {
+): string[] {
   const mode = params.get("fieldValidation") ?? "Warn";
   if (!["Strict", "Warn", "Ignore"].includes(mode)) {
     throw new ApiError(
@@ -365,7 +367,7 @@ function fieldValidation(
       `fieldValidation must be Strict, Warn or Ignore, got "${mode}"`,
     );
   }
-  if (unknown.length === 0 || mode === "Ignore") return {};
+  if (unknown.length === 0 || mode === "Ignore") return [];
   const fields = unknown.map((f) => `unknown field "${f}"`);
   if (mode === "Strict") {
     throw new ApiError(
@@ -376,7 +378,7 @@ function fieldValidation(
       }`,
     );
   }
-  return { warning: fields.map((f) => `299 - "${f.replaceAll('"', '\\"')}"`).join(", ") };
+  return fields;
 }
 
 /** `pods/binding`: what the scheduler posts to put a pod on a node. */
