@@ -7,6 +7,7 @@
 import { assert, assertEquals, assertMatch } from "@std/assert";
 import { writePki } from "../../cluster/certs.ts";
 import { freePort } from "../../cluster/processes.ts";
+import { serveOnLoopback } from "../loopback-server.ts";
 import { refused } from "./edgeroll-scenarios.ts";
 import type { Kube } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
@@ -32,16 +33,7 @@ interface Webhooks {
 async function serveWebhooks(dir: string): Promise<Webhooks> {
   const pki = await writePki(dir);
   const requests: Record<string, any[]> = { "/mutate": [], "/validate": [] };
-  const abort = new AbortController();
-  const { promise, resolve } = Promise.withResolvers<Deno.NetAddr>();
-  const server = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    cert: await Deno.readTextFile(pki.servingCertPath),
-    key: await Deno.readTextFile(pki.servingKeyPath),
-    signal: abort.signal,
-    onListen: (addr) => resolve(addr as Deno.NetAddr),
-  }, async (req) => {
+  const server = await serveOnLoopback(async (req) => {
     const path = new URL(req.url).pathname;
     const review = await req.json();
     const request = review.request;
@@ -69,16 +61,15 @@ async function serveWebhooks(dir: string): Promise<Webhooks> {
       response.status = { code: 403, message: "the key forbidden is not allowed here" };
     }
     return Response.json({ apiVersion: review.apiVersion, kind: "AdmissionReview", response });
+  }, {
+    cert: await Deno.readTextFile(pki.servingCertPath),
+    key: await Deno.readTextFile(pki.servingKeyPath),
   });
-  const { port } = await promise;
   return {
-    url: `https://127.0.0.1:${port}`,
+    url: server.url,
     caBundle: btoa(await Deno.readTextFile(pki.caCertPath)),
     requests,
-    async stop() {
-      abort.abort();
-      await server.finished;
-    },
+    stop: server.stop,
   };
 }
 

@@ -10,6 +10,7 @@ import * as k8s from "@kubernetes/client-node";
 import { assertEquals, assertStringIncludes } from "@std/assert";
 import { writePki } from "../../cluster/certs.ts";
 import { freePort } from "../../cluster/processes.ts";
+import { serveOnLoopback } from "../loopback-server.ts";
 import { collectWatch, statusOf, stillCluster, withSim } from "./helpers.ts";
 
 const GROUP = "example.com";
@@ -43,15 +44,7 @@ async function startWebhook(
   options: { tls?: { cert: string; key: string }; answer?: (request: any) => any } = {},
 ): Promise<Webhook> {
   const requests: any[] = [];
-  const abort = new AbortController();
-  const { promise, resolve } = Promise.withResolvers<Deno.NetAddr>();
-  const server = Deno.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    ...options.tls,
-    signal: abort.signal,
-    onListen: (addr) => resolve(addr as Deno.NetAddr),
-  }, async (req) => {
+  const server = await serveOnLoopback(async (req) => {
     const review = await req.json();
     const request = review.request;
     requests.push(request);
@@ -61,16 +54,8 @@ async function startWebhook(
       convertedObjects: request.objects.map((o: any) => convert(o, request.desiredAPIVersion)),
     };
     return Response.json({ apiVersion: review.apiVersion, kind: "ConversionReview", response });
-  });
-  const { port } = await promise;
-  return {
-    url: `${options.tls ? "https" : "http"}://127.0.0.1:${port}/convert`,
-    requests,
-    async stop() {
-      abort.abort();
-      await server.finished;
-    },
-  };
+  }, options.tls);
+  return { url: `${server.url}/convert`, requests, stop: server.stop };
 }
 
 function widgetCrd(clientConfig: k8s.ApiextensionsV1WebhookClientConfig) {
