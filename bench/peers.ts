@@ -27,7 +27,7 @@ import {
   upCluster,
 } from "../cluster/control-plane.ts";
 import { kubectl, kubectlJson } from "../cluster/kubectl.ts";
-import { setNodeLink } from "../cluster/node-link.ts";
+import { reconnectNodes, setNodeLink } from "../cluster/node-link.ts";
 import { forEachConcurrently } from "../lib/concurrently.ts";
 import { sleep } from "../cluster/processes.ts";
 import { markdownTable } from "./markdown-table.ts";
@@ -170,8 +170,12 @@ async function nodesReady(kubeconfig: string, nodes: string[], ready: boolean) {
 }
 
 async function setLinks(kubeconfig: string, nodes: string[], verb: "disconnect" | "reconnect") {
-  // One kubectl per node and verb: a few at once, or 250 cut nodes take minutes of the bench.
-  await forEachConcurrently(nodes, 8, (node) => setNodeLink(kubeconfig, node, verb));
+  if (verb === "reconnect") {
+    await reconnectNodes(kubeconfig, nodes);
+  } else {
+    // One kubectl per node: a few at once, or 250 cut nodes take minutes of the bench.
+    await forEachConcurrently(nodes, 8, (node) => setNodeLink(kubeconfig, node, verb));
+  }
   await nodesReady(kubeconfig, nodes, verb === "reconnect");
 }
 
