@@ -3,6 +3,7 @@
  * matching a label set. Shared by validation (the selector must match the template) and the
  * engine (the rolling-update node selector, pod ownership).
  */
+import type { z } from "zod";
 import type { LabelSelector, LabelSelectorRequirement } from "./kube-objects.ts";
 
 export interface FieldIssue {
@@ -17,6 +18,16 @@ export interface FieldIssue {
  */
 export interface Notice extends FieldIssue {
   type: "Normal" | "Warning";
+}
+
+/** zod's issues as field issues, each path under `prefix` (a field path, or empty for the root). */
+export function zodIssues(error: z.ZodError, prefix = ""): FieldIssue[] {
+  return error.issues.map((issue) => {
+    const path = issue.path.map((p, i) =>
+      typeof p === "number" ? `[${p}]` : `${i || prefix ? "." : ""}${String(p)}`
+    ).join("");
+    return { path: prefix + path, message: issue.message };
+  });
 }
 
 const labelName = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;

@@ -15,6 +15,14 @@ import { z } from "zod";
 import { intOrPercentProblem } from "./int-or-percent.ts";
 import type { DaemonSet, IntOrString } from "./kube-objects.ts";
 import type { FieldIssue, Notice } from "./label-selector.ts";
+import {
+  planAnnotationPath,
+  type PlanAnswers,
+  readPlanAnnotation,
+  readPlanAnswers,
+  type RolloutPlan,
+  rolloutPlanIssues,
+} from "./rollout-plan.ts";
 
 export const updateStrategyAnnotation = "apps.openyurt.io/update-strategy";
 export const maxUnavailableAnnotation = "apps.openyurt.io/max-unavailable";
@@ -65,6 +73,8 @@ export interface OpenYurtRollout {
     rollback: boolean;
   };
   progressDeadlineSeconds?: number;
+  /** edgeroll's rollout plan, from its annotation (ADR 0053), and the operator's answers to it. */
+  rolloutPlan?: { plan: RolloutPlan; answers: PlanAnswers };
 }
 
 /** edgeroll's failure budget and deadline annotations, read; each problem with its path. */
@@ -166,13 +176,33 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
       message: `must be OnDelete for ${updateStrategyAnnotation}, got "${type}"`,
     });
   }
+  if (strategy.success && strategy.data === "OTA" && failure.failurePolicy?.rollback) {
+    // Each node chose its upgrade: what it did is not edgeroll's to undo (ADR 0053).
+    issues.push({
+      path: `metadata.annotations[${failureAnnotations.rollback}]`,
+      message: "cannot be true in OTA mode: each node upgrades itself, a stop takes back the marks",
+    });
+  }
+  const plan = readPlanAnnotation(annotations);
+  issues.push(...plan.issues);
+  if (plan.plan) {
+    issues.push(...rolloutPlanIssues(plan.plan, { surges: false }, planAnnotationPath));
+  }
   if (!strategy.success || !maxUnavailable.success || issues.length > 0) {
     return { managed: true, ok: false, issues };
   }
+  const answers = plan.plan && readPlanAnswers(annotations);
   return {
     managed: true,
     ok: true,
-    rollout: { mode: strategy.data, maxUnavailable: maxUnavailable.data, ...failure },
-    notices,
+    rollout: {
+      mode: strategy.data,
+      maxUnavailable: maxUnavailable.data,
+      ...failure,
+      ...(plan.plan && answers
+        ? { rolloutPlan: { plan: plan.plan, answers: answers.answers } }
+        : {}),
+    },
+    notices: [...notices, ...answers?.notices ?? []],
   };
 }

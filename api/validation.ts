@@ -4,7 +4,6 @@
  * percent, burstReplicas silently read as 0, a partition above 100%). Each problem carries the
  * field path; the list becomes the `InvalidSpec` condition and HTTP 400 bodies.
  */
-import type { z } from "zod";
 import {
   AdvancedDaemonSet,
   type AdvancedDaemonSetSpec,
@@ -20,15 +19,21 @@ import {
   labelSelectorIssues,
   matchesLabelSelector,
   type Notice,
+  zodIssues,
 } from "./label-selector.ts";
 import {
+  planAnnotationPath,
   type PlanAnswers,
+  planFieldPath,
+  readPlanAnnotation,
   readPlanAnswers,
   type RolloutPlan,
+  rolloutPlanAnnotation,
   rolloutPlanIssues,
 } from "./rollout-plan.ts";
 
 export type { FieldIssue };
+export { zodIssues };
 
 /** The rolling update with every default resolved, as the engine uses it. */
 export interface EffectiveRollingUpdate {
@@ -85,14 +90,6 @@ export type ValidationResult =
   }
   | { ok: false; issues: FieldIssue[] };
 
-export function zodIssues(error: z.ZodError): FieldIssue[] {
-  return error.issues.map((issue) => ({
-    path: issue.path.map((p, i) => typeof p === "number" ? `[${p}]` : `${i ? "." : ""}${String(p)}`)
-      .join(""),
-    message: issue.message,
-  }));
-}
-
 function intOrPercentIssues(
   value: IntOrString | undefined,
   path: string,
@@ -103,7 +100,7 @@ function intOrPercentIssues(
   return message ? [{ path, message }] : [];
 }
 
-function rollingUpdateIssues(given: RollingUpdate, path: string): FieldIssue[] {
+function rollingUpdateIssues(given: RollingUpdate, path: string, planPath: string): FieldIssue[] {
   const issues = [
     ...intOrPercentIssues(given.maxUnavailable, `${path}.maxUnavailable`, true),
     ...intOrPercentIssues(given.maxSurge, `${path}.maxSurge`, true),
@@ -139,12 +136,12 @@ function rollingUpdateIssues(given: RollingUpdate, path: string): FieldIssue[] {
       partition: given.partition,
       selector: given.selector,
       surges: hasSurge,
-    }));
+    }, planPath));
   }
   return issues;
 }
 
-function specIssues(spec: AdvancedDaemonSetSpec): FieldIssue[] {
+function specIssues(spec: AdvancedDaemonSetSpec, planPath: string): FieldIssue[] {
   const issues = labelSelectorIssues(spec.selector, "spec.selector");
   if (isEmptySelector(spec.selector)) {
     issues.push({ path: "spec.selector", message: "empty selector is invalid for a daemon set" });
@@ -185,6 +182,7 @@ function specIssues(spec: AdvancedDaemonSetSpec): FieldIssue[] {
     issues.push(...rollingUpdateIssues(
       strategy.rollingUpdate ?? { rollingUpdateType: "Standard" },
       "spec.updateStrategy.rollingUpdate",
+      planPath,
     ));
   }
   (spec.lifecycle?.preDelete?.finalizersHandler ?? []).forEach((finalizer, i) => {
@@ -271,21 +269,96 @@ function annotationIssuesAndValues(
   return { issues, notices, values };
 }
 
-/** Parses and validates an AdvancedDaemonSet as read from the API server or an HTTP body. */
-export function validateAdvancedDaemonSet(input: unknown): ValidationResult {
+/**
+ * Where a set's rollout plan is written: an AdvancedDaemonSet's field, or the annotation a Kruise
+ * DaemonSet carries it in (its schema has no such field, ADR 0053).
+ */
+export type PlanSource = "field" | "annotation";
+
+/**
+ * The plan written in the annotation, moved where the AdvancedDaemonSet has it, and the path the
+ * plan's issues are named under. On an AdvancedDaemonSet the annotation would be ignored: refused.
+ * A Kruise DaemonSet under edgeroll's own CRD (ADR 0027) may have the field too: one of the two.
+ */
+function planFromAnnotation(
+  set: AdvancedDaemonSet,
+  source: PlanSource,
+): { issues: FieldIssue[]; path: string } {
+  const annotated = set.metadata.annotations?.[rolloutPlanAnnotation] !== undefined;
+  const strategy = set.spec.updateStrategy;
+  const inField = strategy.rollingUpdate.plan !== undefined;
+  if (!annotated) return { issues: [], path: planFieldPath };
+  const refused = (message: string) => ({
+    issues: [{ path: planAnnotationPath, message }],
+    path: planFieldPath,
+  });
+  if (source === "field") {
+    return refused(
+      `is read on Kruise's and OpenYurt's DaemonSets: an AdvancedDaemonSet's plan is ${planFieldPath}`,
+    );
+  }
+  if (inField) return refused(`may not be set beside ${planFieldPath}: one plan, in one place`);
+  if (strategy.type !== "RollingUpdate") {
+    return refused(`needs spec.updateStrategy.type RollingUpdate, got "${strategy.type}"`);
+  }
+  const read = readPlanAnnotation(set.metadata.annotations);
+  if (read.plan) strategy.rollingUpdate = { ...strategy.rollingUpdate, plan: read.plan };
+  return { issues: read.issues, path: planAnnotationPath };
+}
+
+/** Kruise Rollout's marks on a set it controls (openkruise/rollouts pkg/util/constant.go). */
+const kruiseRolloutAnnotations = [
+  "batchrelease.rollouts.kruise.io/control-info",
+  "rollouts.kruise.io/in-progressing",
+];
+
+/**
+ * A partition beside a plan, on a set Kruise Rollout controls, is its webhook's and BatchRelease's
+ * doing: said, so the operator knows which of the two to remove (ADR 0053).
+ */
+function underKruiseRollout(
+  issues: FieldIssue[],
+  annotations: Record<string, string> | undefined,
+): FieldIssue[] {
+  const controlled = kruiseRolloutAnnotations.some((name) => annotations?.[name] !== undefined);
+  return issues.map((issue) =>
+    controlled && issue.path === "spec.updateStrategy.rollingUpdate.partition" &&
+      issue.message.includes("with a plan")
+      ? {
+        ...issue,
+        message: `${issue.message} (Kruise Rollout, which controls this set, writes it: a set ` +
+          "takes a Rollout's steps or a plan, not both)",
+      }
+      : issue
+  );
+}
+
+/**
+ * Parses and validates an AdvancedDaemonSet as read from the API server or an HTTP body (a Kruise
+ * DaemonSet read as one has its plan in an annotation: `planSource`).
+ */
+export function validateAdvancedDaemonSet(
+  input: unknown,
+  planSource: PlanSource = "field",
+): ValidationResult {
   const parsed = AdvancedDaemonSet.safeParse(input);
   if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error) };
   const set = parsed.data;
   const annotations = annotationIssuesAndValues(set.metadata.annotations);
-  const issues = [...specIssues(set.spec), ...annotations.issues];
+  const plan = planFromAnnotation(set, planSource);
+  const issues = [
+    ...plan.issues,
+    ...underKruiseRollout(specIssues(set.spec, plan.path), set.metadata.annotations),
+    ...annotations.issues,
+  ];
   if (issues.length > 0) return { ok: false, issues };
-  const plan = readPlanAnswers(set.metadata.annotations);
+  const answers = readPlanAnswers(set.metadata.annotations);
   return {
     ok: true,
     set,
     rollingUpdate: effectiveRollingUpdate(set.spec.updateStrategy.rollingUpdate),
     annotations: annotations.values,
-    planAnswers: plan.answers,
-    notices: [...annotations.notices, ...plan.notices],
+    planAnswers: answers.answers,
+    notices: [...annotations.notices, ...answers.notices],
   };
 }

@@ -12,7 +12,9 @@ import { pausedAnnotation, resumeRevisionAnnotation } from "../api/advanced-daem
 import {
   abortedAnnotation,
   approvedStepAnnotation,
+  planFieldPath,
   promotedAnnotation,
+  rolloutPlanAnnotation,
   type RolloutPlanStatus,
 } from "../api/rollout-plan.ts";
 import type { ControllerRevision, PodTemplateSpec } from "../api/kube-objects.ts";
@@ -207,7 +209,9 @@ async function currentPlan(sets: SetAccess): Promise<RolloutPlanStatus> {
     throw new UsageError(
       `${setKey(sets.ref)} has no rollout plan for its current revision` +
         (status?.daemonSetHash ? ` ${status.daemonSetHash}` : "") +
-        " (spec.updateStrategy.rollingUpdate.plan, ADR 0050)",
+        (sets.ref.kind === "advanceddaemonsets"
+          ? ` (${planFieldPath}, ADR 0050)`
+          : ` (annotation ${rolloutPlanAnnotation}, ADR 0053)`),
     );
   }
   return plan;

@@ -18,7 +18,13 @@ import { isZero, scaleIntOrPercent } from "../api/int-or-percent.ts";
 import type { IntOrString, LabelSelector, PodTemplateSpec } from "../api/kube-objects.ts";
 import type { FieldIssue, Notice } from "../api/label-selector.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
-import type { PlanAnswers, RolloutPlan } from "../api/rollout-plan.ts";
+import {
+  planAnnotationPath,
+  type PlanAnswers,
+  planFieldPath,
+  type RolloutPlan,
+  rolloutPlanAnnotation,
+} from "../api/rollout-plan.ts";
 import { validateAdvancedDaemonSet } from "../api/validation.ts";
 import { kruiseApiVersion, kruiseAsAdvancedDaemonSet, kruiseKind } from "../api/kruise.ts";
 import { writtenStatus } from "../api/written-status.ts";
@@ -74,8 +80,11 @@ export interface SetConfig {
   progressDeadlineSeconds?: number;
   /** The revision an operator resumed after it stopped (annotation `resumeRevisionAnnotation`). */
   resumeRevision?: string;
-  /** The rollout plan and the operator's answers to it (ADR 0050). */
-  rolloutPlan?: { plan: RolloutPlan; answers: PlanAnswers };
+  /**
+   * The rollout plan, where it was written (`path`, for the issues only nodes can reveal), and
+   * the operator's answers to it (ADRs 0050, 0053).
+   */
+  rolloutPlan?: { plan: RolloutPlan; answers: PlanAnswers; path: string };
   /**
    * AdvancedDaemonSet: edgeroll creates pods and revisions and removes misscheduled ones. OpenYurt
    * DaemonSet: the native controller does, edgeroll only replaces (deletes) or marks old pods.
@@ -141,7 +150,7 @@ function readAdvancedDaemonSet(
     ? { apiVersion: kruiseApiVersion, kind: kruiseKind, ...identityBase }
     : { apiVersion, kind, ...identityBase };
   const previous = parseStatus(asRead.status);
-  const result = validateAdvancedDaemonSet(asRead);
+  const result = validateAdvancedDaemonSet(asRead, kruise ? "annotation" : "field");
   if (!result.ok) return { ok: false, managed: true, issues: result.issues, previous };
   const { set, rollingUpdate, annotations, notices } = result;
   const strategy = set.spec.updateStrategy;
@@ -177,7 +186,15 @@ function readAdvancedDaemonSet(
         : {}),
       ...resumeRevisionOf(set.metadata.annotations),
       ...(rolling && rollingUpdate.plan
-        ? { rolloutPlan: { plan: rollingUpdate.plan, answers: result.planAnswers } }
+        ? {
+          rolloutPlan: {
+            plan: rollingUpdate.plan,
+            answers: result.planAnswers,
+            path: kruise && set.metadata.annotations?.[rolloutPlanAnnotation] !== undefined
+              ? planAnnotationPath
+              : planFieldPath,
+          },
+        }
         : {}),
       ...(asksPreDownload(set.metadata.annotations)
         ? {
@@ -226,13 +243,14 @@ function readOpenYurtDaemonSet(
       burstReplicas: 250,
       revisionHistoryLimit: set.spec.revisionHistoryLimit ?? 10,
       mode: yurt.rollout.mode === "OTA" ? "OTA" : "Recreate",
-      ...(yurt.rollout.failurePolicy && yurt.rollout.mode !== "OTA"
-        ? { failurePolicy: yurt.rollout.failurePolicy }
-        : {}),
+      ...(yurt.rollout.failurePolicy ? { failurePolicy: yurt.rollout.failurePolicy } : {}),
       ...(yurt.rollout.progressDeadlineSeconds !== undefined
         ? { progressDeadlineSeconds: yurt.rollout.progressDeadlineSeconds }
         : {}),
       ...resumeRevisionOf(set.metadata.annotations),
+      ...(yurt.rollout.rolloutPlan
+        ? { rolloutPlan: { ...yurt.rollout.rolloutPlan, path: planAnnotationPath } }
+        : {}),
       maxUnavailable: yurt.rollout.maxUnavailable,
       maxSurge: 0,
       partition: 0,

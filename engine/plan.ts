@@ -133,6 +133,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
         ...config.rolloutPlan,
         hash,
         surge: config.mode === "Surge",
+        ota: config.mode === "OTA",
         previous: previous.plan,
         now,
       },
@@ -148,13 +149,9 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     events: stepped?.events ?? [],
   });
 
-  // 3. OpenYurt OTA: the pods' marks (cleared out of OTA mode), and the pulls nodes asked for.
-  const marked = planOta(facts, placed.left, views, pending, ota);
-  const pulled = ota
-    ? planImagePulls(facts, marked.left, views, pending, snapshot.pulls)
-    : skipped(marked.left);
-  // 4. The failure budget, judged on the pods as read, before any is replaced (a failed pod is,
-  // by placement), and before an old pod is: a spent budget stops this very wave (ADR 0035).
+  // 3. The failure budget, judged on the pods as read, before any is replaced (a failed pod is,
+  // by placement), and before an old pod is or an OTA mark is written: a spent budget stops this
+  // very wave (ADR 0035).
   const judged = judgeFailures(config, hash, desired, previous, now, available, stepped?.domainOf);
   const stopped = judged?.stop !== undefined;
   // An operator's abort of a plan stops the rollout as its failures would, rollback included.
@@ -166,6 +163,15 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     facts.templates,
     now,
   );
+  // 4. OpenYurt OTA: the pods' marks (cleared out of OTA mode, taken back when the rollout
+  // stopped, given as the plan reaches nodes), and the pulls nodes asked for.
+  const marked = planOta(facts, placed.left, views, pending, ota, {
+    stopped: stopped || (stepped?.aborted ?? false),
+    stepped,
+  });
+  const pulled = ota
+    ? planImagePulls(facts, marked.left, views, pending, snapshot.pulls)
+    : skipped(marked.left);
   const judgement = decided({
     wakeUps: judged?.wakeUps ?? [],
     ...(rollback

@@ -6,7 +6,7 @@
  * then its soak and its approval pass, and the next step's nodes are reached. Where the plan stands
  * is read from the previous status and written again, so any call can go on from it. Pure.
  */
-import type { Pod } from "../api/kube-objects.ts";
+import { Keys, type Pod } from "../api/kube-objects.ts";
 import type { FieldIssue } from "../api/label-selector.ts";
 import {
   type DomainState,
@@ -23,8 +23,6 @@ import { resolve } from "./config.ts";
 import { formatTime, parseTime, podRevision } from "./pod-node-state.ts";
 import { activePods, type NodeView } from "./node-view.ts";
 import { WaitList } from "./decisions.ts";
-
-const planPath = "spec.updateStrategy.rollingUpdate.plan";
 
 /** Whether the update may start on a node now, and what it took when it did. */
 export interface UpdateGate {
@@ -61,10 +59,17 @@ interface Domain {
 /** What `planRollout` reads of the set besides its nodes. */
 export interface PlanInput {
   plan: RolloutPlan;
+  /** Where the plan was written, for the issues only the nodes reveal. */
+  path: string;
   answers: PlanAnswers;
   hash: string;
   /** The set's mode: under maxSurge a replacement leaves the old pod available. */
   surge: boolean;
+  /**
+   * OpenYurt OTA: the update is a pod marked PodNeedUpgrade, and a marked old pod is an upgrade
+   * in flight, held against its domain's budget until the node has upgraded (ADR 0053).
+   */
+  ota: boolean;
   previous?: RolloutPlanStatus;
   now: EpochMillis;
 }
@@ -75,7 +80,7 @@ export function planRollout(
   available: (pod: Pod) => boolean,
 ): PlanReading {
   const { plan, hash } = input;
-  const ordered = orderDomains(plan, desired);
+  const ordered = orderDomains(plan, input.path, desired);
   if (!ordered.ok) return ordered;
   const domains = ordered.domains;
   const order = domains.flatMap((d) => d.nodes);
@@ -96,7 +101,7 @@ export function planRollout(
     });
   }
   const covered = order.slice(0, aborted ? 0 : targets[walked.index]);
-  const tally = domains.map((d) => tallyDomain(d, hash, updated, available));
+  const tally = domains.map((d) => tallyDomain(d, hash, updated, available, input.ota));
   const { gate, domainOf } = domainGate(input, domains, tally, covered, updated, walked.waits);
   const status: RolloutPlanStatus = {
     revision: hash,
@@ -279,6 +284,7 @@ function domainGate(
 /** The domains in the plan's order, or why the fleet cannot be ordered by this plan. */
 function orderDomains(
   plan: RolloutPlan,
+  planPath: string,
   desired: readonly NodeView[],
 ): { ok: true; domains: Domain[] } | { ok: false; issues: FieldIssue[] } {
   const unlabelled = unlabelledDomain(plan.domainLabel);
@@ -378,6 +384,7 @@ function tallyDomain(
   hash: string,
   updated: (v: NodeView) => boolean,
   available: (p: Pod) => boolean,
+  ota: boolean,
 ): DomainTally {
   const tally: DomainTally = {
     name: domain.name,
@@ -394,14 +401,23 @@ function tallyDomain(
     if (isUpdated) tally.updated++;
     if (!view.ready) tally.unreachable++;
     else if (!isUpdated) tally.complete = false;
-    if (view.ready && !active.some(available)) tally.unavailable++;
+    const marked = ota && active.some((p) => podRevision(p) !== hash && markedToUpgrade(p));
+    if (view.ready && (marked || !active.some(available))) tally.unavailable++;
     // A Ready node with no pod is being replaced (or placed): it gets the revision.
-    const gettingRevision = view.pendingCreate !== undefined || (view.ready && active.length === 0);
+    const gettingRevision = marked || view.pendingCreate !== undefined ||
+      (view.ready && active.length === 0);
     if (gettingRevision || active.some((p) => podRevision(p) === hash)) {
       tally.started = true;
     }
   }
   return tally;
+}
+
+/** OpenYurt OTA: the pod may be upgraded by its node now. */
+export function markedToUpgrade(pod: Pod): boolean {
+  return pod.status?.conditions?.some((c) =>
+    c.type === Keys.podNeedUpgrade && c.status === "True"
+  ) ?? false;
 }
 
 function domainState(tally: DomainTally, plan: PlanState): DomainState {

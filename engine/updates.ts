@@ -17,7 +17,7 @@ import {
   podName,
 } from "./decisions.ts";
 import { activePods, isPreDeleting, type NodeView } from "./node-view.ts";
-import type { UpdateGate } from "./rollout-plan.ts";
+import { markedToUpgrade, type PlanProgress, type UpdateGate } from "./rollout-plan.ts";
 
 /**
  * Kruise's update order (`filterDaemonPodsNodeToUpdate`): node names descending, nodes already
@@ -257,7 +257,11 @@ function surgeBudget(
  * OpenYurt OTA: mark each pod `PodNeedUpgrade` True (old revision) or False (current). Out of OTA
  * mode (`ota` false) a mark left True from when the set was in OTA mode is set False: the edge
  * agent trusts the mark alone (it may not read DaemonSets), so a stale one would let a node
- * delete its pod outside the rollout's budget.
+ * delete its pod outside the rollout's budget. Under a rollout plan (ADR 0053) an old pod is
+ * marked only once the plan reaches its Ready node and its domain has room, in the plan's order;
+ * a mark the plan no longer reaches (an abort, an edited plan) is taken back, and old pods not yet
+ * reached are left as they are. A stopped rollout (its failure budget spent, ADR 0035) takes back
+ * every mark of a node that has not upgraded yet.
  */
 export function planOta(
   facts: PlanFacts,
@@ -265,6 +269,9 @@ export function planOta(
   views: readonly NodeView[],
   pending: readonly Expectation[],
   ota = true,
+  rollout: { stopped: boolean; stepped?: Pick<PlanProgress, "covered" | "gate"> } = {
+    stopped: false,
+  },
 ): PhaseResult {
   const out = new PhaseDecisions(facts, allowance);
   const expected = new Set(
@@ -272,18 +279,33 @@ export function planOta(
       e.action === "setCondition" && e.condition === undefined && e.revision === out.hash
     ).map((e) => e.uid),
   );
+  const { stopped, stepped } = rollout;
+  const reached = !ota
+    ? undefined
+    : stopped
+    ? new Set<string>()
+    : stepped
+    ? reachedByPlan(stepped, out.hash)
+    : undefined;
   const message = `controllerrevision: ${out.hash}`;
   for (const view of views) {
     for (const pod of view.live) {
       const uid = pod.metadata.uid ?? "";
       const current = pod.status?.conditions?.find((c) => c.type === Keys.podNeedUpgrade);
       if (!ota && current?.status !== "True") continue;
-      const status = ota && podRevision(pod) !== out.hash ? "True" : "False";
+      const old = podRevision(pod) !== out.hash;
+      const held = old && reached !== undefined && !reached.has(view.name);
+      if (held && current?.status !== "True") continue;
+      const status = ota && old && !held ? "True" : "False";
       if ((current?.status === status && current.message === message) || expected.has(uid)) {
         continue;
       }
       const reason = !ota
         ? "the set is not in OTA mode: the node no longer decides"
+        : held && stopped
+        ? "the rollout is stopped"
+        : held
+        ? "the rollout plan does not reach this node now"
         : status === "True"
         ? `a new revision ${out.hash} is available`
         : "the pod runs the current revision";
@@ -291,4 +313,22 @@ export function planOta(
     }
   }
   return out.done();
+}
+
+/**
+ * The nodes whose old pods the plan lets their node upgrade: those already marked, on nodes the
+ * step covers, and, in the plan's order, each Ready node its domain's gate admits now.
+ */
+function reachedByPlan(stepped: Pick<PlanProgress, "covered" | "gate">, hash: string): Set<string> {
+  const reached = new Set<string>();
+  for (const view of stepped.covered) {
+    const old = activePods(view).filter((p) => podRevision(p) !== hash);
+    if (old.length === 0) continue;
+    if (old.some(markedToUpgrade)) reached.add(view.name);
+    else if (view.ready && stepped.gate.admits(view, false)) {
+      stepped.gate.took(view, false);
+      reached.add(view.name);
+    }
+  }
+  return reached;
 }
