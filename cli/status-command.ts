@@ -14,12 +14,21 @@ import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../kube/config.ts";
 import { kruiseSetKind, setKey, type SetKind, setKinds, type SetRef } from "../api/set-ref.ts";
+import { chartLines, readChart, RolloutHistory } from "./rollout-chart.ts";
 
 const barWidth = 30;
 const maxWaitingShown = 15;
 
-/** The rollout of `snapshot` in a few lines of text. */
-export function renderStatus(ref: SetRef, snapshot: Snapshot, planned: Plan): string {
+/**
+ * The rollout of `snapshot` in a few lines of text; with the `history` a watch has taken, its
+ * course per domain too (updated and unavailable against the budget).
+ */
+export function renderStatus(
+  ref: SetRef,
+  snapshot: Snapshot,
+  planned: Plan,
+  history?: RolloutHistory,
+): string {
   const status = planned.status;
   const desired = status.desiredNumberScheduled ?? 0;
   const updated = status.updatedNumberScheduled ?? 0;
@@ -39,6 +48,7 @@ export function renderStatus(ref: SetRef, snapshot: Snapshot, planned: Plan): st
     );
   }
   if (status.plan) lines.push(...planLines(status.plan));
+  if (history) lines.push("over time:", ...chartLines(history));
   const conditions = planned.conditions.filter((c) => c.status === "True");
   lines.push(
     "conditions: " +
@@ -125,14 +135,18 @@ export const statusCommand: Command = {
     const ref = parseSetArg(args.positionals[0], "advanceddaemonsets");
     const interval = parseDuration(stringOption(args, "interval") ?? "2s", "interval");
     const kube = new KubeClient(clientNodeApi(loadKubeConfig(stringOption(args, "kubeconfig"))));
+    // What a watch has seen, drawn under the plan: its course needs more than one look.
+    const history = args.values.watch ? new RolloutHistory() : undefined;
     for (;;) {
       const snapshot = await kube.readSnapshot(ref);
       if (!snapshot) {
         console.error(`edgeroll status: ${setKey(ref)} not found`);
         return 1;
       }
-      const planned = plan(snapshot, Date.now());
-      const text = renderStatus(ref, snapshot, planned);
+      const now = Date.now();
+      const planned = plan(snapshot, now);
+      history?.add(now, readChart(snapshot, planned));
+      const text = renderStatus(ref, snapshot, planned, history);
       // Clear the screen between redraws only when a person is watching a terminal.
       if (args.values.watch && Deno.stdout.isTerminal()) console.log("\x1b[2J\x1b[H" + text);
       else console.log(text);

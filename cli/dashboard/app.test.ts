@@ -1,4 +1,4 @@
-import { assertEquals, assertStringIncludes } from "@std/assert";
+import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { memoryLogger } from "../../lib/log.ts";
 import type { SetRef } from "../../api/set-ref.ts";
 import { createDashboardApp, type DashboardAction } from "./app.tsx";
@@ -32,8 +32,10 @@ function viewWith(states: Record<string, TileState>): SetView {
     paused: false,
     conditions: [{ type: "Progressing", status: "True", reason: "Updating", message: "1/2" }],
     events: [{ type: "Warning", reason: "RolloutStopped", message: "pod x crashed", at: "t" }],
-    zones: [["zone-a", tiles]],
+    groupLabel: "topology.kubernetes.io/zone",
+    groups: [["zone-a", tiles]],
     counts,
+    chart: { domains: [], counts: new Map() },
   };
 }
 
@@ -153,4 +155,62 @@ Deno.test("an action needs the page's token and a same-origin request, then runs
     })).status,
     400,
   );
+});
+
+/** A view of a set under a rollout plan: zone-b done, zone-a awaiting approval after a canary. */
+function plannedView(): SetView {
+  const view = viewWith({ "edge-1": "updated", "edge-2": "old" });
+  const domain = (name: string, nodes: number) => ({ name, nodes, budget: 1 });
+  return {
+    ...view,
+    plan: {
+      revision: "abc",
+      step: 1,
+      steps: 2,
+      target: 1,
+      state: "AwaitingApproval",
+      domains: [
+        { name: "zone-b", state: "Done", nodes: 1, updated: 1, unreachable: 0 },
+        { name: "zone-a", state: "Pending", nodes: 1, updated: 0, unreachable: 0 },
+      ],
+    },
+    chart: {
+      revision: "abc",
+      domains: [domain("zone-b", 1), domain("zone-a", 1)],
+      counts: new Map([
+        ["zone-b", { updated: 1, unavailable: 0 }],
+        ["zone-a", { updated: 0, unavailable: 0 }],
+      ]),
+    },
+  };
+}
+
+Deno.test("a set with a plan shows its step, each domain's state and chart, and the approve, promote and abort buttons", async () => {
+  const plain = await (await dashboard(viewWith({})).app.request(
+    "/sets/advanceddaemonsets/edge/agent",
+  )).text();
+  for (const action of ["approve", "promote", "abort"]) {
+    assert(!plain.includes(`/agent/${action}"`), `no ${action} button without a plan`);
+  }
+  const { app, acted } = dashboard(plannedView());
+  const page = await (await app.request("/sets/advanceddaemonsets/edge/agent")).text();
+  assertStringIncludes(page, 'data-plan-state="AwaitingApproval"');
+  assertStringIncludes(page, "step 1 of 2 (1 node), AwaitingApproval");
+  assertStringIncludes(page, 'data-domain="zone-b" data-domain-state="Done"');
+  for (const action of ["approve", "promote", "abort"]) {
+    assertStringIncludes(page, `data-action="/sets/advanceddaemonsets/edge/agent/${action}"`);
+  }
+  // The stream's summary draws each domain's course since the page opened.
+  const res = await app.request("/sets/advanceddaemonsets/edge/agent/stream");
+  const messages = sseData<{ summary: string }>(res);
+  const first = await messages.next();
+  assertStringIncludes(first.value!.summary, '<svg class="chart"');
+  assertStringIncludes(first.value!.summary, 'aria-label="zone-b: 1/1 updated, 0 unavailable');
+  await messages.return(undefined);
+  const approved = await app.request("/sets/advanceddaemonsets/edge/agent/approve", {
+    method: "POST",
+    headers: { origin: "http://localhost", "x-edgeroll-dashboard": "page-token" },
+  });
+  assertEquals(approved.status, 200);
+  assertEquals(acted, ["approve edge/agent"]);
 });

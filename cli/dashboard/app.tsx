@@ -19,6 +19,8 @@ import { budgetText } from "../../api/plan.ts";
 import type { Fleet, SetSummary } from "./fleet.ts";
 import { changedTiles, type SetView, tileStates } from "./tiles.ts";
 import { dashboardCss, dashboardScript } from "./assets.ts";
+import { chartSvg, RolloutHistory } from "../rollout-chart.ts";
+import { plural } from "../../engine/conditions.ts";
 
 export interface DashboardDeps {
   fleet: Fleet;
@@ -35,13 +37,18 @@ export interface DashboardDeps {
   closing?: AbortSignal;
 }
 
-export const dashboardActions = ["pause", "resume", "undo"] as const;
+export const dashboardActions = ["pause", "resume", "undo", "approve", "promote", "abort"] as const;
 export type DashboardAction = typeof dashboardActions[number];
+/** The actions that answer a rollout plan: shown only on the page of a set that has one. */
+const planActions: readonly DashboardAction[] = ["approve", "promote", "abort"];
 
 const confirmations: Record<DashboardAction, string> = {
   pause: "Pause this rollout? No more old pods will be replaced.",
   resume: "Resume this rollout? A stop by the failure budget is acknowledged.",
   undo: "Roll back to the revision before the current one?",
+  approve: "Approve the plan's current step? Once it is done, the next step starts.",
+  promote: "Promote this rollout? Every remaining step runs, without pauses.",
+  abort: "Abort this rollout? No more old pods will be replaced for this revision.",
 };
 
 const Page: FC<PropsWithChildren<{ title: string; token: string }>> = (
@@ -91,8 +98,54 @@ const SetList: FC<{ sets: SetSummary[] }> = ({ sets }) => (
   </table>
 );
 
-/** The numbers, conditions and events of a set: re-rendered whole on each update. */
-export const Summary: FC<{ view: SetView }> = ({ view }) => (
+/**
+ * The plan's step and each domain's state and counts (ADR 0050), with the domain's course over
+ * the time this page has watched it when `history` is given.
+ */
+const PlanSummary: FC<{ view: SetView; history?: RolloutHistory }> = ({ view, history }) => {
+  const plan = view.plan!;
+  const charts = new Map(history?.charts().map((c) => [c.domain.name, c]));
+  return (
+    <>
+      <h3>Plan</h3>
+      <p class="plan" data-plan-state={plan.state} data-plan-step={plan.step}>
+        step {plan.step} of {plan.steps} ({plural(plan.target, "node")}), {plan.state}
+        {plan.doneSince ? `, step done since ${plan.doneSince}` : ""}
+      </p>
+      <ul class="domains">
+        {plan.domains.map((d) => {
+          const chart = charts.get(d.name);
+          return (
+            <li key={d.name} data-domain={d.name} data-domain-state={d.state}>
+              <b>{d.name}</b> <span class={`state ${d.state}`}>{d.state}</span>{" "}
+              {d.updated}/{d.nodes} updated
+              {d.unreachable > 0 ? `, ${d.unreachable} unreachable` : ""}
+              <Chart chart={chart} />
+            </li>
+          );
+        })}
+      </ul>
+    </>
+  );
+};
+
+/** One domain's course (`rollout-chart.ts` draws it), or nothing before the stream's first look. */
+const Chart: FC<{ chart?: ReturnType<RolloutHistory["charts"]>[number] }> = ({ chart }) =>
+  chart
+    ? (
+      <div
+        class="chart"
+        dangerouslySetInnerHTML={{ __html: chartSvg(chart.domain, chart.samples) }}
+      >
+      </div>
+    )
+    : "";
+
+/**
+ * The numbers, plan, conditions and events of a set: re-rendered whole on each update, with the
+ * course the stream has seen (`history`) once there is one.
+ */
+export const Summary: FC<{ view: SetView; history?: RolloutHistory }> = ({ view, history }) => (
   <section id="summary">
     <p class="progress">
       <progress max={view.desired || 1} value={view.updated}></progress>{" "}
@@ -103,6 +156,8 @@ export const Summary: FC<{ view: SetView }> = ({ view }) => (
       {view.revision ? ` · revision ${view.revision}` : ""}
     </p>
     {view.stopped ? <p class="stopped">Stopped: {view.stopped}</p> : ""}
+    {view.plan ? <PlanSummary view={view} history={history} /> : ""}
+    {!view.plan && history ? <Chart chart={history.charts()[0]} /> : ""}
     <ul class="legend">
       {tileStates.map((s) => (
         <li key={s}>
@@ -130,7 +185,9 @@ export const Summary: FC<{ view: SetView }> = ({ view }) => (
 const SetPage: FC<{ view: SetView }> = ({ view }) => (
   <div data-stream={`${setPath(view.ref)}/stream`}>
     <nav class="actions">
-      {dashboardActions.map((a) => (
+      {dashboardActions.filter((a) =>
+        view.plan || !planActions.includes(a)
+      ).map((a) => (
         <button
           key={a}
           type="button"
@@ -144,10 +201,10 @@ const SetPage: FC<{ view: SetView }> = ({ view }) => (
     </nav>
     <div class="set">
       <div class="fleet">
-        {view.zones.map(([zone, tiles]) => (
-          <section key={zone} class="zone">
+        {view.groups.map(([group, tiles]) => (
+          <section key={group} class="zone" data-group={group}>
             <h2>
-              {zone} <small>{tiles.length} nodes</small>
+              {group} <small>{tiles.length} nodes</small>
             </h2>
             <div class="tiles">
               {tiles.map((t) => (
@@ -164,8 +221,15 @@ const SetPage: FC<{ view: SetView }> = ({ view }) => (
 );
 
 /** What one stream update carries: the tiles that changed, and the summary, rendered. */
-export function updateMessage(before: SetView | undefined, after: SetView) {
-  return { tiles: changedTiles(before, after), summary: String(<Summary view={after} />) };
+export function updateMessage(
+  before: SetView | undefined,
+  after: SetView,
+  history?: RolloutHistory,
+) {
+  return {
+    tiles: changedTiles(before, after),
+    summary: String(<Summary view={after} history={history} />),
+  };
 }
 
 export function createDashboardApp(deps: DashboardDeps): Hono {
@@ -222,6 +286,8 @@ export function createDashboardApp(deps: DashboardDeps): Hono {
       /** The summary `last` was rendered as: compared, not rendered again. */
       let lastSummary = "";
       let readAt = 0;
+      // The course of the rollout since this page opened, drawn in its summary.
+      const history = new RolloutHistory();
       const stop = fleet.onChange(() => dirty = true);
       stream.onAbort(stop);
       try {
@@ -231,7 +297,8 @@ export function createDashboardApp(deps: DashboardDeps): Hono {
             readAt = Date.now();
             const view = await fleet.view(ref);
             if (!view) break;
-            const message = updateMessage(last, view);
+            history.add(readAt, view.chart);
+            const message = updateMessage(last, view, history);
             if (message.tiles.length > 0 || !last || message.summary !== lastSummary) {
               await stream.writeSSE({ event: "view", data: JSON.stringify(message) });
             }

@@ -30,6 +30,18 @@ table.sets td, table.sets th { border-bottom: 1px solid #ddd; padding: 4px 12px;
 .conditions li.off { color: #888; }
 .events li.Warning { color: #b03030; }
 .actions button { margin-right: 8px; }
+.domains { list-style: none; padding-left: 0 !important; }
+.domains li { margin-bottom: 6px; }
+.state { border-radius: 3px; padding: 0 4px; background: #eee; font-size: 12px; }
+.state.Done { background: #cfe9d6; }
+.state.Rolling { background: #fbe3a6; }
+.state.AwaitingApproval, .state.Soaking { background: #d6e4f5; }
+.state.Stopped { background: #f3c4c4; }
+svg.chart { display: block; background: #fafafa; border: 1px solid #eee; margin-top: 2px; }
+svg.chart path { fill: none; stroke-width: 1.5; }
+svg.chart path.updated { stroke: #2e9e4f; }
+svg.chart path.unavailable { stroke: #e07b39; }
+svg.chart path.budget { stroke: #d64545; stroke-dasharray: 4 3; stroke-width: 1; }
 #notice { margin-left: 8px; }
 `;
 

@@ -1,13 +1,13 @@
 /**
  * `edgeroll dashboard` (and `kubectl edgeroll dashboard`): the fleet in a browser, served on
  * loopback with the caller's kubeconfig, as Argo Rollouts' dashboard is. Its actions run the
- * CLI's own pause, resume and undo with the same kubeconfig.
+ * CLI's own pause, resume, undo, approve, promote and abort with the same kubeconfig.
  */
 import { type Command, intOption, stringOption } from "../../lib/command.ts";
 import { createLogger } from "../../lib/log.ts";
 import { untilStopSignal } from "../../lib/signals.ts";
 import { kubeconfigHelp, loadKubeConfig } from "../../kube/config.ts";
-import { pause, resume, SetAccess, undo } from "../rollout-commands.ts";
+import { abort, approve, pause, promote, resume, SetAccess, undo } from "../rollout-commands.ts";
 import { createDashboardApp, type DashboardAction } from "./app.tsx";
 import { kubeFleet } from "./fleet.ts";
 
@@ -31,6 +31,9 @@ export const dashboardCommand: Command = {
       pause,
       resume,
       undo: (sets) => undo(sets, 0),
+      approve,
+      promote,
+      abort,
     };
     const closing = new AbortController();
     const app = createDashboardApp({

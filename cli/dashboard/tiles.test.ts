@@ -69,7 +69,7 @@ Deno.test("a set's view: tiles by zone and name, counts by state, and the tiles 
   const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };
   const view = setView(ref, snapshot, planned, []);
   assertEquals(
-    view.zones.map(([zone, tiles]) => [zone, tiles.map((t) => `${t.node}:${t.state}`)]),
+    view.groups.map(([zone, tiles]) => [zone, tiles.map((t) => `${t.node}:${t.state}`)]),
     [["(no zone)", ["x:unavailable"]], ["a", ["a-1:old"]], ["b", ["b-1:cut-off", "b-2:updated"]]],
   );
   assertEquals(view.counts, {

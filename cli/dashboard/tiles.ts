@@ -1,14 +1,17 @@
 /**
  * The dashboard's picture of a set, from the plan the controller would make now (engine/plan.ts,
- * as `status` reads it): a tile per node in its zone, coloured by what the node is doing, and the
- * few numbers and lines an operator looks for. Pure: snapshot and plan in, view out.
+ * as `status` reads it): a tile per node in its group (the rollout plan's domain, or its zone when
+ * the set has no plan), coloured by what the node is doing, and the few numbers and lines an
+ * operator looks for. Pure: snapshot and plan in, view out.
  */
 import type { BudgetUse, NodeReport, Plan, Snapshot } from "../../api/plan.ts";
 import type { SetCondition } from "../../api/kube-objects.ts";
+import { type RolloutPlanStatus, unlabelledDomain } from "../../api/rollout-plan.ts";
 import { setKey, type SetRef } from "../../api/set-ref.ts";
 import { readSet } from "../../engine/config.ts";
+import { type ChartReading, readChart } from "../rollout-chart.ts";
 
-/** The topology label nodes are grouped by (Kubernetes' well-known zone label). */
+/** The topology label nodes are grouped by without a plan (Kubernetes' well-known zone label). */
 export const zoneLabel = "topology.kubernetes.io/zone";
 export const noZone = "(no zone)";
 
@@ -65,9 +68,18 @@ export interface SetView {
   stopped?: string;
   conditions: SetCondition[];
   events: SetEvent[];
-  /** Zone name → its tiles, zones and tiles by name. */
-  zones: [zone: string, tiles: Tile[]][];
+  /** The label the tiles are grouped by: the plan's domain label, or the zone label. */
+  groupLabel: string;
+  /**
+   * Group → its tiles: the plan's domains in the plan's order, or the zones by name; tiles by
+   * name.
+   */
+  groups: [group: string, tiles: Tile[]][];
   counts: Record<TileState, number>;
+  /** Where the current revision's rollout plan stands (ADR 0050), when the set has one. */
+  plan?: RolloutPlanStatus;
+  /** Updated and unavailable per domain now, for the chart the stream draws over time. */
+  chart: ChartReading;
 }
 
 const titleOf = (r: NodeReport, state: TileState) =>
@@ -82,17 +94,24 @@ export function setView(
   const status = planned.status;
   const desired = status.desiredNumberScheduled ?? 0;
   const reading = readSet(snapshot);
-  const zoneOf = new Map(
-    snapshot.nodes.map((n) => [n.metadata.name ?? "", n.metadata.labels?.[zoneLabel] ?? noZone]),
+  const domainLabel = reading.ok ? reading.config.rolloutPlan?.plan.domainLabel : undefined;
+  const groupLabel = domainLabel ?? zoneLabel;
+  const none = domainLabel !== undefined ? unlabelledDomain(domainLabel) : noZone;
+  const groupOf = new Map(
+    snapshot.nodes.map((n) => [n.metadata.name ?? "", n.metadata.labels?.[groupLabel] ?? none]),
   );
-  const zones = new Map<string, Tile[]>();
+  const plan = status.plan?.revision === status.daemonSetHash ? status.plan : undefined;
+  // The plan's domains in its order; zones (and domains a stale status does not list) by name.
+  const order = new Map(plan?.domains.map((d, i) => [d.name, i]));
+  const rank = (group: string) => order.get(group) ?? order.size;
+  const groups = new Map<string, Tile[]>();
   const counts = Object.fromEntries(tileStates.map((s) => [s, 0])) as Record<TileState, number>;
   for (const report of planned.nodes) {
     const state = tileState(report);
     counts[state]++;
-    const zone = zoneOf.get(report.node) ?? noZone;
-    if (!zones.has(zone)) zones.set(zone, []);
-    zones.get(zone)!.push({ node: report.node, state, title: titleOf(report, state) });
+    const group = groupOf.get(report.node) ?? none;
+    if (!groups.has(group)) groups.set(group, []);
+    groups.get(group)!.push({ node: report.node, state, title: titleOf(report, state) });
   }
   const byName = (a: { node: string }, b: { node: string }) => a.node.localeCompare(b.node);
   const stop = (status as { rolloutStop?: { reason: string; revision: string } }).rolloutStop;
@@ -109,17 +128,20 @@ export function setView(
     ...(stop ? { stopped: `${stop.reason} (revision ${stop.revision})` } : {}),
     conditions: planned.conditions,
     events,
-    zones: [...zones].sort(([a], [b]) => a.localeCompare(b)).map((
-      [zone, tiles],
-    ) => [zone, tiles.sort(byName)]),
+    groupLabel,
+    groups: [...groups]
+      .sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
+      .map(([group, tiles]) => [group, tiles.sort(byName)]),
     counts,
+    ...(plan ? { plan } : {}),
+    chart: readChart(snapshot, planned),
   };
 }
 
 /** The tiles whose state differs between two views of a set: what an update sends. */
 export function changedTiles(before: SetView | undefined, after: SetView): [string, TileState][] {
-  const was = new Map(before?.zones.flatMap(([, tiles]) => tiles.map((t) => [t.node, t.state])));
-  return after.zones.flatMap(([, tiles]) =>
+  const was = new Map(before?.groups.flatMap(([, tiles]) => tiles.map((t) => [t.node, t.state])));
+  return after.groups.flatMap(([, tiles]) =>
     tiles.filter((t) => was.get(t.node) !== t.state).map((t) =>
       [t.node, t.state] as [string, TileState]
     )

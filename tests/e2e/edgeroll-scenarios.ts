@@ -9,6 +9,7 @@ import { conditionStatus, eventually, Kube, patchArgs, type Pod } from "./kube.t
 import type { E2eTarget } from "./target.ts";
 import type { KubeObject } from "../../kube/wire-objects.ts";
 import type { Scenario } from "./scenarios.ts";
+import type { SetKind } from "../../api/set-ref.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
 import { otaDaemonSet, otaPodsMarked } from "../edge-ota.ts";
 import { disconnectedText } from "../../controller/ota-checks.ts";
@@ -17,10 +18,10 @@ import { withKruiseMode } from "../kruise/mode.ts";
 export const image = (version: string) => `edgeroll.test/edge-agent:${version}`;
 
 /**
- * The resources a scenario's set `edge-agent` may be: edgeroll's own kind, or OpenYurt's
- * annotated DaemonSet, whose status edgeroll writes in an annotation.
+ * The resources a scenario's set `edge-agent` may be: edgeroll's own kind, OpenYurt's annotated
+ * DaemonSet (its status in a RolloutStatus), or Kruise's DaemonSet under `serve --kruise`.
  */
-export type SetResource = "advanceddaemonsets" | "daemonsets";
+export type SetResource = SetKind;
 
 /** The set's image, changed as an operator changes it (a JSON patch through kubectl). */
 export function setImage(

@@ -14,11 +14,20 @@ import {
   image,
   podsByNode,
   setImage,
+  type SetResource,
   type SetStatus,
   setStatus,
 } from "./edgeroll-scenarios.ts";
 import { kubectlEdgeroll } from "./failure-scenario.ts";
-import { eventually, type Kube } from "./kube.ts";
+import { conditionStatus, eventually, type Kube } from "./kube.ts";
+import { kruiseSetKind } from "../../api/set-ref.ts";
+import { rolloutPlanAnnotation } from "../../api/rollout-plan.ts";
+import {
+  failureAnnotations,
+  maxUnavailableAnnotation,
+  updateStrategyAnnotation,
+} from "../../api/openyurt.ts";
+import { withKruiseMode } from "../kruise/mode.ts";
 import type { Scenario } from "./scenarios.ts";
 import type { E2eTarget } from "./target.ts";
 
@@ -34,6 +43,18 @@ function domainLabels(target: E2eTarget): [string, Record<string, string>][] {
   }]);
 }
 
+/** The controller's OTA API, as a node's owner calls it. */
+interface ControllerApi {
+  url: string;
+  token: string;
+}
+
+/** edgeroll serving for the length of `body`, as a kind of set needs it. */
+type Serve = (target: E2eTarget, body: (api: ControllerApi) => Promise<void>) => Promise<void>;
+
+const serveEdgeroll: Serve = (target, body) =>
+  withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, body);
+
 /**
  * `body` in a namespace of its own, with edgeroll serving and the nodes labelled into domains; the
  * labels are taken off after, whatever happens, and the namespace deleted.
@@ -42,7 +63,8 @@ async function onDomains(
   target: E2eTarget,
   kube: Kube,
   ns: string,
-  body: () => Promise<void>,
+  body: (api: ControllerApi) => Promise<void>,
+  serve: Serve = serveEdgeroll,
 ): Promise<void> {
   await kube.installCrd();
   await kube.createNamespace(ns);
@@ -53,7 +75,7 @@ async function onDomains(
     await label(node, Object.entries(values).map(([k, v]) => `${k}=${v}`));
   }
   try {
-    await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, body);
+    await serve(target, body);
   } finally {
     for (const [node, values] of labels) await label(node, Object.keys(values).map((k) => `${k}-`));
   }
@@ -89,9 +111,15 @@ async function imagesByNode(kube: Kube, ns: string): Promise<Record<string, stri
 }
 
 /** Waits until the plan of the current revision is in `state` at `step`. */
-function planAt(kube: Kube, ns: string, state: string, step: number): Promise<PlannedStatus> {
+function planAt(
+  kube: Kube,
+  ns: string,
+  state: string,
+  step: number,
+  resource: SetResource = "advanceddaemonsets",
+): Promise<PlannedStatus> {
   return eventually(`plan ${state} at step ${step}`, async () => {
-    const status = await setStatus(kube, ns) as PlannedStatus;
+    const status = await setStatus(kube, ns, resource) as PlannedStatus;
     const plan = status.plan;
     return plan?.revision === status.daemonSetHash && plan?.state === state && plan.step === step
       ? status
@@ -223,4 +251,204 @@ const poolsScenario: Scenario = {
   },
 };
 
-export const planScenarios = [zonesScenario, poolsScenario];
+/** A kind of set the plan scenario runs on, and how its plan and failure budget are written. */
+interface PlanKind {
+  /** For the scenario's name. */
+  article: string;
+  slug: string;
+  resource: SetResource;
+  /** The kind as an operator types it to kubectl edgeroll. */
+  shortName: string;
+  /** The set at v1, one node updated at a time, with `plan` and a failure budget of none. */
+  manifest(ns: string, plan: RolloutPlanInput): unknown;
+  /** A merge patch setting minReadySeconds. */
+  minReady(seconds: number): unknown;
+  serve: Serve;
+  /** OTA: the nodes upgrade themselves, each as soon as its pod is marked. */
+  nodesUpgrade?: boolean;
+}
+
+/** The AdvancedDaemonSet of the scenarios as an `apps/v1` DaemonSet in OpenYurt's `mode`. */
+function openYurtManifest(ns: string, plan: RolloutPlanInput, mode: string) {
+  const { metadata, spec } = advancedDaemonSet(ns, "v1");
+  return {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: {
+      ...metadata,
+      annotations: {
+        [updateStrategyAnnotation]: mode,
+        [maxUnavailableAnnotation]: "1",
+        [failureAnnotations.maxFailed]: "0",
+        [rolloutPlanAnnotation]: JSON.stringify(plan),
+      },
+    },
+    spec: {
+      selector: spec.selector,
+      template: spec.template,
+      updateStrategy: { type: "OnDelete" },
+    },
+  };
+}
+
+const planKinds: PlanKind[] = [
+  {
+    article: "a Kruise DaemonSet (serve --kruise)",
+    slug: "kruise",
+    resource: kruiseSetKind,
+    shortName: "daemon",
+    manifest(ns, plan) {
+      const { metadata, spec } = advancedDaemonSet(ns, "v1");
+      return {
+        apiVersion: "apps.kruise.io/v1beta1",
+        kind: "DaemonSet",
+        metadata: { ...metadata, annotations: { [rolloutPlanAnnotation]: JSON.stringify(plan) } },
+        spec: {
+          ...spec,
+          updateStrategy: {
+            type: "RollingUpdate",
+            rollingUpdate: { maxUnavailable: 1, failurePolicy: { maxFailed: 0 } },
+          },
+        },
+      };
+    },
+    minReady: (seconds) => ({ spec: { minReadySeconds: seconds } }),
+    serve: (target, body) =>
+      withKruiseMode(
+        target.kubeconfigPath,
+        { serveArgs: ["--tick=1s"] },
+        (controllers) => body({ url: controllers.urls[0], token: controllers.token }),
+      ),
+  },
+  {
+    article: "an OpenYurt AdvancedRollingUpdate DaemonSet",
+    slug: "openyurt",
+    resource: "daemonsets",
+    shortName: "ds",
+    manifest: (ns, plan) => openYurtManifest(ns, plan, "AdvancedRollingUpdate"),
+    minReady: (seconds) => ({ spec: { minReadySeconds: seconds } }),
+    serve: serveEdgeroll,
+  },
+  {
+    article: "an OpenYurt OTA DaemonSet, its nodes upgrading when marked",
+    slug: "ota",
+    resource: "daemonsets",
+    shortName: "ds",
+    manifest: (ns, plan) => openYurtManifest(ns, plan, "OTA"),
+    minReady: (seconds) => ({ spec: { minReadySeconds: seconds } }),
+    serve: serveEdgeroll,
+    nodesUpgrade: true,
+  },
+];
+
+/**
+ * The nodes of an OTA fleet, each upgrading as soon as its pod is marked PodNeedUpgrade: through
+ * the controller's OTA API, as a node's owner calls it (the node still decides; here, at once).
+ * Runs until stopped; answers the pods it upgraded.
+ */
+function nodesUpgradingWhenMarked(kube: Kube, ns: string, api: ControllerApi) {
+  let running = true;
+  const upgraded: string[] = [];
+  const loop = (async () => {
+    while (running) {
+      for (const pod of await kube.pods(ns, "app=edge-agent")) {
+        if (pod.metadata.deletionTimestamp || upgraded.includes(pod.metadata.uid)) continue;
+        if (conditionStatus(pod, "PodNeedUpgrade") !== "True") continue;
+        const res = await fetch(
+          `${api.url}/openyurt.io/v1/namespaces/${ns}/pods/${pod.metadata.name}/upgrade`,
+          { method: "POST", headers: { authorization: `Bearer ${api.token}` } },
+        );
+        // 403: the mark was taken back between the read and the call (a stop): not upgraded.
+        if (res.status !== 200 && res.status !== 403) {
+          throw new Error(`upgrade of ${pod.metadata.name}: ${res.status} ${await res.text()}`);
+        }
+        await res.body?.cancel();
+        if (res.status === 200) upgraded.push(pod.metadata.uid);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+  })();
+  return {
+    upgraded,
+    async stop() {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+function planKindScenario(kind: PlanKind): Scenario {
+  return {
+    name:
+      `rollout plan on ${kind.article}: a one-node canary waits for kubectl edgeroll approve, a soak holds the next zone, a crash-looping image is stopped in the canary's zone`,
+    async run(target, kube) {
+      const ns = `e2e-plan-${kind.slug}`;
+      const cliRef = `${kind.shortName}/${ns}/edge-agent`;
+      const { resource } = kind;
+      const [one, two, three] = target.nodes;
+      await onDomains(target, kube, ns, async (api) => {
+        const nodes = kind.nodesUpgrade ? nodesUpgradingWhenMarked(kube, ns, api) : undefined;
+        try {
+          // Kruise's CRD may still be settling in discovery: retried until kubectl knows it.
+          await eventually("the set applied", () =>
+            kube.apply(kind.manifest(ns, {
+              domainLabel: zoneLabel,
+              firstDomains: ["zone-b"],
+              steps: [
+                { nodes: 1, pause: { approval: true } },
+                { domains: 1, pause: { soakSeconds: 4 } },
+                { nodes: "100%" },
+              ],
+            })));
+          await completeOn(target, kube, ns, "v1", resource);
+
+          // The canary: zone-b's node alone, then the plan waits; nothing moves while it does.
+          await setImage(kube, ns, "v2", resource);
+          const canary = await planAt(kube, ns, "AwaitingApproval", 1, resource);
+          await new Promise((resolve) => setTimeout(resolve, 3_000));
+          assertEquals(
+            await imagesByNode(kube, ns),
+            expected(target, { [one]: "v1", [two]: "v2", [three]: "v1" }),
+          );
+          const approved = await kubectlEdgeroll(target.kubeconfigPath, ["approve", cliRef]);
+          assertStringIncludes(
+            approved,
+            `step 1 of 3 of revision ${canary.daemonSetHash} approved`,
+          );
+
+          // Approved: zone-a next, then a soak holds zone-c, then it rolls.
+          await planAt(kube, ns, "Soaking", 2, resource);
+          assertEquals((await imagesByNode(kube, ns))[three], image("v1"), "zone-c soaks");
+          await completeOn(target, kube, ns, "v2", resource);
+          assertEquals((await setStatus(kube, ns, resource) as PlannedStatus).plan?.state, "Done");
+
+          // A crash-looping image: stopped in zone-b's canary; zones a and c keep their pods.
+          const before = podsByNode(await kube.pods(ns, "app=edge-agent"));
+          await kube.patch(ns, resource, "edge-agent", "merge", kind.minReady(4));
+          await setImage(kube, ns, "crash", resource);
+          const stopped = await eventually("RolloutStopped", async () => {
+            const status = await setStatus(kube, ns, resource);
+            const c = status.conditions?.find((c) => c.type === "RolloutStopped");
+            return c?.status === "True" ? c : undefined;
+          }, 120_000);
+          assertEquals(stopped.reason, "FailureBudgetExceeded");
+          await new Promise((resolve) => setTimeout(resolve, 3_000));
+          const after = podsByNode(await kube.pods(ns, "app=edge-agent"));
+          assertEquals(after.get(two)?.spec.containers[0].image, image("crash"));
+          for (const node of [one, three]) {
+            assertEquals(after.get(node)?.metadata.uid, before.get(node)?.metadata.uid, node);
+            assertEquals(after.get(node)?.spec.containers[0].image, image("v2"), node);
+          }
+          if (nodes) {
+            // Each node upgraded once per revision it was reached by: 3 to v2, 1 to crash.
+            assertEquals(nodes.upgraded.length, 4, "upgrades through the OTA API");
+          }
+        } finally {
+          await nodes?.stop();
+        }
+      }, kind.serve);
+    },
+  };
+}
+
+export const planScenarios = [zonesScenario, poolsScenario, ...planKinds.map(planKindScenario)];
