@@ -2,6 +2,7 @@
  * The dashboards' tests share this: on `target`, the controller rolling an AdvancedDaemonSet at
  * v1 in `ns` to completion, and `edgeroll dashboard` against it.
  */
+import type { RolloutPlanInput } from "../api/rollout-plan.ts";
 import { withDashboard, withEdgeroll } from "./processes.ts";
 import type { E2eTarget } from "./e2e/target.ts";
 import type { Kube } from "./e2e/kube.ts";
@@ -19,6 +20,8 @@ export async function withRollingDashboard(
    * ADR 0038). None by default.
    */
   minReadySeconds?: number,
+  /** A rollout plan for the set (ADR 0050). */
+  plan?: RolloutPlanInput,
 ): Promise<void> {
   await kube.installCrd();
   await kube.createNamespace(ns);
@@ -26,6 +29,7 @@ export async function withRollingDashboard(
   if (minReadySeconds !== undefined) {
     (set.spec as Record<string, unknown>).minReadySeconds = minReadySeconds;
   }
+  if (plan) (set.spec.updateStrategy.rollingUpdate as Record<string, unknown>).plan = plan;
   await kube.apply(set);
   await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
     await completeOn(target, kube, ns, "v1");

@@ -1,10 +1,11 @@
 /**
  * The dashboard in a real browser: Debian's Chromium driven by playwright-core (drive.mjs, under
  * Node) on a set's page while sim rolls it: every tile turns to updated through the stream, a
- * node cut off from the cloud turns to cut off, and no request leaves loopback. The screenshot is
- * kept at .ci/output/dashboard.png. `deno task test:browser` (a CI stage).
+ * node cut off from the cloud turns to cut off, and no request leaves loopback; a set under a
+ * rollout plan is approved from its page, and the next domain starts. The screenshot is kept at
+ * .ci/output/dashboard.png. `deno task test:browser` (a CI stage).
  */
-import { assertEquals } from "@std/assert";
+import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { withRollingDashboard } from "../dashboard-fixture.ts";
 import { withTarget } from "../e2e/target.ts";
 import { Kube } from "../e2e/kube.ts";
@@ -48,6 +49,49 @@ Deno.test({
         const shot = await Deno.stat(screenshot);
         assertEquals(shot.size > 10_000, true, `a screenshot of ${shot.size} bytes`);
       });
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "dashboard in Chromium: a rollout plan's canary is approved from the page, and the next domain starts",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const ns = "browser-plan";
+    await withTarget("sim", { nodes: 6, zones: 3 }, async (target) => {
+      const kube = new Kube(target.kubeconfigPath);
+      // zone-2 first: a one-node canary, then its approval; then every node, a zone at a time.
+      const plan = {
+        domainLabel: "topology.kubernetes.io/zone",
+        firstDomains: ["zone-2"],
+        steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }],
+      };
+      await withRollingDashboard(
+        target,
+        kube,
+        ns,
+        async (url, setPath) => {
+          await setImage(kube, ns, "v2");
+          const browser = await nodeDriver("drive.mjs", [`${url}${setPath}`, screenshot]);
+          try {
+            await browser.read();
+            const approved = await browser.step("approve", { domain: "zone-1" });
+            assertStringIncludes(String(approved.notice), "step 1 of 2 of revision");
+            assertStringIncludes(String(approved.notice), "approved");
+            const domains = approved.domains as Record<string, string>;
+            assertEquals(Object.keys(domains), ["zone-2", "zone-1", "zone-3"], "the plan's order");
+            assert(domains["zone-1"] !== "Pending", JSON.stringify(domains));
+            const done = await browser.step("done");
+            assertEquals(done.elsewhere, []);
+          } finally {
+            await browser.close();
+          }
+        },
+        undefined,
+        plan,
+      );
     });
   },
 });
