@@ -8,29 +8,17 @@ const zoneLabel = "topology.kubernetes.io/zone";
 
 /** Zones a (2 nodes) and b (3), a plan over them with one node of each zone at a time. */
 function zonedSet(): Snapshot {
-  return {
-    kind: "AdvancedDaemonSet",
-    set: f.advancedDaemonSet({
-      updateStrategy: {
-        type: "RollingUpdate",
-        rollingUpdate: {
-          maxUnavailable: 2,
-          plan: {
-            domainLabel: zoneLabel,
-            firstDomains: ["b"],
-            maxConcurrentDomains: 2,
-            domainMaxUnavailable: "50%",
-            steps: [{ nodes: "100%" }],
-          },
-        },
-      },
-    }) as Snapshot["set"],
-    pods: [],
-    nodes: ["a-1", "a-2", "b-1", "b-2", "b-3"].map((n) =>
-      f.node(n, { labels: { [zoneLabel]: n[0] } })
-    ),
-    revisions: [],
-  };
+  return f.plannedSnapshot(
+    {
+      domainLabel: zoneLabel,
+      firstDomains: ["b"],
+      maxConcurrentDomains: 2,
+      domainMaxUnavailable: "50%",
+      steps: [{ nodes: "100%" }],
+    },
+    { maxUnavailable: 2 },
+    ["a-1", "a-2", "b-1", "b-2", "b-3"].map((n) => f.node(n, { labels: { [zoneLabel]: n[0] } })),
+  );
 }
 
 /** The set settled on v1, moved to v2, and `rounds` reconciles with their kubelets after. */

@@ -32,22 +32,11 @@ function zonedNodes(): Node[] {
 }
 
 function plannedSet(rolloutPlan: Partial<RolloutPlanInput>, rollingUpdate: object = {}): Snapshot {
-  return {
-    kind: "AdvancedDaemonSet",
-    set: f.advancedDaemonSet({
-      updateStrategy: {
-        type: "RollingUpdate",
-        rollingUpdate: {
-          maxUnavailable: 2,
-          ...rollingUpdate,
-          plan: { domainLabel: zoneLabel, steps: [{ nodes: "100%" }], ...rolloutPlan },
-        },
-      },
-    }) as Snapshot["set"],
-    pods: [],
-    nodes: zonedNodes(),
-    revisions: [],
-  };
+  return f.plannedSnapshot(
+    { domainLabel: zoneLabel, steps: [{ nodes: "100%" }], ...rolloutPlan },
+    { maxUnavailable: 2, ...rollingUpdate },
+    zonedNodes(),
+  );
 }
 
 /** One reconcile and the kubelets after it. */

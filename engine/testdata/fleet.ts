@@ -15,6 +15,7 @@ import {
 } from "../../api/kube-objects.ts";
 import { formatTime, isNodeReady, podNodeName } from "../pod-node-state.ts";
 import type { Plan, Snapshot } from "../../api/plan.ts";
+import type { RolloutPlanInput } from "../../api/rollout-plan.ts";
 
 export const t0 = Date.parse("2026-01-01T00:00:00Z");
 export const setUid = "uid-set";
@@ -55,6 +56,23 @@ export function advancedDaemonSet(
     kind: "AdvancedDaemonSet",
     metadata: { name: "agent", namespace: "edge", uid: setUid, generation: 1, ...metadata },
     spec: { selector: { matchLabels: { app: "agent" } }, template: template("agent:v1"), ...spec },
+  };
+}
+
+/** An AdvancedDaemonSet under a rollout plan over `nodes`, its rolling update `rollingUpdate`. */
+export function plannedSnapshot(
+  plan: RolloutPlanInput,
+  rollingUpdate: object,
+  nodes: Node[],
+): Snapshot {
+  return {
+    kind: "AdvancedDaemonSet",
+    set: advancedDaemonSet({
+      updateStrategy: { type: "RollingUpdate", rollingUpdate: { ...rollingUpdate, plan } },
+    }) as Snapshot["set"],
+    pods: [],
+    nodes,
+    revisions: [],
   };
 }
 

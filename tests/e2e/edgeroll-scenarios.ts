@@ -95,6 +95,28 @@ export function advancedDaemonSet(namespace: string, version: string) {
   };
 }
 
+/**
+ * One of the scenarios' AdvancedDaemonSets as OpenYurt writes it: an `apps/v1` DaemonSet, OnDelete,
+ * the same selector, template and minReadySeconds, the rollout in `annotations`.
+ */
+export function asOpenYurtDaemonSet(
+  set: ReturnType<typeof advancedDaemonSet> & { spec: { minReadySeconds?: number } },
+  annotations: Record<string, string>,
+) {
+  const { metadata, spec } = set;
+  return {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { ...metadata, annotations },
+    spec: {
+      selector: spec.selector,
+      template: spec.template,
+      minReadySeconds: spec.minReadySeconds,
+      updateStrategy: { type: "OnDelete" },
+    },
+  };
+}
+
 export async function setStatus(
   kube: Kube,
   namespace: string,

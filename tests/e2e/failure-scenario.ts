@@ -7,6 +7,7 @@ import { assertEquals, assertStringIncludes } from "@std/assert";
 import { withEdgeroll } from "../processes.ts";
 import {
   advancedDaemonSet,
+  asOpenYurtDaemonSet,
   completeOn,
   image,
   setImage,
@@ -132,27 +133,12 @@ const openYurtDaemonSets: KindUnderTest = {
   article: "an OpenYurt DaemonSet",
   resource: "daemonsets",
   shortName: "ds",
-  manifest(ns, policy) {
-    const { metadata, spec } = budgetedSet(ns, {});
-    return {
-      apiVersion: "apps/v1",
-      kind: "DaemonSet",
-      metadata: {
-        ...metadata,
-        annotations: {
-          [updateStrategyAnnotation]: "AdvancedRollingUpdate",
-          [maxUnavailableAnnotation]: "1",
-          ...failureAnnotationsOf(policy),
-        },
-      },
-      spec: {
-        selector: spec.selector,
-        template: spec.template,
-        minReadySeconds: spec.minReadySeconds,
-        updateStrategy: { type: "OnDelete" },
-      },
-    };
-  },
+  manifest: (ns, policy) =>
+    asOpenYurtDaemonSet(budgetedSet(ns, {}), {
+      [updateStrategyAnnotation]: "AdvancedRollingUpdate",
+      [maxUnavailableAnnotation]: "1",
+      ...failureAnnotationsOf(policy),
+    }),
   deadline: (seconds, policy) => ({
     metadata: {
       annotations: {

@@ -10,6 +10,7 @@ import type { RolloutPlanInput, RolloutPlanStatus } from "../../api/rollout-plan
 import { withEdgeroll } from "../processes.ts";
 import {
   advancedDaemonSet,
+  asOpenYurtDaemonSet,
   completeOn,
   image,
   podsByNode,
@@ -130,6 +131,17 @@ function planAt(
 const expected = (target: E2eTarget, versions: Record<string, string>) =>
   Object.fromEntries(target.nodes.map((n) => [n, image(versions[n])]));
 
+/** zone-b's one node first, then an approval; zone-a, then a soak; then zone-c. */
+const canaryThenZones: RolloutPlanInput = {
+  domainLabel: zoneLabel,
+  firstDomains: ["zone-b"],
+  steps: [
+    { nodes: 1, pause: { approval: true } },
+    { domains: 1, pause: { soakSeconds: 4 } },
+    { nodes: "100%" },
+  ],
+};
+
 const zonesScenario: Scenario = {
   name:
     "rollout plan over zones: a one-node canary waits for kubectl edgeroll approve, a new template starts over, a soak holds the next zone",
@@ -138,15 +150,7 @@ const zonesScenario: Scenario = {
     const cliRef = `ads/${ns}/edge-agent`;
     const [one, two, three] = target.nodes;
     await onDomains(target, kube, ns, async () => {
-      await kube.apply(plannedSet(ns, {
-        domainLabel: zoneLabel,
-        firstDomains: ["zone-b"],
-        steps: [
-          { nodes: 1, pause: { approval: true } },
-          { domains: 1, pause: { soakSeconds: 4 } },
-          { nodes: "100%" },
-        ],
-      }));
+      await kube.apply(plannedSet(ns, canaryThenZones));
       await completeOn(target, kube, ns, "v1");
 
       // The canary: zone-b's node alone, then the plan waits; nothing moves while it does.
@@ -261,33 +265,27 @@ interface PlanKind {
   shortName: string;
   /** The set at v1, one node updated at a time, with `plan` and a failure budget of none. */
   manifest(ns: string, plan: RolloutPlanInput): unknown;
-  /** A merge patch setting minReadySeconds. */
-  minReady(seconds: number): unknown;
   serve: Serve;
   /** OTA: the nodes upgrade themselves, each as soon as its pod is marked. */
   nodesUpgrade?: boolean;
 }
 
-/** The AdvancedDaemonSet of the scenarios as an `apps/v1` DaemonSet in OpenYurt's `mode`. */
-function openYurtManifest(ns: string, plan: RolloutPlanInput, mode: string) {
-  const { metadata, spec } = advancedDaemonSet(ns, "v1");
+/** An OpenYurt DaemonSet in `mode` under the plan, with a failure budget of none. */
+function openYurtKind(mode: string, article: string, slug: string): PlanKind {
   return {
-    apiVersion: "apps/v1",
-    kind: "DaemonSet",
-    metadata: {
-      ...metadata,
-      annotations: {
+    article,
+    slug,
+    resource: "daemonsets",
+    shortName: "ds",
+    manifest: (ns, plan) =>
+      asOpenYurtDaemonSet(advancedDaemonSet(ns, "v1"), {
         [updateStrategyAnnotation]: mode,
         [maxUnavailableAnnotation]: "1",
         [failureAnnotations.maxFailed]: "0",
         [rolloutPlanAnnotation]: JSON.stringify(plan),
-      },
-    },
-    spec: {
-      selector: spec.selector,
-      template: spec.template,
-      updateStrategy: { type: "OnDelete" },
-    },
+      }),
+    serve: serveEdgeroll,
+    nodesUpgrade: mode === "OTA",
   };
 }
 
@@ -312,7 +310,6 @@ const planKinds: PlanKind[] = [
         },
       };
     },
-    minReady: (seconds) => ({ spec: { minReadySeconds: seconds } }),
     serve: (target, body) =>
       withKruiseMode(
         target.kubeconfigPath,
@@ -320,25 +317,8 @@ const planKinds: PlanKind[] = [
         (controllers) => body({ url: controllers.urls[0], token: controllers.token }),
       ),
   },
-  {
-    article: "an OpenYurt AdvancedRollingUpdate DaemonSet",
-    slug: "openyurt",
-    resource: "daemonsets",
-    shortName: "ds",
-    manifest: (ns, plan) => openYurtManifest(ns, plan, "AdvancedRollingUpdate"),
-    minReady: (seconds) => ({ spec: { minReadySeconds: seconds } }),
-    serve: serveEdgeroll,
-  },
-  {
-    article: "an OpenYurt OTA DaemonSet, its nodes upgrading when marked",
-    slug: "ota",
-    resource: "daemonsets",
-    shortName: "ds",
-    manifest: (ns, plan) => openYurtManifest(ns, plan, "OTA"),
-    minReady: (seconds) => ({ spec: { minReadySeconds: seconds } }),
-    serve: serveEdgeroll,
-    nodesUpgrade: true,
-  },
+  openYurtKind("AdvancedRollingUpdate", "an OpenYurt AdvancedRollingUpdate DaemonSet", "openyurt"),
+  openYurtKind("OTA", "an OpenYurt OTA DaemonSet, its nodes upgrading when marked", "ota"),
 ];
 
 /**
@@ -390,16 +370,7 @@ function planKindScenario(kind: PlanKind): Scenario {
         const nodes = kind.nodesUpgrade ? nodesUpgradingWhenMarked(kube, ns, api) : undefined;
         try {
           // Kruise's CRD may still be settling in discovery: retried until kubectl knows it.
-          await eventually("the set applied", () =>
-            kube.apply(kind.manifest(ns, {
-              domainLabel: zoneLabel,
-              firstDomains: ["zone-b"],
-              steps: [
-                { nodes: 1, pause: { approval: true } },
-                { domains: 1, pause: { soakSeconds: 4 } },
-                { nodes: "100%" },
-              ],
-            })));
+          await eventually("the set applied", () => kube.apply(kind.manifest(ns, canaryThenZones)));
           await completeOn(target, kube, ns, "v1", resource);
 
           // The canary: zone-b's node alone, then the plan waits; nothing moves while it does.
@@ -424,7 +395,7 @@ function planKindScenario(kind: PlanKind): Scenario {
 
           // A crash-looping image: stopped in zone-b's canary; zones a and c keep their pods.
           const before = podsByNode(await kube.pods(ns, "app=edge-agent"));
-          await kube.patch(ns, resource, "edge-agent", "merge", kind.minReady(4));
+          await kube.patch(ns, resource, "edge-agent", "merge", { spec: { minReadySeconds: 4 } });
           await setImage(kube, ns, "crash", resource);
           const stopped = await eventually("RolloutStopped", async () => {
             const status = await setStatus(kube, ns, resource);
