@@ -4,6 +4,7 @@ import { plan } from "../engine/plan.ts";
 import * as f from "../engine/testdata/fleet.ts";
 import type { Snapshot } from "../api/plan.ts";
 import { isComplete, parseSetArg, renderStatus } from "./status-command.ts";
+import { readChart, RolloutHistory } from "./rollout-chart.ts";
 
 const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };
 
@@ -56,4 +57,36 @@ Deno.test("parseSetArg takes ns/name or kind/ns/name, the kind as kubectl names 
   for (const bad of [undefined, "agent", "pods/edge/x", "constructor/edge/x", "a/b/c/d", "edge/"]) {
     assertThrows(() => parseSetArg(bad, "advanceddaemonsets"), UsageError);
   }
+});
+
+Deno.test("status --watch draws the rollout's course under the plan, per domain, from what it watched", () => {
+  const zone = "topology.kubernetes.io/zone";
+  let c = f.cluster(f.plannedSnapshot(
+    { domainLabel: zone, domainMaxUnavailable: 1, steps: [{ nodes: "100%" }] },
+    { maxUnavailable: 2 },
+    ["a-1", "a-2", "b-1", "b-2"].map((n) => f.node(n, { labels: { [zone]: `zone-${n[0]}` } })),
+  ));
+  let now = f.t0;
+  const round = () => {
+    c = f.kubelet(f.apply(c, plan(c.snapshot, now), now), now);
+    now += 1000;
+  };
+  for (let i = 0; i < 4; i++) round();
+  c = f.withTemplate(c, "agent:v2", 2);
+  const history = new RolloutHistory();
+  for (let i = 0; i < 6; i++) {
+    history.add(now, readChart(c.snapshot, plan(c.snapshot, now)));
+    round();
+  }
+  const planned = plan(c.snapshot, now);
+  history.add(now, readChart(c.snapshot, planned));
+  const text = renderStatus(ref, c.snapshot, planned, history);
+  const course = text.split("\n").filter((l) => l.includes("updated ▁"));
+  // Both zones climb to every node updated, each unavailable at most its budget of 1 at a time.
+  assertEquals(course.length, 2, text);
+  assertStringIncludes(course[0], "zone-a");
+  assertStringIncludes(course[0], "2/2  unavailable");
+  assertStringIncludes(course[0], "0 of 1");
+  assertStringIncludes(text, "over time:");
+  assertEquals(renderStatus(ref, c.snapshot, planned).includes("over time:"), false);
 });
