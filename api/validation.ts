@@ -85,6 +85,8 @@ export type ValidationResult =
     annotations: KruiseAnnotations;
     /** An operator's approvals of the plan's steps, promote and abort (ADR 0050). */
     planAnswers: PlanAnswers;
+    /** Where the plan was written: the field, or the annotation (ADR 0053). */
+    planPath: string;
     /** Values replaced by the default Kruise uses in their place. */
     notices: Notice[];
   }
@@ -276,8 +278,8 @@ function annotationIssuesAndValues(
 export type PlanSource = "field" | "annotation";
 
 /**
- * The plan written in the annotation, moved where the AdvancedDaemonSet has it, and the path the
- * plan's issues are named under. On an AdvancedDaemonSet the annotation would be ignored: refused.
+ * The plan written in the annotation, moved where the AdvancedDaemonSet has it (in the parsed
+ * copy), and the path the plan's issues are named under. On an AdvancedDaemonSet the annotation would be ignored: refused.
  * A Kruise DaemonSet under edgeroll's own CRD (ADR 0027) may have the field too: one of the two.
  */
 function planFromAnnotation(
@@ -359,6 +361,7 @@ export function validateAdvancedDaemonSet(
     rollingUpdate: effectiveRollingUpdate(set.spec.updateStrategy.rollingUpdate),
     annotations: annotations.values,
     planAnswers: answers.answers,
+    planPath: plan.path,
     notices: [...annotations.notices, ...answers.notices],
   };
 }

@@ -18,13 +18,7 @@ import { isZero, scaleIntOrPercent } from "../api/int-or-percent.ts";
 import type { IntOrString, LabelSelector, PodTemplateSpec } from "../api/kube-objects.ts";
 import type { FieldIssue, Notice } from "../api/label-selector.ts";
 import { readOpenYurtRollout } from "../api/openyurt.ts";
-import {
-  planAnnotationPath,
-  type PlanAnswers,
-  planFieldPath,
-  type RolloutPlan,
-  rolloutPlanAnnotation,
-} from "../api/rollout-plan.ts";
+import { planAnnotationPath, type PlanAnswers, type RolloutPlan } from "../api/rollout-plan.ts";
 import { validateAdvancedDaemonSet } from "../api/validation.ts";
 import { kruiseApiVersion, kruiseAsAdvancedDaemonSet, kruiseKind } from "../api/kruise.ts";
 import { writtenStatus } from "../api/written-status.ts";
@@ -190,9 +184,7 @@ function readAdvancedDaemonSet(
           rolloutPlan: {
             plan: rollingUpdate.plan,
             answers: result.planAnswers,
-            path: kruise && set.metadata.annotations?.[rolloutPlanAnnotation] !== undefined
-              ? planAnnotationPath
-              : planFieldPath,
+            path: result.planPath,
           },
         }
         : {}),
