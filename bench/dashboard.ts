@@ -45,12 +45,14 @@ function viewAt(done: number): SetView {
     updated: counts.updated,
     available: counts.updated + counts.old,
     unavailable: counts.updating,
-    allowed: wave,
+    budget: { rule: "maxUnavailable", limit: wave, inUse: Math.min(wave, nodes - done) },
     paused: false,
     conditions: [],
     events: [],
-    zones: [...byZone],
+    groupLabel: "topology.kubernetes.io/zone",
+    groups: [...byZone],
     counts,
+    chart: { domains: [], counts: new Map() },
   };
 }
 
