@@ -6,7 +6,7 @@
  */
 import type { Plan, Snapshot } from "../api/plan.ts";
 import { unlabelledDomain } from "../api/rollout-plan.ts";
-import { readSet, resolve } from "../engine/config.ts";
+import { readSet, resolve, type SetReading } from "../engine/config.ts";
 
 /** One domain of the chart: its name, its desired nodes, and its unavailability budget. */
 export interface ChartDomain {
@@ -28,6 +28,23 @@ export interface ChartReading {
   counts: Map<string, DomainCounts>;
 }
 
+/**
+ * Each node's domain under the set's plan (its value of the plan's label, or the unlabelled
+ * domain), or `whole` for every node of a set without a plan. The one grouping the chart and the
+ * dashboard's tiles share.
+ */
+export function domainsOfNodes(
+  snapshot: Snapshot,
+  reading: SetReading,
+  whole: string,
+): Map<string, string> {
+  const label = reading.ok ? reading.config.rolloutPlan?.plan.domainLabel : undefined;
+  return new Map(snapshot.nodes.map((n) => [
+    n.metadata.name ?? "",
+    label === undefined ? whole : n.metadata.labels?.[label] ?? unlabelledDomain(label),
+  ]));
+}
+
 /** The name of the chart's one domain when the set has no plan. */
 export const wholeSet = "(all nodes)";
 
@@ -37,14 +54,13 @@ export const wholeSet = "(all nodes)";
  * cut-off node is neither: it holds no budget). Each domain's budget is the plan's
  * `domainMaxUnavailable`, within the set's.
  */
-export function readChart(snapshot: Snapshot, planned: Plan): ChartReading {
-  const reading = readSet(snapshot);
+export function readChart(
+  snapshot: Snapshot,
+  planned: Plan,
+  reading: SetReading = readSet(snapshot),
+): ChartReading {
   const rolloutPlan = reading.ok ? reading.config.rolloutPlan?.plan : undefined;
-  const label = rolloutPlan?.domainLabel;
-  const domainOfNode = new Map(snapshot.nodes.map((n) => [
-    n.metadata.name ?? "",
-    label === undefined ? wholeSet : n.metadata.labels?.[label] ?? unlabelledDomain(label),
-  ]));
+  const domainOfNode = domainsOfNodes(snapshot, reading, wholeSet);
   const order = planned.status.plan?.domains.map((d) => d.name) ?? [];
   const counts = new Map<string, DomainCounts>(order.map((d) => [d, empty()]));
   const nodes = new Map<string, number>();

@@ -9,7 +9,7 @@ import type { SetCondition } from "../../api/kube-objects.ts";
 import { type RolloutPlanStatus, unlabelledDomain } from "../../api/rollout-plan.ts";
 import { setKey, type SetRef } from "../../api/set-ref.ts";
 import { readSet } from "../../engine/config.ts";
-import { type ChartReading, readChart } from "../rollout-chart.ts";
+import { type ChartReading, domainsOfNodes, readChart } from "../rollout-chart.ts";
 
 /** The topology label nodes are grouped by without a plan (Kubernetes' well-known zone label). */
 export const zoneLabel = "topology.kubernetes.io/zone";
@@ -96,10 +96,10 @@ export function setView(
   const reading = readSet(snapshot);
   const domainLabel = reading.ok ? reading.config.rolloutPlan?.plan.domainLabel : undefined;
   const groupLabel = domainLabel ?? zoneLabel;
-  const none = domainLabel !== undefined ? unlabelledDomain(domainLabel) : noZone;
-  const groupOf = new Map(
-    snapshot.nodes.map((n) => [n.metadata.name ?? "", n.metadata.labels?.[groupLabel] ?? none]),
+  const groupOf = domainLabel !== undefined ? domainsOfNodes(snapshot, reading, noZone) : new Map(
+    snapshot.nodes.map((n) => [n.metadata.name ?? "", n.metadata.labels?.[zoneLabel] ?? noZone]),
   );
+  const none = domainLabel !== undefined ? unlabelledDomain(domainLabel) : noZone;
   const plan = status.plan?.revision === status.daemonSetHash ? status.plan : undefined;
   // The plan's domains in its order; zones (and domains a stale status does not list) by name.
   const order = new Map(plan?.domains.map((d, i) => [d.name, i]));
@@ -134,7 +134,7 @@ export function setView(
       .map(([group, tiles]) => [group, tiles.sort(byName)]),
     counts,
     ...(plan ? { plan } : {}),
-    chart: readChart(snapshot, planned),
+    chart: readChart(snapshot, planned, reading),
   };
 }
 
