@@ -23,15 +23,8 @@ function zonedSet(): Snapshot {
 
 /** The set settled on v1, moved to v2, and `rounds` reconciles with their kubelets after. */
 function rolling(rounds: number) {
-  let c = f.cluster(zonedSet());
-  let now = f.t0;
-  const round = () => {
-    c = f.kubelet(f.apply(c, plan(c.snapshot, now), now), now);
-    now += 1000;
-  };
-  for (let i = 0; i < 4; i++) round();
-  c = f.withTemplate(c, "agent:v2", 2);
-  for (let i = 0; i < rounds; i++) round();
+  let { c, now } = f.settledThenV2(f.cluster(zonedSet()), f.t0);
+  for (let i = 0; i < rounds; i++, now += 1000) c = f.reconciled(c, now);
   return { snapshot: c.snapshot, planned: plan(c.snapshot, now), now };
 }
 

@@ -32,9 +32,7 @@ Deno.test("status of a fresh set: empty bar, the pods it waits for, the next act
 Deno.test("status of a converged set: full bar, Complete, nothing waited for", () => {
   let c = fleet(3);
   let now = f.t0;
-  for (let i = 0; i < 10; i++, now += 1000) {
-    c = f.kubelet(f.apply(c, plan(c.snapshot, now), now), now);
-  }
+  for (let i = 0; i < 10; i++, now += 1000) c = f.reconciled(c, now);
   const planned = plan(c.snapshot, now);
   const text = renderStatus(ref, c.snapshot, planned);
   assertStringIncludes(text, `[${"#".repeat(30)}] 3/3 updated, 3 available, 0 unavailable`);
@@ -61,22 +59,18 @@ Deno.test("parseSetArg takes ns/name or kind/ns/name, the kind as kubectl names 
 
 Deno.test("status --watch draws the rollout's course under the plan, per domain, from what it watched", () => {
   const zone = "topology.kubernetes.io/zone";
-  let c = f.cluster(f.plannedSnapshot(
-    { domainLabel: zone, domainMaxUnavailable: 1, steps: [{ nodes: "100%" }] },
-    { maxUnavailable: 2 },
-    ["a-1", "a-2", "b-1", "b-2"].map((n) => f.node(n, { labels: { [zone]: `zone-${n[0]}` } })),
-  ));
-  let now = f.t0;
-  const round = () => {
-    c = f.kubelet(f.apply(c, plan(c.snapshot, now), now), now);
-    now += 1000;
-  };
-  for (let i = 0; i < 4; i++) round();
-  c = f.withTemplate(c, "agent:v2", 2);
+  let { c, now } = f.settledThenV2(
+    f.cluster(f.plannedSnapshot(
+      { domainLabel: zone, domainMaxUnavailable: 1, steps: [{ nodes: "100%" }] },
+      { maxUnavailable: 2 },
+      ["a-1", "a-2", "b-1", "b-2"].map((n) => f.node(n, { labels: { [zone]: `zone-${n[0]}` } })),
+    )),
+    f.t0,
+  );
   const history = new RolloutHistory();
-  for (let i = 0; i < 6; i++) {
+  for (let i = 0; i < 6; i++, now += 1000) {
     history.add(now, readChart(c.snapshot, plan(c.snapshot, now)));
-    round();
+    c = f.reconciled(c, now);
   }
   const planned = plan(c.snapshot, now);
   history.add(now, readChart(c.snapshot, planned));

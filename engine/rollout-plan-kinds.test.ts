@@ -170,19 +170,12 @@ function kruiseSet(annotations: Record<string, string>, rollingUpdate: object = 
 }
 
 Deno.test("a Kruise DaemonSet's plan is read from its annotation and rolls the canary first", () => {
-  let c = f.cluster(kruiseSet({ [planAnnotation]: JSON.stringify(canaryThenAll) }));
-  let now = f.t0;
-  for (let i = 0; i < 4; i++) {
-    c = f.kubelet(f.apply(c, plan(c.snapshot, now), now), now);
-    now += 1000;
-  }
-  c = f.withTemplate(c, "agent:v2", 2);
-  let p = plan(c.snapshot, now);
-  for (let i = 0; i < 6; i++) {
-    c = f.kubelet(f.apply(c, p, now), now);
-    now += 1000;
-    p = plan(c.snapshot, now);
-  }
+  let { c, now } = f.settledThenV2(
+    f.cluster(kruiseSet({ [planAnnotation]: JSON.stringify(canaryThenAll) })),
+    f.t0,
+  );
+  for (let i = 0; i < 6; i++, now += 1000) c = f.reconciled(c, now);
+  const p = plan(c.snapshot, now);
   const hash = p.status.daemonSetHash!;
   const onNew = c.snapshot.pods.filter((x) => x.metadata.labels?.[Keys.revisionHash] === hash)
     .map((x) => podNodeName(x));

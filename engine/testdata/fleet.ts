@@ -14,6 +14,7 @@ import {
   type Taint,
 } from "../../api/kube-objects.ts";
 import { formatTime, isNodeReady, podNodeName } from "../pod-node-state.ts";
+import { plan } from "../plan.ts";
 import type { Plan, Snapshot } from "../../api/plan.ts";
 import type { RolloutPlanInput } from "../../api/rollout-plan.ts";
 
@@ -290,6 +291,20 @@ function gatesOpen(p: Pod): boolean {
   return (p.spec.readinessGates ?? []).every((g) =>
     p.status?.conditions?.some((c) => c.type === g.conditionType && c.status === "True")
   );
+}
+
+/** One reconcile at `now`: its plan applied, then the kubelets. */
+export function reconciled(c: Cluster, now: number): Cluster {
+  return kubelet(apply(c, plan(c.snapshot, now), now), now);
+}
+
+/**
+ * `c` settled on its template by `rounds` reconciles a second apart from `now`, then moved to
+ * agent:v2: the cluster, and when its next reconcile is.
+ */
+export function settledThenV2(c: Cluster, now: number, rounds = 4): { c: Cluster; now: number } {
+  for (let i = 0; i < rounds; i++, now += 1000) c = reconciled(c, now);
+  return { c: withTemplate(c, "agent:v2", 2), now };
 }
 
 export function withTemplate(c: Cluster, image: string, generation: number): Cluster {
