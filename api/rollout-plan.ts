@@ -98,11 +98,17 @@ export function readPlanAnnotation(
  * What is wrong with a plan before any node is read: a step with neither or both targets, a
  * malformed count, a last step short of every node, a per-domain budget of 0 with no surge.
  * `partition` and `selector` beside a plan are two answers to "which nodes now" (ADR 0050).
- * `planPath` is where the plan was written.
+ * `planPath` is where the plan was written; `partitionWrittenBy`, the controller that writes the
+ * partition when one does (Kruise Rollout, ADR 0053), so the operator knows which to remove.
  */
 export function rolloutPlanIssues(
   plan: RolloutPlan,
-  rollingUpdate: { partition?: IntOrString; selector?: unknown; surges: boolean },
+  rollingUpdate: {
+    partition?: IntOrString;
+    selector?: unknown;
+    surges: boolean;
+    partitionWrittenBy?: string;
+  },
   planPath = planFieldPath,
 ): FieldIssue[] {
   const issues: FieldIssue[] = [];
@@ -140,7 +146,11 @@ export function rolloutPlanIssues(
   if (rollingUpdate.partition !== undefined && !isZero(rollingUpdate.partition)) {
     issues.push({
       path: "spec.updateStrategy.rollingUpdate.partition",
-      message: "may not be set with a plan: the plan's steps say which nodes are updated",
+      message: "may not be set with a plan: the plan's steps say which nodes are updated" +
+        (rollingUpdate.partitionWrittenBy
+          ? ` (${rollingUpdate.partitionWrittenBy}, which controls this set, writes it: a set ` +
+            `takes a Rollout's steps or a plan, not both)`
+          : ""),
     });
   }
   if (rollingUpdate.selector !== undefined) {

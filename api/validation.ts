@@ -102,7 +102,13 @@ function intOrPercentIssues(
   return message ? [{ path, message }] : [];
 }
 
-function rollingUpdateIssues(given: RollingUpdate, path: string, planPath: string): FieldIssue[] {
+/** Where the set's plan was written, and who writes its partition when a controller does. */
+interface PlanContext {
+  path: string;
+  partitionWrittenBy?: string;
+}
+
+function rollingUpdateIssues(given: RollingUpdate, path: string, plan: PlanContext): FieldIssue[] {
   const issues = [
     ...intOrPercentIssues(given.maxUnavailable, `${path}.maxUnavailable`, true),
     ...intOrPercentIssues(given.maxSurge, `${path}.maxSurge`, true),
@@ -138,12 +144,13 @@ function rollingUpdateIssues(given: RollingUpdate, path: string, planPath: strin
       partition: given.partition,
       selector: given.selector,
       surges: hasSurge,
-    }, planPath));
+      partitionWrittenBy: plan.partitionWrittenBy,
+    }, plan.path));
   }
   return issues;
 }
 
-function specIssues(spec: AdvancedDaemonSetSpec, planPath: string): FieldIssue[] {
+function specIssues(spec: AdvancedDaemonSetSpec, plan: PlanContext): FieldIssue[] {
   const issues = labelSelectorIssues(spec.selector, "spec.selector");
   if (isEmptySelector(spec.selector)) {
     issues.push({ path: "spec.selector", message: "empty selector is invalid for a daemon set" });
@@ -184,7 +191,7 @@ function specIssues(spec: AdvancedDaemonSetSpec, planPath: string): FieldIssue[]
     issues.push(...rollingUpdateIssues(
       strategy.rollingUpdate ?? { rollingUpdateType: "Standard" },
       "spec.updateStrategy.rollingUpdate",
-      planPath,
+      plan,
     ));
   }
   (spec.lifecycle?.preDelete?.finalizersHandler ?? []).forEach((finalizer, i) => {
@@ -314,25 +321,9 @@ const kruiseRolloutAnnotations = [
   "rollouts.kruise.io/in-progressing",
 ];
 
-/**
- * A partition beside a plan, on a set Kruise Rollout controls, is its webhook's and BatchRelease's
- * doing: said, so the operator knows which of the two to remove (ADR 0053).
- */
-function underKruiseRollout(
-  issues: FieldIssue[],
-  annotations: Record<string, string> | undefined,
-): FieldIssue[] {
-  const controlled = kruiseRolloutAnnotations.some((name) => annotations?.[name] !== undefined);
-  return issues.map((issue) =>
-    controlled && issue.path === "spec.updateStrategy.rollingUpdate.partition" &&
-      issue.message.includes("with a plan")
-      ? {
-        ...issue,
-        message: `${issue.message} (Kruise Rollout, which controls this set, writes it: a set ` +
-          "takes a Rollout's steps or a plan, not both)",
-      }
-      : issue
-  );
+/** Whether Kruise Rollout controls the set, writing its partition batch by batch (ADR 0051). */
+function underKruiseRollout(annotations: Record<string, string> | undefined): boolean {
+  return kruiseRolloutAnnotations.some((name) => annotations?.[name] !== undefined);
 }
 
 /**
@@ -350,7 +341,12 @@ export function validateAdvancedDaemonSet(
   const plan = planFromAnnotation(set, planSource);
   const issues = [
     ...plan.issues,
-    ...underKruiseRollout(specIssues(set.spec, plan.path), set.metadata.annotations),
+    ...specIssues(set.spec, {
+      path: plan.path,
+      ...(underKruiseRollout(set.metadata.annotations)
+        ? { partitionWrittenBy: "Kruise Rollout" }
+        : {}),
+    }),
     ...annotations.issues,
   ];
   if (issues.length > 0) return { ok: false, issues };
