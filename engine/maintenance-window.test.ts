@@ -1,14 +1,7 @@
 import { assert, assertEquals } from "@std/assert";
 import fc from "fast-check";
-import {
-  instantOf,
-  isTimeZone,
-  type Weekday,
-  weekdays,
-  type WindowRule,
-  windowsState,
-  windowState,
-} from "./maintenance-window.ts";
+import { instantOf, type WindowRule, windowsState, windowState } from "./maintenance-window.ts";
+import { isTimeZone, type Weekday, weekdays } from "../api/maintenance.ts";
 
 const at = (iso: string) => Date.parse(iso);
 const rule = (

@@ -10,8 +10,7 @@
  * opens at the first of the two. A blackout date is a local date on which no window opens.
  */
 
-export const weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"] as const;
-export type Weekday = typeof weekdays[number];
+import { type Weekday, weekdays } from "../api/maintenance.ts";
 
 export interface WindowRule {
   /** The days it opens on; all seven when empty. */
@@ -62,16 +61,6 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
     formatters.set(timeZone, f);
   }
   return f;
-}
-
-/** Whether the runtime knows `timeZone` (an IANA name such as `Europe/Berlin`). */
-export function isTimeZone(timeZone: string): boolean {
-  try {
-    formatter(timeZone);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The wall clock of `timeZone` at `instant`. */
