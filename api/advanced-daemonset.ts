@@ -17,6 +17,7 @@ import {
   SetCondition,
 } from "./kube-objects.ts";
 import { RolloutPlan, RolloutPlanStatus } from "./rollout-plan.ts";
+import { Maintenance, MaintenanceStatus } from "./maintenance.ts";
 
 export const group = "apps.edgeroll.dev";
 export const version = "v1alpha1";
@@ -72,6 +73,10 @@ export const RollingUpdate = z.object({
   ),
   plan: RolloutPlan.optional().describe(
     "edgeroll's rollout plan: domains by a node label, steps over them, pauses (ADR 0050).",
+  ),
+  maintenance: Maintenance.optional().describe(
+    "edgeroll's maintenance windows: pods are replaced only while their node's window is open " +
+      "(ADR 0054).",
   ),
 });
 export type RollingUpdate = z.infer<typeof RollingUpdate>;
@@ -200,6 +205,8 @@ export const AdvancedDaemonSetStatus = z.object({
   }).optional(),
   /** Where the rollout plan of the current revision stands (ADR 0050). */
   plan: RolloutPlanStatus.optional(),
+  /** The maintenance windows the outdated nodes wait for (ADR 0054). */
+  maintenance: MaintenanceStatus.optional(),
   imagePreDownload: z.object({
     revision: z.string(),
     nodes: z.number().int(),

@@ -47,6 +47,12 @@ function labelKeyProblem(key: string): string | undefined {
   return undefined;
 }
 
+/** A label key named at `path` that cannot be one, as its problem; none when it can. */
+export function labelKeyIssues(key: string, path: string): FieldIssue[] {
+  const problem = labelKeyProblem(key);
+  return problem ? [{ path, message: `invalid key "${key}": ${problem}` }] : [];
+}
+
 /** Why `value` is no label value (apimachinery's IsValidLabelValue), or undefined. */
 function labelValueProblem(value: string): string | undefined {
   if (value === "" || (value.length <= 63 && labelName.test(value))) return undefined;

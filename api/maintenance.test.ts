@@ -1,5 +1,14 @@
 import { assertEquals } from "@std/assert";
-import { durationMinutes, Maintenance, minuteOfDay, readMaintenance } from "./maintenance.ts";
+import {
+  durationMinutes,
+  Maintenance,
+  maintenanceAnnotation,
+  maintenanceOverrideAnnotation,
+  minuteOfDay,
+  readMaintenance,
+  readMaintenanceAnnotation,
+  readMaintenanceOverride,
+} from "./maintenance.ts";
 
 const path = "spec.updateStrategy.rollingUpdate.maintenance";
 const read = (input: unknown) => readMaintenance(Maintenance.parse(input), path);
@@ -12,17 +21,26 @@ Deno.test("windows are read to minutes: end past midnight is the next day, or a 
   assertEquals(
     read({
       timeZone: "Asia/Tokyo",
+      timeZoneLabel: "edgeroll.dev/time-zone",
       windows: [
-        { days: ["Sat"], start: "22:00", end: "04:00" },
+        { days: ["Sat"], start: "22:00", end: "04:00", domains: ["shops"] },
         { start: "01:00", duration: "90m", timeZone: "Europe/Berlin" },
       ],
+      cutoffMinutes: 15,
     }),
     {
       ok: true,
-      windows: [
-        { days: ["Sat"], startMinute: 1320, minutes: 360, timeZone: "Asia/Tokyo" },
-        { days: [], startMinute: 60, minutes: 90, timeZone: "Europe/Berlin" },
-      ],
+      rules: {
+        windows: [
+          { days: ["Sat"], startMinute: 1320, minutes: 360, domains: ["shops"] },
+          { days: [], startMinute: 60, minutes: 90, timeZone: "Europe/Berlin" },
+        ],
+        timeZone: "Asia/Tokyo",
+        timeZoneLabel: "edgeroll.dev/time-zone",
+        blackoutDates: [],
+        cutoffMinutes: 15,
+        path,
+      },
     },
   );
 });
@@ -30,6 +48,7 @@ Deno.test("windows are read to minutes: end past midnight is the next day, or a 
 Deno.test("a bad window is named by its field path: no time, no zone, no date, both or neither of end and duration", () => {
   const result = read({
     timeZone: "Mars/Olympus_Mons",
+    timeZoneLabel: "-bad/",
     windows: [
       { start: "25:00", end: "01:00" },
       { start: "01:00" },
@@ -40,6 +59,7 @@ Deno.test("a bad window is named by its field path: no time, no zone, no date, b
     blackoutDates: ["2026-02-30", "2026-12-24"],
   });
   assertEquals(result.ok ? [] : result.issues.map((i) => i.path), [
+    `${path}.timeZoneLabel`,
     `${path}.timeZone`,
     `${path}.blackoutDates[0]`,
     `${path}.windows[0].start`,
@@ -49,4 +69,34 @@ Deno.test("a bad window is named by its field path: no time, no zone, no date, b
     `${path}.windows[4].end`,
     `${path}.windows[4].timeZone`,
   ]);
+});
+
+Deno.test("windows in an annotation are read as the field, each problem under the annotation's path", () => {
+  const at = `metadata.annotations[${maintenanceAnnotation}]`;
+  const windows = { windows: [{ start: "01:00", duration: "2h" }] };
+  assertEquals(
+    readMaintenanceAnnotation({ [maintenanceAnnotation]: JSON.stringify(windows) }).value,
+    Maintenance.parse(windows),
+  );
+  assertEquals(readMaintenanceAnnotation({}), { issues: [] });
+  const issues = (value: string) =>
+    readMaintenanceAnnotation({ [maintenanceAnnotation]: value }).issues.map((i) =>
+      `${i.path}: ${i.message.slice(0, 40)}`
+    );
+  assertEquals(issues("{windows: ["), [`${at}: must be maintenance windows as JSON: Exp`]);
+  assertEquals(issues('{"windows": []}')[0]?.startsWith(`${at}.windows: `), true);
+  assertEquals(issues(" ".repeat(17_000))[0], `${at}: is 17000 bytes, more than the 16384 main`);
+});
+
+Deno.test("the override is an RFC 3339 instant; anything else is named with the annotation's path", () => {
+  const read = (value: string) =>
+    readMaintenanceOverride({ [maintenanceOverrideAnnotation]: value });
+  assertEquals(read("2026-11-29T18:00:00Z"), { until: Date.UTC(2026, 10, 29, 18), issues: [] });
+  assertEquals(read("2026-11-29T19:00:00+01:00").until, Date.UTC(2026, 10, 29, 18));
+  assertEquals(readMaintenanceOverride(undefined), { issues: [] });
+  for (const bad of ["tomorrow", "2026-11-29", "2026-13-01T00:00:00Z"]) {
+    assertEquals(read(bad).issues.map((i) => i.path), [
+      `metadata.annotations[${maintenanceOverrideAnnotation}]`,
+    ]);
+  }
 });

@@ -11,6 +11,12 @@
  * the nodes updated so far), `-pod-start-timeout-seconds`, `-progress-deadline-seconds` and
  * `-stop-on-progress-deadline`, the AdvancedDaemonSet's failurePolicy and progressDeadlineSeconds.
  */
+import {
+  maintenanceAnnotationPath,
+  readMaintenanceAnnotation,
+  readSetMaintenance,
+  type SetMaintenance,
+} from "./maintenance.ts";
 import { z } from "zod";
 import { intOrPercentProblem } from "./int-or-percent.ts";
 import type { DaemonSet, IntOrString } from "./kube-objects.ts";
@@ -75,6 +81,8 @@ export interface OpenYurtRollout {
   progressDeadlineSeconds?: number;
   /** edgeroll's rollout plan, from its annotation (ADR 0053), and the operator's answers to it. */
   rolloutPlan?: { plan: RolloutPlan; answers: PlanAnswers };
+  /** edgeroll's maintenance windows, from their annotation (ADR 0054), and their override. */
+  maintenance?: SetMaintenance;
 }
 
 /** edgeroll's failure budget and deadline annotations, read; each problem with its path. */
@@ -185,13 +193,21 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
   }
   const plan = readPlanAnnotation(annotations);
   issues.push(...plan.issues);
-  if (plan.plan) {
-    issues.push(...rolloutPlanIssues(plan.plan, { surges: false }, planAnnotationPath));
+  if (plan.value) {
+    issues.push(...rolloutPlanIssues(plan.value, { surges: false }, planAnnotationPath));
   }
+  const written = readMaintenanceAnnotation(annotations);
+  const windows = readSetMaintenance(
+    written.value,
+    maintenanceAnnotationPath,
+    plan.value !== undefined,
+    set.metadata,
+  );
+  issues.push(...written.issues, ...windows.issues);
   if (!strategy.success || !maxUnavailable.success || issues.length > 0) {
     return { managed: true, ok: false, issues };
   }
-  const answers = plan.plan && readPlanAnswers(annotations);
+  const answers = plan.value && readPlanAnswers(annotations);
   return {
     managed: true,
     ok: true,
@@ -199,9 +215,10 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
       mode: strategy.data,
       maxUnavailable: maxUnavailable.data,
       ...failure,
-      ...(plan.plan && answers
-        ? { rolloutPlan: { plan: plan.plan, answers: answers.answers } }
+      ...(plan.value && answers
+        ? { rolloutPlan: { plan: plan.value, answers: answers.answers } }
         : {}),
+      ...(windows.maintenance ? { maintenance: windows.maintenance } : {}),
     },
     notices: [...notices, ...answers?.notices ?? []],
   };

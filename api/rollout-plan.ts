@@ -8,7 +8,8 @@
 import { z } from "zod";
 import { intOrPercentProblem, isZero } from "./int-or-percent.ts";
 import { IntOrString } from "./kube-objects.ts";
-import { type FieldIssue, type Notice, zodIssues } from "./label-selector.ts";
+import type { FieldIssue, Notice } from "./label-selector.ts";
+import { annotationPath, readJsonAnnotation } from "./json-annotation.ts";
 
 /** The most domains a plan orders: a fleet with more is InvalidSpec (the status lists each one). */
 export const maxPlanDomains = 100;
@@ -69,30 +70,19 @@ export const planFieldPath = "spec.updateStrategy.rollingUpdate.plan";
  * field for it. The value is the plan as JSON, the fields of `planFieldPath`.
  */
 export const rolloutPlanAnnotation = "apps.edgeroll.dev/rollout-plan";
-export const planAnnotationPath = `metadata.annotations[${rolloutPlanAnnotation}]`;
+export const planAnnotationPath = annotationPath(rolloutPlanAnnotation);
 /** A plan of 50 steps and 100 first domains fits in a few KiB: more is not a plan. */
 export const maxPlanAnnotationBytes = 32 * 1024;
 
 /** A plan read from its annotation, each problem under the annotation's path; none when absent. */
-export function readPlanAnnotation(
-  annotations: Record<string, string> | undefined,
-): { plan?: RolloutPlan; issues: FieldIssue[] } {
-  const value = annotations?.[rolloutPlanAnnotation];
-  if (value === undefined) return { issues: [] };
-  const issue = (message: string) => ({ issues: [{ path: planAnnotationPath, message }] });
-  if (value.length > maxPlanAnnotationBytes) {
-    return issue(`is ${value.length} bytes, more than the ${maxPlanAnnotationBytes} a plan may be`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(value);
-  } catch (err) {
-    return issue(`must be a rollout plan as JSON: ${err instanceof Error ? err.message : err}`);
-  }
-  const parsed = RolloutPlan.safeParse(json);
-  if (!parsed.success) return { issues: zodIssues(parsed.error, planAnnotationPath) };
-  return { plan: parsed.data, issues: [] };
-}
+export const readPlanAnnotation = (annotations: Record<string, string> | undefined) =>
+  readJsonAnnotation(
+    annotations,
+    rolloutPlanAnnotation,
+    RolloutPlan,
+    "a rollout plan",
+    maxPlanAnnotationBytes,
+  );
 
 /**
  * What is wrong with a plan before any node is read: a step with neither or both targets, a

@@ -31,6 +31,14 @@ import {
   rolloutPlanAnnotation,
   rolloutPlanIssues,
 } from "./rollout-plan.ts";
+import {
+  maintenanceAnnotation,
+  maintenanceAnnotationPath,
+  maintenanceFieldPath,
+  readMaintenanceAnnotation,
+  readSetMaintenance,
+  type SetMaintenance,
+} from "./maintenance.ts";
 
 export type { FieldIssue };
 export { zodIssues };
@@ -87,6 +95,8 @@ export type ValidationResult =
     planAnswers: PlanAnswers;
     /** Where the plan was written: the field, or the annotation (ADR 0053). */
     planPath: string;
+    /** The maintenance windows read, and the override lifting them (ADR 0054). */
+    maintenance?: SetMaintenance;
     /** Values replaced by the default Kruise uses in their place. */
     notices: Notice[];
   }
@@ -279,40 +289,87 @@ function annotationIssuesAndValues(
 }
 
 /**
- * Where a set's rollout plan is written: an AdvancedDaemonSet's field, or the annotation a Kruise
- * DaemonSet carries it in (its schema has no such field, ADR 0053).
+ * Where a set's rollout plan and maintenance windows are written: an AdvancedDaemonSet's fields,
+ * or the annotations a Kruise DaemonSet carries them in (its schema has no such fields, ADRs 0053
+ * and 0054).
  */
 export type PlanSource = "field" | "annotation";
 
+/** A field of the rolling update that Kruise's and OpenYurt's DaemonSets carry in an annotation. */
+interface AnnotatedField<K extends "plan" | "maintenance"> {
+  field: K;
+  fieldPath: string;
+  annotation: string;
+  annotationPath: string;
+  /** What it is, in messages: "one plan, in one place". */
+  what: string;
+  read(annotations: Record<string, string>): { value?: RollingUpdate[K]; issues: FieldIssue[] };
+}
+
+const annotatedPlan: AnnotatedField<"plan"> = {
+  field: "plan",
+  fieldPath: planFieldPath,
+  annotation: rolloutPlanAnnotation,
+  annotationPath: planAnnotationPath,
+  what: "plan",
+  read: readPlanAnnotation,
+};
+
+const annotatedMaintenance: AnnotatedField<"maintenance"> = {
+  field: "maintenance",
+  fieldPath: maintenanceFieldPath,
+  annotation: maintenanceAnnotation,
+  annotationPath: maintenanceAnnotationPath,
+  what: "set of maintenance windows",
+  read: readMaintenanceAnnotation,
+};
+
 /**
- * The plan written in the annotation, moved where the AdvancedDaemonSet has it (in the parsed
- * copy), and the path the plan's issues are named under. On an AdvancedDaemonSet the annotation would be ignored: refused.
- * A Kruise DaemonSet under edgeroll's own CRD (ADR 0027) may have the field too: one of the two.
+ * A field written in its annotation, moved where the AdvancedDaemonSet has it (in the parsed
+ * copy), and the path its issues are named under. On an AdvancedDaemonSet the annotation would be
+ * ignored: refused. A Kruise DaemonSet under edgeroll's own CRD (ADR 0027) may have the field too:
+ * one of the two.
  */
-function planFromAnnotation(
+function fromAnnotation<K extends "plan" | "maintenance">(
   set: AdvancedDaemonSet,
   source: PlanSource,
+  spec: AnnotatedField<K>,
 ): { issues: FieldIssue[]; path: string } {
-  const annotated = set.metadata.annotations?.[rolloutPlanAnnotation] !== undefined;
+  const annotations = set.metadata.annotations ?? {};
   const strategy = set.spec.updateStrategy;
-  const inField = strategy.rollingUpdate.plan !== undefined;
-  if (!annotated) return { issues: [], path: planFieldPath };
+  if (annotations[spec.annotation] === undefined) return { issues: [], path: spec.fieldPath };
   const refused = (message: string) => ({
-    issues: [{ path: planAnnotationPath, message }],
-    path: planFieldPath,
+    issues: [{ path: spec.annotationPath, message }],
+    path: spec.fieldPath,
   });
   if (source === "field") {
     return refused(
-      `is read on Kruise's and OpenYurt's DaemonSets: an AdvancedDaemonSet's plan is ${planFieldPath}`,
+      `is read on Kruise's and OpenYurt's DaemonSets: an AdvancedDaemonSet's ${spec.what} is ${spec.fieldPath}`,
     );
   }
-  if (inField) return refused(`may not be set beside ${planFieldPath}: one plan, in one place`);
+  if (strategy.rollingUpdate[spec.field] !== undefined) {
+    return refused(`may not be set beside ${spec.fieldPath}: one ${spec.what}, in one place`);
+  }
   if (strategy.type !== "RollingUpdate") {
     return refused(`needs spec.updateStrategy.type RollingUpdate, got "${strategy.type}"`);
   }
-  const read = readPlanAnnotation(set.metadata.annotations);
-  if (read.plan) strategy.rollingUpdate = { ...strategy.rollingUpdate, plan: read.plan };
-  return { issues: read.issues, path: planAnnotationPath };
+  const read = spec.read(annotations);
+  if (read.value !== undefined) {
+    strategy.rollingUpdate = { ...strategy.rollingUpdate, [spec.field]: read.value };
+  }
+  return { issues: read.issues, path: spec.annotationPath };
+}
+
+/** The windows of a rolling update and its override, read; a set in OnDelete has none. */
+function windowsOf(set: AdvancedDaemonSet, path: string) {
+  const strategy = set.spec.updateStrategy;
+  const rolling = strategy.type === "RollingUpdate";
+  return readSetMaintenance(
+    rolling ? strategy.rollingUpdate.maintenance : undefined,
+    path,
+    rolling && strategy.rollingUpdate.plan !== undefined,
+    set.metadata,
+  );
 }
 
 /** Kruise Rollout's marks on a set it controls (openkruise/rollouts pkg/util/constant.go). */
@@ -338,9 +395,13 @@ export function validateAdvancedDaemonSet(
   if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error) };
   const set = parsed.data;
   const annotations = annotationIssuesAndValues(set.metadata.annotations);
-  const plan = planFromAnnotation(set, planSource);
+  const plan = fromAnnotation(set, planSource, annotatedPlan);
+  const maintenance = fromAnnotation(set, planSource, annotatedMaintenance);
+  const windows = windowsOf(set, maintenance.path);
   const issues = [
     ...plan.issues,
+    ...maintenance.issues,
+    ...windows.issues,
     ...specIssues(set.spec, {
       path: plan.path,
       ...(underKruiseRollout(set.metadata.annotations)
@@ -358,6 +419,7 @@ export function validateAdvancedDaemonSet(
     annotations: annotations.values,
     planAnswers: answers.answers,
     planPath: plan.path,
+    ...(windows.maintenance ? { maintenance: windows.maintenance } : {}),
     notices: [...annotations.notices, ...answers.notices],
   };
 }

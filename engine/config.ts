@@ -24,6 +24,7 @@ import { kruiseApiVersion, kruiseAsAdvancedDaemonSet, kruiseKind } from "../api/
 import { writtenStatus } from "../api/written-status.ts";
 import { pullJobDeadlineSeconds } from "../api/image-pull.ts";
 import type { SetIdentity } from "./revisions.ts";
+import type { SetMaintenance } from "../api/maintenance.ts";
 import type { Snapshot } from "../api/plan.ts";
 
 /** How pods are replaced when the template changes. */
@@ -79,6 +80,8 @@ export interface SetConfig {
    * the operator's answers to it (ADRs 0050, 0053).
    */
   rolloutPlan?: { plan: RolloutPlan; answers: PlanAnswers; path: string };
+  /** Maintenance windows: pods replaced only while their node's is open (ADR 0054). */
+  maintenance?: SetMaintenance;
   /**
    * AdvancedDaemonSet: edgeroll creates pods and revisions and removes misscheduled ones. OpenYurt
    * DaemonSet: the native controller does, edgeroll only replaces (deletes) or marks old pods.
@@ -188,6 +191,7 @@ function readAdvancedDaemonSet(
           },
         }
         : {}),
+      ...(rolling && result.maintenance ? { maintenance: result.maintenance } : {}),
       ...(asksPreDownload(set.metadata.annotations)
         ? {
           preDownload: {
@@ -243,6 +247,7 @@ function readOpenYurtDaemonSet(
       ...(yurt.rollout.rolloutPlan
         ? { rolloutPlan: { ...yurt.rollout.rolloutPlan, path: planAnnotationPath } }
         : {}),
+      ...(yurt.rollout.maintenance ? { maintenance: yurt.rollout.maintenance } : {}),
       maxUnavailable: yurt.rollout.maxUnavailable,
       maxSurge: 0,
       partition: 0,

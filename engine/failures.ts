@@ -72,8 +72,17 @@ export function judgeFailures(
   previous: AdvancedDaemonSetStatus,
   now: EpochMillis,
   isAvailable: (pod: Pod) => boolean,
-  domainOf?: (node: string) => string,
+  context: {
+    /** The rollout plan's domain of a node, for a failure budget counted per domain. */
+    domainOf?: (node: string) => string;
+    /**
+     * Maintenance windows: the deadline's clock is held while no outdated node's window is open,
+     * and runs from the opening of the open ones (ADR 0054).
+     */
+    windowed?: { held: boolean; since?: EpochMillis };
+  } = {},
 ): Judgement | undefined {
+  const { domainOf, windowed } = context;
   const policy = config.failurePolicy;
   const deadline = config.progressDeadlineSeconds;
   if (!policy && deadline === undefined) return undefined;
@@ -90,9 +99,11 @@ export function judgeFailures(
   );
   const grew = !progress || updatedAvailable > progress.updatedAvailable;
   progress = { revision: hash, updatedAvailable, at: grew ? formatTime(now) : progress!.at };
-  const deadlineAt = deadline !== undefined ? (parseTime(progress.at) ?? now) + deadline * 1000 : 0;
-  const deadlineExceeded = deadline !== undefined && outdated > 0 && now >= deadlineAt;
-  if (deadline !== undefined && outdated > 0 && !deadlineExceeded) wakeUps.push(deadlineAt);
+  const clockFrom = Math.max(parseTime(progress.at) ?? now, windowed?.since ?? -Infinity);
+  const deadlineAt = deadline !== undefined ? clockFrom + deadline * 1000 : 0;
+  const clockRuns = deadline !== undefined && outdated > 0 && !windowed?.held;
+  const deadlineExceeded = clockRuns && now >= deadlineAt;
+  if (clockRuns && !deadlineExceeded) wakeUps.push(deadlineAt);
 
   const allowed = policy ? resolve(policy.maxFailed, updated, true) : Infinity;
   let newlyStopped = false;

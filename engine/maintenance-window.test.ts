@@ -23,6 +23,7 @@ Deno.test("a weeknight window in Berlin: open inside, closed outside, until and 
   // Wednesday 2026-07-15, 03:00 CEST (UTC+2).
   assertEquals(windowState(nights, "Europe/Berlin", at("2026-07-15T01:00:00Z")), {
     open: true,
+    openedAt: at("2026-07-14T23:00:00Z"),
     closesAt: at("2026-07-15T03:00:00Z"),
   });
   // Friday 06:00 local: the next opening is Monday 01:00.
@@ -37,6 +38,7 @@ Deno.test("a window past midnight belongs to the day it opened on", () => {
   // Sunday 01:00 in New York (EDT, UTC-4), the window opened Saturday 22:00.
   assertEquals(windowState(late, "America/New_York", at("2026-07-19T05:00:00Z")), {
     open: true,
+    openedAt: at("2026-07-19T02:00:00Z"),
     closesAt: at("2026-07-19T08:00:00Z"),
   });
 });
@@ -56,6 +58,7 @@ Deno.test("daylight saving: a start the clocks skip opens after the gap, one the
   const night = rule({ startMinute: 60, minutes: 120 });
   assertEquals(windowState(night, "Europe/Berlin", at("2026-03-29T00:30:00Z")), {
     open: true,
+    openedAt: at("2026-03-29T00:00:00Z"),
     closesAt: at("2026-03-29T02:00:00Z"),
   });
   // Lord Howe Island moves its clocks by half an hour.
@@ -85,11 +88,13 @@ Deno.test("a blackout date opens no window: the next opening is the day after", 
 Deno.test("windows that touch are one stretch; the earliest of several openings is next", () => {
   const first = rule({ startMinute: 60, minutes: 60 });
   const second = rule({ startMinute: 120, minutes: 60 });
-  assertEquals(windowsState([first, second], "UTC", at("2026-05-01T01:30:00Z")), {
+  const utc = (r: WindowRule) => ({ ...r, timeZone: "UTC" });
+  assertEquals(windowsState([first, second].map(utc), at("2026-05-01T01:30:00Z")), {
     open: true,
+    openedAt: at("2026-05-01T01:00:00Z"),
     closesAt: at("2026-05-01T03:00:00Z"),
   });
-  assertEquals(windowsState([second, first], "UTC", at("2026-05-01T00:00:00Z")), {
+  assertEquals(windowsState([second, first].map(utc), at("2026-05-01T00:00:00Z")), {
     open: false,
     opensAt: at("2026-05-01T01:00:00Z"),
   });

@@ -10,7 +10,7 @@
  * opens at the first of the two. A blackout date is a local date on which no window opens.
  */
 
-import { type Weekday, weekdays } from "../api/maintenance.ts";
+import { type Weekday, weekdays, zoneFormatter } from "../api/maintenance.ts";
 
 export interface WindowRule {
   /** The days it opens on; all seven when empty. */
@@ -23,10 +23,15 @@ export interface WindowRule {
   blackoutDates: readonly string[];
 }
 
-/** A window's state at an instant: open until `closesAt`, or closed until `opensAt`. */
+/** A window's state at an instant: open since `openedAt` until `closesAt`, or closed until `opensAt`. */
 export type WindowState =
-  | { open: true; closesAt: number }
+  | { open: true; openedAt: number; closesAt: number }
   | { open: false; opensAt?: number };
+
+/** A window read in one time zone. */
+export interface ZonedRule extends WindowRule {
+  timeZone: string;
+}
 
 const minuteMs = 60_000;
 const dayMs = 24 * 60 * minuteMs;
@@ -41,25 +46,10 @@ interface LocalDate {
   weekday: Weekday;
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
 /** The formatter of `timeZone` (throws a RangeError for a zone the runtime does not know). */
 function formatter(timeZone: string): Intl.DateTimeFormat {
-  let f = formatters.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      hourCycle: "h23",
-      weekday: "short",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric",
-    });
-    formatters.set(timeZone, f);
-  }
+  const f = zoneFormatter(timeZone);
+  if (!f) throw new RangeError(`no IANA time zone "${timeZone}" in this runtime`);
   return f;
 }
 
@@ -147,22 +137,29 @@ export function windowState(rule: WindowRule, timeZone: string, now: number): Wi
     const opensAt = instantOf(date, rule.startMinute, timeZone);
     const closesAt = opensAt + rule.minutes * minuteMs;
     if (closesAt <= now) continue;
-    if (opensAt <= now) return { open: true, closesAt };
+    if (opensAt <= now) return { open: true, openedAt: opensAt, closesAt };
     return { open: false, opensAt };
   }
   return { open: false };
 }
 
 /**
- * Several windows together: open while any is, until the last of the overlapping ones closes
- * (windows that touch or overlap are one stretch); else closed until the first opening.
+ * Several windows, each in its own zone: open while any is, from the earliest opening of those
+ * open until the last of them closes (windows that touch or overlap are one stretch); else closed
+ * until the first opening.
  */
-export function windowsState(rules: readonly WindowRule[], timeZone: string, now: number) {
+export function windowsState(rules: readonly ZonedRule[], now: number): WindowState {
   let state: WindowState = { open: false };
-  const states = rules.map((r) => windowState(r, timeZone, now));
-  for (const s of states) {
+  for (const rule of rules) {
+    const s = windowState(rule, rule.timeZone, now);
     if (s.open) {
-      state = state.open ? { open: true, closesAt: Math.max(state.closesAt, s.closesAt) } : s;
+      state = state.open
+        ? {
+          open: true,
+          openedAt: Math.min(state.openedAt, s.openedAt),
+          closesAt: Math.max(state.closesAt, s.closesAt),
+        }
+        : s;
     } else if (!state.open && s.opensAt !== undefined) {
       state = { open: false, opensAt: Math.min(state.opensAt ?? Infinity, s.opensAt) };
     }
@@ -171,15 +168,13 @@ export function windowsState(rules: readonly WindowRule[], timeZone: string, now
   // never leave a gap would extend it forever).
   for (let i = 0; i < 16 && state.open; i++) {
     const closesAt: number = state.closesAt;
-    const later = states.length === 0 ? closesAt : Math.max(
-      closesAt,
-      ...rules.map((r) => {
-        const next = windowState(r, timeZone, closesAt);
-        return next.open ? next.closesAt : closesAt;
-      }),
-    );
+    let later = closesAt;
+    for (const rule of rules) {
+      const next = windowState(rule, rule.timeZone, closesAt);
+      if (next.open) later = Math.max(later, next.closesAt);
+    }
     if (later === closesAt) break;
-    state = { open: true, closesAt: later };
+    state = { ...state, closesAt: later };
   }
   return state;
 }

@@ -33,6 +33,7 @@ import {
 import type { NodeView } from "./node-view.ts";
 import type { Awaited, BudgetUse, EpochMillis, NodeReport, Plan, PlanEvent } from "../api/plan.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
+import type { MaintenanceStatus } from "../api/maintenance.ts";
 import type { RolloutPlanStatus } from "../api/rollout-plan.ts";
 
 /** The reconcile answer lists at most this many awaited items; the rest are summed up. */
@@ -127,6 +128,8 @@ export interface Outcome {
   budget?: BudgetUse;
   /** Where the rollout plan stands, when the set has one (ADR 0050). */
   rolloutPlan?: RolloutPlanStatus;
+  /** The maintenance windows outdated nodes wait for, when the set has windows (ADR 0054). */
+  maintenance?: MaintenanceStatus;
 }
 
 /** The condition of a set with a failure budget or a progress deadline (present only then). */
@@ -456,6 +459,20 @@ const progressingRules: {
     state: (facts) => ({ status: false, reason: "Paused", message: facts.counts }),
   },
   {
+    name: "every outdated node waits for its maintenance window",
+    applies: (facts) => facts.outcome.maintenance?.open === false,
+    state: (facts) => {
+      const windows = facts.outcome.maintenance!;
+      return {
+        status: false,
+        reason: "MaintenanceWindow",
+        message: `${plural(facts.nodes.outdated, "node")} wait for their maintenance window${
+          windows.nextOpening ? `, next opening at ${windows.nextOpening}` : ""
+        }; ${facts.counts}`,
+      };
+    },
+  },
+  {
     name: "OnDelete: pods are deleted by hand",
     applies: (facts) => facts.outcome.config.mode === "OnDelete",
     state: (facts) => ({
@@ -593,6 +610,7 @@ const recordFields = [
   "progress",
   "imagePreDownload",
   "plan",
+  "maintenance",
 ] as const;
 type RolloutRecords = Pick<AdvancedDaemonSetStatus, typeof recordFields[number]>;
 
@@ -618,6 +636,7 @@ function rolloutRecordsOf(outcome: Outcome, complete: boolean): RolloutRecords {
     ...(judged?.acknowledged ? { acknowledgedFailures: judged.acknowledged } : {}),
     ...(judged ? { progress: judged.progress } : {}),
     ...(outcome.rolloutPlan ? { plan: outcome.rolloutPlan } : {}),
+    ...(outcome.maintenance ? { maintenance: outcome.maintenance } : {}),
     ...(preDownload
       ? {
         imagePreDownload: {

@@ -67,7 +67,8 @@ import {
 } from "./revisions.ts";
 import type { Action, EpochMillis, Plan, Snapshot } from "../api/plan.ts";
 import { budgetUse, planBudgetedUpdate, planOta, updateOrder } from "./updates.ts";
-import { planRollout } from "./rollout-plan.ts";
+import { planRollout, type UpdateGate } from "./rollout-plan.ts";
+import { type MaintenanceProgress, planMaintenance } from "./maintenance.ts";
 import type { FieldIssue } from "../api/label-selector.ts";
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
@@ -148,11 +149,29 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     wakeUps: stepped?.wakeUps ?? [],
     events: stepped?.events ?? [],
   });
+  // 2b. Maintenance windows: which nodes' pods may be replaced now (ADR 0054); outside the burst.
+  const windows = config.maintenance &&
+    planMaintenance({
+      maintenance: config.maintenance,
+      hash,
+      ...(config.rolloutPlan ? { domainLabel: config.rolloutPlan.plan.domainLabel } : {}),
+      previous: previous.maintenance,
+      now,
+    }, settled);
+  const waiting = decided({
+    awaited: windows?.awaited ?? [],
+    wakeUps: windows?.wakeUps ?? [],
+    events: windows?.events ?? [],
+  });
+  const gate = windowedGate(stepped?.gate, windows);
 
   // 3. The failure budget, judged on the pods as read, before any is replaced (a failed pod is,
   // by placement), and before an old pod is or an OTA mark is written: a spent budget stops this
   // very wave (ADR 0035).
-  const judged = judgeFailures(config, hash, desired, previous, now, available, stepped?.domainOf);
+  const judged = judgeFailures(config, hash, desired, previous, now, available, {
+    ...(stepped ? { domainOf: stepped.domainOf } : {}),
+    ...(windows ? { windowed: windows.deadline } : {}),
+  });
   const stopped = judged?.stop !== undefined;
   // An operator's abort of a plan stops the rollout as its failures would, rollback included.
   const rollback = planRollback(
@@ -167,7 +186,9 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   // stopped, given as the plan reaches nodes), and the pulls nodes asked for.
   const marked = planOta(facts, placed.left, views, pending, ota, {
     stopped: stopped || (stepped?.aborted ?? false),
-    stepped,
+    ...(stepped ? { covered: stepped.covered } : {}),
+    ...(gate ? { gate } : {}),
+    ...(windows ? { windowed: windows.admits } : {}),
   });
   const pulled = ota
     ? planImagePulls(facts, marked.left, views, pending, snapshot.pulls)
@@ -186,12 +207,13 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const updates = config.mode !== "OTA" && config.mode !== "OnDelete" && !config.paused &&
     !stopped && !stepped?.aborted;
   const updated = updates
-    ? planBudgetedUpdate(facts, pulled.left, settled, order, available, stepped?.gate)
+    ? planBudgetedUpdate(facts, pulled.left, settled, order, available, gate)
     : skipped(pulled.left);
   const earlier = [
     claimed,
     placed.decisions,
     stepping,
+    waiting,
     marked.decisions,
     pulled.decisions,
     judgement,
@@ -215,7 +237,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     facts,
     readied.left,
     settled,
-    order,
+    windows ? byWindowOpening(order, windows.admitsFrom) : order,
     available,
     pending,
     snapshot.pulls,
@@ -237,6 +259,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     rollback: rollback?.record ?? (previous.rollback?.to === hash ? previous.rollback : undefined),
     budget: budgetUse(config, hash, settled, available),
     ...(stepped ? { rolloutPlan: stepped.status } : {}),
+    ...(windows?.status ? { maintenance: windows.status } : {}),
   });
   if (planned && !planned.ok) {
     return invalidWithCounts(snapshot, planned.issues, previous, report, pending, now);
@@ -253,6 +276,34 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
 }
 
 type SetReading = Extract<ReturnType<typeof readSet>, { ok: true }>;
+
+/**
+ * The update's gate: the plan's (its order's turn, its domain's budget) within the maintenance
+ * windows, when the set has either. The window is asked first, so a node it holds takes nothing
+ * of its domain's budget.
+ */
+function windowedGate(
+  planned: UpdateGate | undefined,
+  windows: Pick<MaintenanceProgress, "admits"> | undefined,
+): UpdateGate | undefined {
+  if (!windows) return planned;
+  return {
+    admits: (view, down) => windows.admits(view) && (planned?.admits(view, down) ?? true),
+    took: (view, down) => planned?.took(view, down),
+  };
+}
+
+/**
+ * The update order with the nodes whose window opens first at its head (stable within a group):
+ * image pre-download pulls for them first, so they hold the image by their opening.
+ */
+function byWindowOpening(
+  order: readonly NodeView[],
+  admitsFrom: (view: NodeView) => EpochMillis,
+): NodeView[] {
+  return order.map((view, i) => ({ view, i, from: admitsFrom(view) }))
+    .sort((a, b) => a.from - b.from || a.i - b.i).map((e) => e.view);
+}
 
 /** A phase that does not run: it decides nothing and leaves the allowance as it was. */
 function skipped(left: Allowance): PhaseResult {

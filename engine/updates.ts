@@ -17,7 +17,7 @@ import {
   podName,
 } from "./decisions.ts";
 import { activePods, isPreDeleting, type NodeView } from "./node-view.ts";
-import { markedToUpgrade, type PlanProgress, type UpdateGate } from "./rollout-plan.ts";
+import { markedToUpgrade, type UpdateGate } from "./rollout-plan.ts";
 
 /**
  * Kruise's update order (`filterDaemonPodsNodeToUpdate`): node names descending, nodes already
@@ -269,9 +269,15 @@ export function planOta(
   views: readonly NodeView[],
   pending: readonly Expectation[],
   ota = true,
-  rollout: { stopped: boolean; stepped?: Pick<PlanProgress, "covered" | "gate"> } = {
-    stopped: false,
-  },
+  rollout: {
+    stopped: boolean;
+    /** The nodes a rollout plan reaches now, in its order (every node without a plan). */
+    covered?: readonly NodeView[];
+    /** The plan's gate within the maintenance windows, when the set has either. */
+    gate?: UpdateGate;
+    /** Whether a node's maintenance window lets its pod be replaced now. */
+    windowed?: (view: NodeView) => boolean;
+  } = { stopped: false },
 ): PhaseResult {
   const out = new PhaseDecisions(facts, allowance);
   const expected = new Set(
@@ -279,13 +285,13 @@ export function planOta(
       e.action === "setCondition" && e.condition === undefined && e.revision === out.hash
     ).map((e) => e.uid),
   );
-  const { stopped, stepped } = rollout;
+  const { stopped, gate, windowed } = rollout;
   const reached = !ota
     ? undefined
     : stopped
     ? new Set<string>()
-    : stepped
-    ? reachedByPlan(stepped, out.hash)
+    : gate
+    ? reachedBy(rollout.covered ?? views, gate, windowed, out.hash)
     : undefined;
   const message = `controllerrevision: ${out.hash}`;
   for (const view of views) {
@@ -304,6 +310,8 @@ export function planOta(
         ? "the set is not in OTA mode: the node no longer decides"
         : held && stopped
         ? "the rollout is stopped"
+        : held && windowed && !windowed(view)
+        ? "the node's maintenance window is closed"
         : held
         ? "the rollout plan does not reach this node now"
         : status === "True"
@@ -316,17 +324,24 @@ export function planOta(
 }
 
 /**
- * The nodes whose old pods the plan lets their node upgrade: those already marked, on nodes the
- * step covers, and, in the plan's order, each Ready node its domain's gate admits now.
+ * The nodes whose old pods their node may upgrade now: those already marked, on nodes the plan
+ * covers whose maintenance window is open, and, in the plan's order, each Ready node its domain's
+ * gate admits now. A mark whose node's window has closed is taken back: the upgrade waits for the
+ * next opening (ADR 0054).
  */
-function reachedByPlan(stepped: Pick<PlanProgress, "covered" | "gate">, hash: string): Set<string> {
+function reachedBy(
+  covered: readonly NodeView[],
+  gate: UpdateGate,
+  windowed: ((view: NodeView) => boolean) | undefined,
+  hash: string,
+): Set<string> {
   const reached = new Set<string>();
-  for (const view of stepped.covered) {
+  for (const view of covered) {
     const old = activePods(view).filter((p) => podRevision(p) !== hash);
-    if (old.length === 0) continue;
+    if (old.length === 0 || (windowed && !windowed(view))) continue;
     if (old.some(markedToUpgrade)) reached.add(view.name);
-    else if (view.ready && stepped.gate.admits(view, false)) {
-      stepped.gate.took(view, false);
+    else if (view.ready && gate.admits(view, false)) {
+      gate.took(view, false);
       reached.add(view.name);
     }
   }

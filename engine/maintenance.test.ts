@@ -1,0 +1,287 @@
+/**
+ * Maintenance windows in the plan (ADR 0054): nothing is replaced outside a node's window, pods in
+ * flight at its close finish, the rollout resumes at the next opening, each domain rolls in its
+ * own night, the override lifts the windows, OTA marks follow the windows, and the progress
+ * deadline does not run while every window is closed.
+ */
+import { assert, assertEquals } from "@std/assert";
+import fc from "fast-check";
+import { Keys, type Node } from "../api/kube-objects.ts";
+import type { MaintenanceInput } from "../api/maintenance.ts";
+import type { Plan, Snapshot } from "../api/plan.ts";
+import { plan } from "./plan.ts";
+import { windowState } from "./maintenance-window.ts";
+import { podNodeName } from "./pod-node-state.ts";
+import * as f from "./testdata/fleet.ts";
+
+const at = (iso: string) => Date.parse(iso);
+const minute = 60_000;
+
+/** An AdvancedDaemonSet over `nodes` with `maintenance` (and more of its rolling update). */
+function windowed(
+  maintenance: MaintenanceInput,
+  nodes: Node[],
+  rollingUpdate: object = {},
+  spec: object = {},
+): f.Cluster {
+  return f.cluster({
+    kind: "AdvancedDaemonSet",
+    set: f.advancedDaemonSet({
+      updateStrategy: { type: "RollingUpdate", rollingUpdate: { ...rollingUpdate, maintenance } },
+      ...spec,
+    }) as Snapshot["set"],
+    pods: [],
+    nodes,
+    revisions: [],
+  });
+}
+
+/** The nodes whose pod the plan deletes to update it. */
+const replaced = (p: Plan) =>
+  p.actions.flatMap((a) => a.type === "deletePod" && a.reason.startsWith("update") ? [a.name] : []);
+
+/** Nodes running agent:v2, available. */
+const onV2 = (c: f.Cluster) =>
+  c.snapshot.pods.filter((p) =>
+    p.spec.containers[0].image === "agent:v2" &&
+    p.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True")
+  ).map((p) => podNodeName(p)).sort();
+
+const nightly = { windows: [{ start: "01:00", end: "01:10" }] };
+
+Deno.test("outside its window no pod is replaced; status says when it opens; the tick wakes it at the opening", () => {
+  let { c, now } = f.settledThenV2(windowed(nightly, f.nodes(4)), at("2026-03-02T11:59:50Z"));
+  for (let i = 0; i < 5; i++, now += 1000) {
+    const p = plan(c.snapshot, now);
+    assertEquals(replaced(p), []);
+    c = f.kubelet(f.apply(c, p, now), now);
+  }
+  const p = plan(c.snapshot, now);
+  assertEquals(p.status.maintenance, {
+    open: false,
+    nextOpening: "2026-03-03T01:00:00Z",
+    groups: [{
+      timeZone: "UTC",
+      state: "Closed",
+      opensAt: "2026-03-03T01:00:00Z",
+      outdated: 4,
+    }],
+  });
+  assertEquals(p.status.nextCheckAt, "2026-03-03T01:00:00Z");
+  const progressing = p.conditions.find((x) => x.type === "Progressing");
+  assertEquals(progressing?.reason, "MaintenanceWindow");
+  assert(
+    p.awaited.some((a) => a.what === "maintenance window of UTC" && /4 nodes wait/.test(a.why)),
+  );
+  // At the opening, the update starts.
+  assertEquals(replaced(plan(c.snapshot, at("2026-03-03T01:00:00Z"))).length, 1);
+});
+
+Deno.test("a window closing mid-rollout: pods in flight finish, no new replacement starts, the next opening finishes it", () => {
+  const nodes = f.nodes(6);
+  let { c, now } = f.settledThenV2(windowed(nightly, nodes), at("2026-03-02T01:09:53Z"));
+  const closesAt = at("2026-03-02T01:10:00Z");
+  const events: string[] = [];
+  for (; now < closesAt + 30_000; now += 1000) {
+    const p = plan(c.snapshot, now);
+    if (now >= closesAt) assertEquals(replaced(p), [], `nothing replaced after the close`);
+    events.push(...p.events.map((e) => e.reason));
+    c = f.kubelet(f.apply(c, p, now), now);
+  }
+  const done = onV2(c).length;
+  assert(done > 0 && done < nodes.length, `${done} nodes on v2 at the close`);
+  // Nothing in flight is left half done: every node runs a pod, available.
+  assertEquals(c.snapshot.pods.filter((p) => p.status?.phase === "Running").length, nodes.length);
+  assertEquals(events.filter((r) => r === "MaintenanceWindowClosed").length, 1);
+  // The next night finishes it.
+  for (now = at("2026-03-03T01:00:00Z"); onV2(c).length < nodes.length; now += 1000) {
+    assert(now < at("2026-03-03T01:10:00Z"), "done within the next window");
+    c = f.reconciled(c, now);
+  }
+});
+
+Deno.test("the cut-off: no new replacement starts within cutoffMinutes of the close", () => {
+  const withCutoff = { ...nightly, cutoffMinutes: 5 };
+  const { c } = f.settledThenV2(windowed(withCutoff, f.nodes(3)), at("2026-03-02T00:59:00Z"));
+  assertEquals(replaced(plan(c.snapshot, at("2026-03-02T01:04:59Z"))).length, 1);
+  const p = plan(c.snapshot, at("2026-03-02T01:05:00Z"));
+  assertEquals(replaced(p), []);
+  assertEquals(p.status.maintenance?.groups[0].state, "CuttingOff");
+  assertEquals(p.status.maintenance?.groups[0].cutoffAt, "2026-03-02T01:05:00Z");
+  assertEquals(p.status.maintenance?.groups[0].opensAt, "2026-03-03T01:00:00Z");
+});
+
+Deno.test("three domains in three zones each roll in their own night", () => {
+  const zones = { tokyo: "Asia/Tokyo", berlin: "Europe/Berlin", ny: "America/New_York" };
+  const nodes = Object.entries(zones).flatMap(([site, zone]) =>
+    [1, 2].map((i) => f.node(`${site}-${i}`, { labels: { site, "edgeroll.dev/time-zone": zone } }))
+  );
+  const maintenance = {
+    timeZoneLabel: "edgeroll.dev/time-zone",
+    windows: [{ start: "01:00", duration: "2h" }],
+  };
+  const rollout = {
+    maxUnavailable: 1,
+    plan: { domainLabel: "site", maxConcurrentDomains: 3, steps: [{ nodes: "100%" }] },
+  };
+  let { c, now } = f.settledThenV2(
+    windowed(maintenance, nodes, rollout),
+    at("2026-07-01T12:00:00Z"),
+  );
+  const replacedAt = new Map<string, number>();
+  // Ten minutes apart: each of a domain's two nodes is replaced within its two-hour window.
+  for (const end = now + 26 * 3600_000; now < end; now += 10 * minute) {
+    const p = plan(c.snapshot, now);
+    for (const name of replaced(p)) replacedAt.set(podNodeName(podNamed(c, name))!, now);
+    c = f.kubelet(f.apply(c, p, now), now);
+  }
+  assertEquals(onV2(c).length, nodes.length);
+  for (const [node, t] of replacedAt) {
+    const zone = Object.entries(zones).find(([site]) => node.startsWith(site))![1];
+    const local = new Date(t).toLocaleTimeString("en-GB", { timeZone: zone, hour12: false });
+    assert(local >= "01:00:00" && local < "03:00:00", `${node} replaced at ${local} in ${zone}`);
+  }
+});
+
+function podNamed(c: f.Cluster, name: string) {
+  return c.snapshot.pods.find((p) => p.metadata.name === name)!;
+}
+
+const zones = ["UTC", "Europe/Berlin", "America/Sao_Paulo", "Asia/Kolkata", "Pacific/Chatham"];
+const weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"] as const;
+
+Deno.test("property: a pod is replaced only while its window is open and before the cut-off", () => {
+  const settled = f.settledThenV2(windowed(nightly, f.nodes(2)), f.t0).c;
+  fc.assert(
+    fc.property(
+      fc.constantFrom(...zones),
+      fc.subarray([...weekdays]),
+      fc.integer({ min: 0, max: 24 * 60 - 1 }),
+      fc.integer({ min: 1, max: 36 * 60 }),
+      fc.integer({ min: 0, max: 30 }),
+      fc.integer({ min: at("2026-01-01T00:00:00Z"), max: at("2027-01-01T00:00:00Z") }),
+      (zone, days, startMinute, minutes, cutoffMinutes, now) => {
+        const hhmm = (m: number) =>
+          `${String(Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}`;
+        const s = structuredClone(settled.snapshot);
+        const rolling = (s.set.spec as { updateStrategy: { rollingUpdate: object } })
+          .updateStrategy;
+        rolling.rollingUpdate = {
+          maintenance: {
+            timeZone: zone,
+            windows: [{ days, start: hhmm(startMinute), duration: `${minutes}m` }],
+            cutoffMinutes,
+          },
+        };
+        const state = windowState(
+          { days, startMinute, minutes, blackoutDates: [] },
+          zone,
+          now,
+        );
+        const admits = state.open && now < state.closesAt - cutoffMinutes * minute;
+        const p = plan(s, now);
+        assertEquals(replaced(p).length, admits ? 1 : 0);
+        assertEquals(p.status.maintenance?.open, admits);
+      },
+    ),
+    { numRuns: 150 },
+  );
+});
+
+Deno.test("the override lifts every window until its instant, and an Event names who wrote it", () => {
+  const { c } = f.settledThenV2(windowed(nightly, f.nodes(2)), at("2026-03-02T11:00:00Z"));
+  const s = structuredClone(c.snapshot);
+  s.set.metadata.annotations = {
+    "apps.edgeroll.dev/maintenance-override": "2026-03-02T14:00:00Z",
+  };
+  (s.set.metadata as { managedFields?: unknown }).managedFields = [{
+    manager: "kubectl-annotate",
+    operation: "Update",
+    time: "2026-03-02T11:58:00Z",
+    fieldsV1: {
+      "f:metadata": { "f:annotations": { "f:apps.edgeroll.dev/maintenance-override": {} } },
+    },
+  }];
+  const p = plan(s, at("2026-03-02T12:00:00Z"));
+  assertEquals(replaced(p).length, 1);
+  assertEquals(p.status.maintenance?.override, {
+    until: "2026-03-02T14:00:00Z",
+    by: "kubectl-annotate",
+    at: "2026-03-02T11:58:00Z",
+  });
+  assertEquals(
+    p.events.find((e) => e.reason === "MaintenanceOverridden")?.message,
+    "maintenance windows lifted until 2026-03-02T14:00:00Z by kubectl-annotate at 2026-03-02T11:58:00Z",
+  );
+  // Past its instant the windows hold again.
+  assertEquals(replaced(plan(s, at("2026-03-02T14:00:00Z"))), []);
+});
+
+Deno.test("the progress deadline does not run while every window is closed, and runs from the opening", () => {
+  const { c } = f.settledThenV2(
+    windowed(nightly, f.nodes(2), {}, { progressDeadlineSeconds: 60 }),
+    at("2026-03-02T11:00:00Z"),
+  );
+  let cluster = f.apply(
+    c,
+    plan(c.snapshot, at("2026-03-02T11:00:00Z")),
+    at("2026-03-02T11:00:00Z"),
+  );
+  const later = plan(cluster.snapshot, at("2026-03-02T23:00:00Z"));
+  assertEquals(later.conditions.find((x) => x.type === "Progressing")?.reason, "MaintenanceWindow");
+  cluster = f.apply(cluster, later, at("2026-03-02T23:00:00Z"));
+  // At the opening the deadline counts from it: not exceeded at once.
+  const opened = plan(cluster.snapshot, at("2026-03-03T01:00:30Z"));
+  assert(opened.conditions.every((x) => x.reason !== "ProgressDeadlineExceeded"));
+  assertEquals(replaced(opened).length, 1);
+});
+
+Deno.test("OTA: pods are marked only while their node's window is open; a mark is taken back at the close", () => {
+  const annotated = (cl: f.Cluster) => {
+    const s = structuredClone(cl.snapshot);
+    s.set.metadata.annotations = {
+      ...s.set.metadata.annotations,
+      "apps.edgeroll.dev/maintenance": JSON.stringify(nightly),
+    };
+    return { snapshot: s, serial: cl.serial };
+  };
+  const c = annotated(f.yurtCluster("OTA", f.nodes(3)));
+  const marks = (p: Plan, status: "True" | "False") =>
+    p.actions.filter((a) =>
+      a.type === "setPodCondition" && a.condition.type === Keys.podNeedUpgrade &&
+      a.condition.status === status
+    ).length;
+  assertEquals(marks(plan(c.snapshot, at("2026-03-02T12:00:00Z")), "True"), 0);
+  const inWindow = plan(c.snapshot, at("2026-03-02T01:05:00Z"));
+  assertEquals(marks(inWindow, "True"), 3);
+  const marked = f.apply(c, inWindow, at("2026-03-02T01:05:00Z"));
+  const afterClose = plan(marked.snapshot, at("2026-03-02T01:10:00Z"));
+  assertEquals(marks(afterClose, "False"), 3);
+  assert(
+    afterClose.actions.every((a) =>
+      a.type !== "setPodCondition" || a.reason === "the node's maintenance window is closed"
+    ),
+  );
+});
+
+Deno.test("a bad window is InvalidSpec with its field path, and nothing is touched", () => {
+  const bad = {
+    timeZone: "Mars/Olympus_Mons",
+    windows: [{ start: "01:00", end: "01:10", domains: ["a"] }],
+  };
+  const { c, now } = f.settledThenV2(windowed(nightly, f.nodes(2)), f.t0);
+  const s = structuredClone(c.snapshot);
+  (s.set.spec as { updateStrategy: { rollingUpdate: object } }).updateStrategy.rollingUpdate = {
+    maintenance: bad,
+  };
+  const p = plan(s, now);
+  assertEquals(p.actions, []);
+  const invalid = p.conditions.find((x) => x.type === "InvalidSpec");
+  assertEquals(invalid?.status, "True");
+  for (
+    const path of [
+      "spec.updateStrategy.rollingUpdate.maintenance.timeZone",
+      "spec.updateStrategy.rollingUpdate.maintenance.windows[0].domains",
+    ]
+  ) assert(invalid?.message?.includes(path), `${invalid?.message} names ${path}`);
+});
