@@ -84,3 +84,31 @@ Deno.test("status --watch draws the rollout's course under the plan, per domain,
   assertStringIncludes(text, "over time:");
   assertEquals(renderStatus(ref, c.snapshot, planned).includes("over time:"), false);
 });
+
+Deno.test("status shows the maintenance windows the outdated nodes wait for", () => {
+  const windowed = f.cluster({
+    kind: "AdvancedDaemonSet",
+    set: f.advancedDaemonSet({
+      updateStrategy: {
+        type: "RollingUpdate",
+        rollingUpdate: {
+          maintenance: {
+            timeZone: "Europe/Berlin",
+            windows: [{ start: "01:00", duration: "2h" }],
+          },
+        },
+      },
+    }) as Snapshot["set"],
+    pods: [],
+    nodes: f.nodes(3),
+    revisions: [],
+  });
+  const { c } = f.settledThenV2(windowed, f.t0 + 12 * 3600_000);
+  const now = f.t0 + 12 * 3600_000 + 10_000;
+  const text = renderStatus(ref, c.snapshot, plan(c.snapshot, now));
+  assertStringIncludes(text, "maintenance: closed, next opening 2026-01-02T00:00:00Z");
+  assertStringIncludes(
+    text,
+    "  Europe/Berlin  Closed      3 nodes outdated  opens 2026-01-02T00:00:00Z",
+  );
+});

@@ -9,6 +9,7 @@ import { readSet } from "../engine/config.ts";
 import { plan } from "../engine/plan.ts";
 import { budgetText, type Plan, type Snapshot } from "../api/plan.ts";
 import type { RolloutPlanStatus } from "../api/rollout-plan.ts";
+import type { MaintenanceStatus } from "../api/maintenance.ts";
 import { plural } from "../engine/conditions.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
@@ -48,6 +49,7 @@ export function renderStatus(
     );
   }
   if (status.plan) lines.push(...planLines(status.plan));
+  if (status.maintenance) lines.push(...maintenanceLines(status.maintenance));
   if (history) lines.push("over time:", ...chartLines(history));
   const conditions = planned.conditions.filter((c) => c.status === "True");
   lines.push(
@@ -83,6 +85,33 @@ function planLines(plan: RolloutPlanStatus): string[] {
       `  ${d.name.padEnd(width)}  ${d.state.padEnd(stateWidth)}  ${d.updated}/${d.nodes} updated` +
       (d.unreachable > 0 ? `, ${d.unreachable} unreachable` : "")
     ),
+  ];
+}
+
+/** The maintenance windows the outdated nodes wait for, group by group (ADR 0054). */
+function maintenanceLines(windows: MaintenanceStatus): string[] {
+  const name = (g: MaintenanceStatus["groups"][number]) =>
+    g.domain !== undefined ? `${g.domain} (${g.timeZone})` : g.timeZone;
+  const width = Math.max(...windows.groups.map((g) => name(g).length));
+  const when = (g: MaintenanceStatus["groups"][number]) =>
+    g.problem ??
+      [
+        g.state === "Open" && g.cutoffAt ? `no new start after ${g.cutoffAt}` : "",
+        g.closesAt && g.state !== "Closed" ? `closes ${g.closesAt}` : "",
+        g.opensAt ? `opens ${g.opensAt}` : "",
+      ].filter(Boolean).join(", ");
+  return [
+    `maintenance: ${windows.open ? "open" : "closed"}` +
+    (windows.nextOpening ? `, next opening ${windows.nextOpening}` : "") +
+    (windows.override
+      ? `, lifted until ${windows.override.until} by ${windows.override.by ?? "?"}`
+      : ""),
+    ...windows.groups.map((g) =>
+      `  ${name(g).padEnd(width)}  ${g.state.padEnd(10)}  ${plural(g.outdated, "node")} outdated  ${
+        when(g)
+      }`
+    ),
+    ...(windows.moreGroups ? [`  … and ${windows.moreGroups} more groups`] : []),
   ];
 }
 

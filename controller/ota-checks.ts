@@ -71,6 +71,23 @@ function podStatusProblem(pod: Pod, node: string | undefined): string | undefine
 }
 
 /**
+ * The pod is not marked because its node's maintenance window is closed (ADR 0054): YurtHub's
+ * 403 for an unmarked pod, with the window and its next opening said after it.
+ */
+export function outsideWindow(
+  pod: Pod,
+  window: { name: string; state: string; opensAt?: string },
+): OtaError {
+  const { namespace = "", name = "" } = pod.metadata;
+  const id = `${namespace}/${name}`;
+  const until = window.opensAt ? ` until ${window.opensAt}` : "";
+  const closed = window.state === "CuttingOff" ? "within its cut-off before the close" : "closed";
+  return preCheckFailed(
+    `Failed to check pod ${id} status, error: Pod: ${id} update status is False, can not be updated: the maintenance window of ${window.name} is ${closed}${until}`,
+  );
+}
+
+/**
  * YurtHub's `imagepull` checks (`checkPodStatus` alone, no owner check) and its 403 sentence;
  * returns the condition that asks for the pull: `PodImageReady` False with the revision of the
  * pod's `PodNeedUpgrade` mark, no reason (a reason left from an earlier result is cleared), and

@@ -18,12 +18,15 @@ import {
   markedRevision,
   OtaError,
   type OtaService,
+  outsideWindow,
   ownerNotInOta,
   podNotFound,
   pullRequest,
   pullRequestedText,
 } from "./ota-checks.ts";
 import { listManagedSets } from "./tick.ts";
+import { type MaintenanceStatus, windowGroupOf } from "../api/maintenance.ts";
+import { writtenStatus } from "../api/written-status.ts";
 
 export interface OtaDeps {
   kube: KubeClient;
@@ -83,6 +86,7 @@ export class Ota implements OtaService {
       );
     }
     const pod = await this.#readPod(ns, name);
+    if (markedRevision(pod) === undefined) await this.#refuseOutsideWindow(pod);
     const owner = checkUpgradable(pod);
     await this.#checkOwnerInOtaMode(pod, owner);
     // The UID precondition: a pod recreated under this name since the check is not deleted.
@@ -155,6 +159,53 @@ export class Ota implements OtaService {
       });
     if (!pod) throw podNotFound(ns, name);
     return pod;
+  }
+
+  /**
+   * An unmarked pod whose DaemonSet has maintenance windows, on a node whose window the set's
+   * status says is not open: refused with the window and its next opening (ADR 0054). Otherwise
+   * nothing: YurtHub's own checks answer.
+   */
+  async #refuseOutsideWindow(pod: Pod): Promise<void> {
+    const owner = pod.metadata.ownerReferences?.find((o) => o.controller && o.kind === "DaemonSet");
+    const node = pod.spec.nodeName;
+    if (!owner || !node) return;
+    const namespace = pod.metadata.namespace ?? "";
+    const read = <T>(what: string, call: Promise<T>) =>
+      answeredWithin(call, this.#deadlineMs, what).catch((err) => {
+        throw unavailable(err) ?? err;
+      });
+    const set = await read(
+      "get daemonset",
+      this.#kube.readSet({ kind: "daemonsets", namespace, name: owner.name }),
+    );
+    if (!set || set.metadata.uid !== owner.uid) return;
+    const yurt = readOpenYurtRollout(set as unknown as DaemonSet);
+    const rollout = yurt.managed && yurt.ok ? yurt.rollout : undefined;
+    const maintenance = rollout?.maintenance;
+    if (!maintenance) return;
+    const [rolloutStatus, nodes] = await Promise.all([
+      read("get rolloutstatus", this.#kube.readRolloutStatus({ namespace, name: owner.name })),
+      read("get node", this.#kube.api.listNodes({ name: node })),
+    ]);
+    const status = writtenStatus("daemonsets", {
+      set,
+      ...(rolloutStatus ? { rolloutStatus } : {}),
+    }) as { maintenance?: MaintenanceStatus } | undefined;
+    const group = windowGroupOf(
+      nodes.items[0]?.metadata.labels,
+      maintenance,
+      rollout.rolloutPlan?.plan.domainLabel,
+    );
+    const waiting = status?.maintenance?.groups.find((g) =>
+      g.domain === group.domain && g.timeZone === group.timeZone
+    );
+    if (waiting && waiting.state !== "Open" && !status?.maintenance?.override) {
+      const name = group.domain !== undefined
+        ? `domain ${group.domain} (${group.timeZone})`
+        : group.timeZone;
+      throw outsideWindow(pod, { name, state: waiting.state, opensAt: waiting.opensAt });
+    }
   }
 
   /** edgeroll's pre-check beyond YurtHub's: the DaemonSet still exists and is in OTA mode. */

@@ -68,7 +68,8 @@ export interface KubeApi {
     p: { namespace?: string; labelSelector?: string; nodeName?: string; form?: CachedForm },
   ): Promise<KubeList>;
   getPod(p: { namespace: string; name: string }): Promise<KubeObject>;
-  listNodes(p: { labelSelector?: string; form?: CachedForm }): Promise<KubeList>;
+  /** Every node, or those a label selector matches, or the one named `name` (a field selector). */
+  listNodes(p: { labelSelector?: string; name?: string; form?: CachedForm }): Promise<KubeList>;
   listRevisions(p: { namespace: string; labelSelector?: string }): Promise<KubeList>;
   /**
    * With `dryRun`, admitted and validated by the server but not stored (`dryRun=All`). Answers
@@ -506,8 +507,12 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
     async getPod({ namespace, name }) {
       return toWire(await core.readNamespacedPod({ namespace, name }));
     },
-    listNodes({ labelSelector, form }) {
-      return listObjects("/api/v1/nodes", { labelSelector }, form);
+    listNodes({ labelSelector, name, form }) {
+      return listObjects(
+        "/api/v1/nodes",
+        { labelSelector, fieldSelector: name && `metadata.name=${name}` },
+        form,
+      );
     },
     listRevisions({ namespace, labelSelector }) {
       return listObjects(

@@ -203,6 +203,11 @@ export class KubeClient {
     return snapshotOf(ref.kind, read, objects);
   }
 
+  /** A plain DaemonSet's RolloutStatus as the API server has it; undefined while none exists. */
+  readRolloutStatus(ref: { namespace: string; name: string }): Promise<KubeObject | undefined> {
+    return this.#readRolloutStatus({ kind: "daemonsets", ...ref }, true);
+  }
+
   /**
    * A plain DaemonSet's RolloutStatus: as our last claim left it, unless `fresh`, else a GET;
    * undefined while none exists. A 404 that names no object (the CRD is not installed) is thrown.

@@ -16,6 +16,7 @@ import { EdgeOta } from "../edge/ota.ts";
 import { NodePodCache } from "../edge/pod-cache.ts";
 import { UpgradeJournal } from "../edge/upgrade-journal.ts";
 import { eventually } from "../lib/eventually.ts";
+import { rolloutStatusObject } from "../api/rollout-status.ts";
 import { harness, token } from "../tests/doubles/controller-harness.ts";
 
 const upgrade = (ns: string, pod: string) => `/openyurt.io/v1/namespaces/${ns}/pods/${pod}/upgrade`;
@@ -557,4 +558,43 @@ Deno.test("OTA upgrade on the edge: a pod the node's credentials may not read is
   assertEquals(res.status, 403);
   assertStringIncludes(await res.text(), "pod is not bound to node worker2");
   assertEquals(h.api.writes, []);
+});
+
+Deno.test("OTA upgrade on the controller: outside its node's maintenance window, 403 names the window and its next opening", async () => {
+  await using h = await otaApp("controller");
+  const windowed = daemonSet("nginx-daemonset", "OTA", nginx.uid);
+  windowed.metadata.annotations!["apps.edgeroll.dev/maintenance"] = JSON.stringify({
+    timeZoneLabel: "edgeroll.dev/time-zone",
+    windows: [{ start: "01:00", duration: "2h" }],
+  });
+  h.api.put("daemonsets", windowed);
+  h.api.put("nodes", {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: "worker", labels: { "edgeroll.dev/time-zone": "Asia/Tokyo" } },
+  });
+  h.api.put(
+    "rolloutstatuses",
+    rolloutStatusObject(windowed as Parameters<typeof rolloutStatusObject>[0], {
+      maintenance: {
+        open: false,
+        nextOpening: "2026-06-01T16:00:00Z",
+        groups: [{
+          timeZone: "Asia/Tokyo",
+          state: "Closed",
+          opensAt: "2026-06-01T16:00:00Z",
+          outdated: 1,
+        }],
+      },
+    }) as unknown as KubeObject,
+  );
+  const res = await h.request(upgrade("default", "nginx-daemonset-ppf9p"));
+  assertEquals(res.status, 403);
+  assertEquals(
+    await res.text(),
+    "Pre check update pod failed, Failed to check pod default/nginx-daemonset-ppf9p status, error: Pod: default/nginx-daemonset-ppf9p update status is False, can not be updated: the maintenance window of Asia/Tokyo is closed until 2026-06-01T16:00:00Z",
+  );
+  // A marked pod on another node passes as before; nothing was deleted for the refused one.
+  assertEquals(h.api.objects.pods.has("default/nginx-daemonset-ppf9p"), true);
+  assertEquals((await h.request(upgrade("default", "nginx-daemonset-bwzss"))).status, 200);
 });

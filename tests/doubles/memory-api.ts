@@ -187,9 +187,10 @@ export function memoryApi(): MemoryApi {
     },
     getPod: ({ namespace, name }) =>
       Promise.resolve().then(() => copy(get("pods", namespace, name))),
-    listNodes: ({ labelSelector, form = wholeObject }) => {
+    listNodes: ({ labelSelector, name, form = wholeObject }) => {
       const nodes = list("nodes", undefined, labelSelector);
-      return Promise.resolve({ ...nodes, items: nodes.items.map(form.keep) });
+      const named = (n: KubeObject) => name === undefined || n.metadata.name === name;
+      return Promise.resolve({ ...nodes, items: nodes.items.filter(named).map(form.keep) });
     },
     listRevisions: ({ namespace, labelSelector }) =>
       Promise.resolve(list("controllerrevisions", namespace, labelSelector)),
