@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { intOrPercentProblem, isZero } from "./int-or-percent.ts";
 import { IntOrString } from "./kube-objects.ts";
-import type { FieldIssue, Notice } from "./label-selector.ts";
+import { type FieldIssue, labelKeyIssues, type Notice } from "./label-selector.ts";
 import { annotationPath, readJsonAnnotation } from "./json-annotation.ts";
 
 /** The most domains a plan orders: a fleet with more is InvalidSpec (the status lists each one). */
@@ -101,7 +101,8 @@ export function rolloutPlanIssues(
   },
   planPath = planFieldPath,
 ): FieldIssue[] {
-  const issues: FieldIssue[] = [];
+  // A key no node can carry would order every node as unlabelled, silently.
+  const issues: FieldIssue[] = labelKeyIssues(plan.domainLabel, `${planPath}.domainLabel`);
   plan.steps.forEach((step, i) => {
     const path = `${planPath}.steps[${i}]`;
     if ((step.nodes === undefined) === (step.domains === undefined)) {

@@ -320,6 +320,7 @@ Deno.test("rollout plan: plans the fleet cannot be ordered by, and bad plans, ar
     [{}, { partition: 2 }, "spec.updateStrategy.rollingUpdate.partition"],
     [{}, { selector: { matchLabels: { a: "b" } } }, "spec.updateStrategy.rollingUpdate.selector"],
     [{ firstDomains: ["a", "a"] }, {}, "spec.updateStrategy.rollingUpdate.plan.firstDomains[1]"],
+    [{ domainLabel: "zone label" }, {}, "spec.updateStrategy.rollingUpdate.plan.domainLabel"],
   ];
   for (const [rolloutPlan, rollingUpdate, path] of cases) {
     const p = plan(plannedSet(rolloutPlan, rollingUpdate), f.t0);
