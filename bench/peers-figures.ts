@@ -48,6 +48,11 @@ export interface Row {
   /** Connected nodes that turned NotReady in the window (the fleet's own heartbeats behind). */
   nodesTurnedNotReady?: number;
   maxNodesNotReady?: number;
+  /**
+   * Why this run is not counted, written into its result by hand when the machine was not the
+   * bench's alone while it ran (the report names it, and takes the medians without it).
+   */
+  setAside?: string;
 }
 
 /** Each figure of a row; undefined where a row from an older bench did not measure it. */

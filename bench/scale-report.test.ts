@@ -7,6 +7,7 @@ import {
   renderReport,
   reportOfResults,
   type ResultFile,
+  setAsideRuns,
 } from "./scale-report.ts";
 import type { Row } from "./peers-figures.ts";
 
@@ -147,6 +148,10 @@ Deno.test("runs of one size from several files are taken together: the three new
       result: result("2026-11-28T12:00", [row("floor", 1, 90), row("kcm", 1, 500)]),
     },
     { name: "medians-only.json", result: file(1000, "2026-11-25", [median("kcm", 100)]) },
+    {
+      name: "loaded.json",
+      result: result("2026-11-28T13:00", [{ ...row("kcm", 1, 900), setAside: "tests ran beside it" }]),
+    },
   ]);
   const measured = collect(merged);
   assertEquals(
@@ -156,5 +161,14 @@ Deno.test("runs of one size from several files are taken together: the three new
       [5000, "floor", 3, { median: 150, min: 90, max: 160 }, "mid.json + new.json"],
       [5000, "kcm", 1, { median: 500, min: 500, max: 500 }, "new.json"],
     ],
+  );
+  // The run set aside counts in no median, and the report names it under its size.
+  const aside = setAsideRuns([{
+    name: "results/loaded.json",
+    result: result("2026-11-28T13:00", [{ ...row("kcm", 1, 900), setAside: "tests ran beside it" }]),
+  }]);
+  assertStringIncludes(
+    renderReport(measured, aside).markdown,
+    "- Set aside, not in the medians: kcm, run 1 of loaded.json (900.0 s): tests ran beside it.",
   );
 });

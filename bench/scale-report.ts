@@ -88,6 +88,7 @@ export function mergeRuns(
     const taken = new Map<string, { row: Row; name: string }[]>();
     for (const { name, result } of newestFirst) {
       for (const row of result.rows!) {
+        if (row.setAside) continue;
         const key = `${row.contender}/${row.cut}`;
         const runs = taken.get(key) ?? [];
         if (runs.length < reportedRuns) taken.set(key, [...runs, { row, name }]);
@@ -236,13 +237,47 @@ const charted: { file: string; figure: string; title: string; yLabel: string }[]
   },
 ];
 
+/** A run its result marks as not counted, and why (`Row.setAside`). */
+export interface SetAsideRun {
+  nodes: number;
+  file: string;
+  row: string;
+  run: number;
+  wallSeconds: number;
+  why: string;
+}
+
+/** The runs of every file that are set aside, each with its file. */
+export function setAsideRuns(files: { name: string; result: ResultFile }[]): SetAsideRun[] {
+  return files.flatMap(({ name, result }) =>
+    (result.rows ?? []).flatMap((r) =>
+      r.setAside
+        ? [{
+          nodes: r.nodes,
+          file: name.split("/").pop()!,
+          row: r.row,
+          run: r.run,
+          wallSeconds: r.wallSeconds,
+          why: r.setAside,
+        }]
+        : []
+    )
+  );
+}
+
 /** The report: a Markdown page and its charts (file name → SVG). */
 export function renderReport(
   measured: Measured[],
+  setAside: SetAsideRun[] = [],
 ): { markdown: string; charts: [string, string][] } {
   const sizes = [...new Set(measured.map((m) => m.nodes))];
   const sections = sizes.map((nodes) => {
     const here = measured.filter((m) => m.nodes === nodes);
+    const asideHere = setAside.filter((r) => r.nodes === nodes).map((r) =>
+      `- Set aside, not in the medians: ${r.row}, run ${r.run} of ${r.file} (${
+        r.wallSeconds.toFixed(1)
+      } s): ${r.why}.`
+    );
     const floorWall = (cut: number) =>
       here.find((m) => m.contender === "floor" && m.cut === cut)?.figures["wall s"]?.median;
     const rows = here.map((m) => {
@@ -303,6 +338,7 @@ export function renderReport(
         "max unavailable / budget",
       ], rows),
       "",
+      ...(asideHere.length > 0 ? [...asideHere, ""] : []),
     ].join("\n");
   });
   const charts = charted.map(({ file, figure, title, yLabel }): [string, string] => {
@@ -343,7 +379,7 @@ export function reportOfResults(dir: string) {
   }));
   const withMedians = files.filter(({ result }) => Array.isArray(result.medians));
   return {
-    ...renderReport(collect(mergeRuns(withMedians))),
+    ...renderReport(collect(mergeRuns(withMedians)), setAsideRuns(withMedians)),
     leftOut: files.filter((f) => !withMedians.includes(f)).map((f) => f.name),
   };
 }
