@@ -150,7 +150,10 @@ Deno.test("runs of one size from several files are taken together: the three new
     { name: "medians-only.json", result: file(1000, "2026-11-25", [median("kcm", 100)]) },
     {
       name: "loaded.json",
-      result: result("2026-11-28T13:00", [{ ...row("kcm", 1, 900), setAside: "tests ran beside it" }]),
+      result: result("2026-11-28T13:00", [{
+        ...row("kcm", 1, 900),
+        setAside: "tests ran beside it",
+      }]),
     },
   ]);
   const measured = collect(merged);
@@ -165,7 +168,10 @@ Deno.test("runs of one size from several files are taken together: the three new
   // The run set aside counts in no median, and the report names it under its size.
   const aside = setAsideRuns([{
     name: "results/loaded.json",
-    result: result("2026-11-28T13:00", [{ ...row("kcm", 1, 900), setAside: "tests ran beside it" }]),
+    result: result("2026-11-28T13:00", [{
+      ...row("kcm", 1, 900),
+      setAside: "tests ran beside it",
+    }]),
   }]);
   assertStringIncludes(
     renderReport(measured, aside).markdown,

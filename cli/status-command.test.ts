@@ -112,3 +112,58 @@ Deno.test("status shows the maintenance windows the outdated nodes wait for", ()
     "  Europe/Berlin  Closed      3 nodes outdated  opens 2026-01-02T00:00:00Z",
   );
 });
+
+Deno.test("status of a fleet in three time zones, each waiting for its own night (the README's)", () => {
+  const sites = {
+    "ap-northeast": "Asia/Tokyo",
+    "eu-central": "Europe/Berlin",
+    "us-east": "America/New_York",
+  };
+  const nodes = Object.entries(sites).flatMap(([region, zone]) =>
+    [1, 2].map((i) =>
+      f.node(`${region}-${i}`, {
+        labels: { "topology.kubernetes.io/region": region, "edgeroll.dev/time-zone": zone },
+      })
+    )
+  );
+  const fleet = f.cluster({
+    kind: "AdvancedDaemonSet",
+    set: f.advancedDaemonSet({
+      updateStrategy: {
+        type: "RollingUpdate",
+        rollingUpdate: {
+          maxUnavailable: 2,
+          plan: {
+            domainLabel: "topology.kubernetes.io/region",
+            maxConcurrentDomains: 3,
+            steps: [{ nodes: "100%" }],
+          },
+          maintenance: {
+            timeZoneLabel: "edgeroll.dev/time-zone",
+            windows: [
+              { days: ["Mon", "Tue", "Wed", "Thu", "Fri"], start: "01:00", end: "04:00" },
+              { days: ["Sat"], start: "02:00", duration: "2h", domains: ["ap-northeast"] },
+            ],
+            blackoutDates: ["2026-12-24", "2026-12-31"],
+            cutoffMinutes: 20,
+          },
+        },
+      },
+    }) as Snapshot["set"],
+    pods: [],
+    nodes,
+    revisions: [],
+  });
+  // Sunday 2026-11-29, 14:00 UTC: every site's window is closed.
+  const sunday = Date.parse("2026-11-29T14:00:00Z");
+  const { c, now } = f.settledThenV2(fleet, sunday);
+  const text = renderStatus(ref, c.snapshot, plan(c.snapshot, now));
+  const lines = text.split("\n");
+  const from = lines.findIndex((l) => l.startsWith("maintenance:"));
+  assertEquals(lines.slice(from, from + 4), [
+    "maintenance: closed, next opening 2026-11-29T16:00:00Z",
+    "  ap-northeast (Asia/Tokyo)   Closed      2 nodes outdated  opens 2026-11-29T16:00:00Z",
+    "  eu-central (Europe/Berlin)  Closed      2 nodes outdated  opens 2026-11-30T00:00:00Z",
+    "  us-east (America/New_York)  Closed      2 nodes outdated  opens 2026-11-30T06:00:00Z",
+  ]);
+});

@@ -16,12 +16,13 @@ import { failureBudgetScenario, rollbackScenarios } from "./failure-scenario.ts"
 import { dashboardScenario } from "./dashboard-scenario.ts";
 import { failoverScenario } from "./failover-scenario.ts";
 import { planScenarios } from "./plan-scenarios.ts";
+import { maintenanceScenario, otaMaintenanceScenario } from "./maintenance-scenario.ts";
 import { admissionScenario, admissionVersionsScenario } from "./admission-scenario.ts";
 import { type TargetKind, withTarget } from "./target.ts";
 
 /** The suite's parts, in the order a single run takes them; together, every scenario once. */
 export const e2eParts = {
-  /** The cluster's behaviour, edgeroll's rollouts, the dashboard and OTA. */
+  /** The cluster's behaviour, edgeroll's rollouts, the dashboard, OTA and maintenance windows. */
   fleet: [
     ...scenarios,
     admissionScenario,
@@ -29,6 +30,10 @@ export const e2eParts = {
     ...edgerollScenarios,
     dashboardScenario,
     ...otaScenarios,
+    // Here, not in `waits`, though the first waits on the clock (for the next minute): the
+    // fleet part ends first on sim by about that much.
+    maintenanceScenario,
+    otaMaintenanceScenario,
   ],
   /**
    * Rollouts that wait on the controller's clock (pre-download, the failure budget, rollback,
