@@ -10,7 +10,7 @@ import { Keys, type Node } from "../api/kube-objects.ts";
 import type { MaintenanceInput } from "../api/maintenance.ts";
 import type { Plan, Snapshot } from "../api/plan.ts";
 import { plan } from "./plan.ts";
-import { windowState } from "./maintenance-window.ts";
+import { windowsState } from "./maintenance-window.ts";
 import { podNodeName } from "./pod-node-state.ts";
 import * as f from "./testdata/fleet.ts";
 
@@ -173,9 +173,9 @@ Deno.test("property: a pod is replaced only while its window is open and before 
             cutoffMinutes,
           },
         };
-        const state = windowState(
-          { days, startMinute, minutes, blackoutDates: [] },
-          zone,
+        // Windows longer than a day overlap the next day's: one stretch (windowsState).
+        const state = windowsState(
+          [{ days, startMinute, minutes, blackoutDates: [], timeZone: zone }],
           now,
         );
         const admits = state.open && now < state.closesAt - cutoffMinutes * minute;

@@ -20,11 +20,13 @@
  *   OnDelete and OTA never delete for an update.
  * - Creations per call are at most burstReplicas minus creations still expected.
  * - A pod updated in place (InPlaceIfPossible) counts as unavailable until it runs its new images.
+ * - Outside its node's maintenance window (or within its cut-off) no old pod is replaced or
+ *   marked for OTA; pods in flight finish; placement is never held (`maintenance.ts`).
  * - Phases, in the order `planRead` states: revisions and adoptions, placement (`placement.ts`),
- *   the rollout plan's step (`rollout-plan.ts`), OTA marks and pulls, the failure budget's
- *   judgement, updates (`updates.ts`, within the plan's gate) planned on the nodes as placement
- *   and earlier unobserved actions leave them, in-place readiness, image pre-download, then the
- *   report (`plan-report.ts`). No phase reads another's state: each is given the burst it may
+ *   the rollout plan's step (`rollout-plan.ts`), the maintenance windows (`maintenance.ts`), OTA
+ *   marks and pulls, the failure budget's judgement, updates (`updates.ts`, within the plan's and
+ *   the windows' gate) planned on the nodes as placement and earlier unobserved actions leave
+ *   them, in-place readiness, image pre-download, then the report (`plan-report.ts`). No phase reads another's state: each is given the burst it may
  *   still spend and what it needs of earlier decisions (`decisions.ts`).
  */
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
