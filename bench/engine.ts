@@ -9,17 +9,33 @@ import { plan } from "../engine/plan.ts";
 import * as f from "../engine/testdata/fleet.ts";
 import type { Snapshot } from "../api/plan.ts";
 import { markdownTable } from "./markdown-table.ts";
+import type { MaintenanceInput } from "../api/maintenance.ts";
 import type { RolloutPlanInput } from "../api/rollout-plan.ts";
 
 type RollingUpdate = {
   maxUnavailable?: number | string;
   maxSurge?: number | string;
   plan?: RolloutPlanInput;
+  maintenance?: MaintenanceInput;
 };
 
 const zoneLabel = "topology.kubernetes.io/zone";
 
-/** The fleet, its nodes spread over `domains` zones when given. */
+const timeZoneLabel = "edgeroll.dev/time-zone";
+/** The sites' time zones, one a node in turn, for the fleet with windows. */
+const timeZones = ["Asia/Tokyo", "Europe/Berlin", "America/New_York"];
+
+/**
+ * Windows read in each node's zone, open from the fleet's clock (f.t0, 2026-01-01T00:00Z: 09:00
+ * in Tokyo, 01:00 in Berlin, 19:00 the day before in New York) for the whole measure.
+ */
+const nightAndDay: MaintenanceInput = {
+  timeZoneLabel,
+  windows: [{ start: "00:00", end: "23:00" }],
+  cutoffMinutes: 10,
+};
+
+/** The fleet, its nodes spread over `domains` zones when given (and over 3 time zones). */
 function fleet(nodes: number, rollingUpdate: RollingUpdate, domains?: number): Snapshot {
   return {
     kind: "AdvancedDaemonSet",
@@ -28,9 +44,16 @@ function fleet(nodes: number, rollingUpdate: RollingUpdate, domains?: number): S
     }) as Snapshot["set"],
     pods: [],
     nodes: f.nodes(nodes).map((n, i) =>
-      domains === undefined
-        ? n
-        : { ...n, metadata: { ...n.metadata, labels: { [zoneLabel]: `zone-${i % domains}` } } }
+      domains === undefined ? n : {
+        ...n,
+        metadata: {
+          ...n.metadata,
+          labels: {
+            [zoneLabel]: `zone-${i % domains}`,
+            [timeZoneLabel]: timeZones[i % timeZones.length],
+          },
+        },
+      }
     ),
     revisions: [],
   };
@@ -61,8 +84,12 @@ function settle(
 }
 
 /** A fleet on agent:v1 switched to v2 and rolled part of the way. */
-function midRollout(nodes: number, domains?: number): [Snapshot, number] {
-  const rollingUpdate = { maxUnavailable: "10%", ...(domains ? { plan: zonePlan } : {}) };
+function midRollout(nodes: number, domains?: number, windows = false): [Snapshot, number] {
+  const rollingUpdate = {
+    maxUnavailable: "10%",
+    ...(domains ? { plan: zonePlan } : {}),
+    ...(windows ? { maintenance: nightAndDay } : {}),
+  };
   let [c, now] = settle(f.cluster(fleet(nodes, rollingUpdate, domains)), f.t0);
   c = f.withTemplate(c, "agent:v2", 2);
   for (let i = 0; i < 6; i++) {
@@ -75,8 +102,8 @@ function midRollout(nodes: number, domains?: number): [Snapshot, number] {
 
 const gc = (globalThis as { gc?: () => void }).gc;
 
-function measurePlan([nodes, domains]: [number, number?]): string[] {
-  const [snapshot, now] = midRollout(nodes, domains);
+function measurePlan([nodes, domains, windows]: [number, number?, boolean?]): string[] {
+  const [snapshot, now] = midRollout(nodes, domains, windows);
   const times: number[] = [];
   for (let i = 0; i < 21; i++) {
     const started = performance.now();
@@ -93,7 +120,11 @@ function measurePlan([nodes, domains]: [number, number?]): string[] {
   }
   const sample = plan(snapshot, now);
   return [
-    domains ? `${nodes} in ${domains} zones, with a plan` : String(nodes),
+    domains
+      ? `${nodes} in ${domains} zones, with a plan${
+        windows ? ` and windows in ${timeZones.length} time zones` : ""
+      }`
+      : String(nodes),
     `${times[10].toFixed(1)} ms`,
     `${times[0].toFixed(1)} ms`,
     allocated,
@@ -129,7 +160,9 @@ function measureWaves(nodes: number, mode: "Standard" | "Surging", budget: numbe
 export function benchEngine(): string {
   const timing = markdownTable(
     ["nodes", "plan median (21 runs)", "fastest", "heap allocated by one plan", "snapshot"],
-    ([[1000], [5000], [5000, 50]] as [number, number?][]).map(measurePlan),
+    ([[1000], [5000], [5000, 50], [5000, 50, true]] as [number, number?, boolean?][]).map(
+      measurePlan,
+    ),
   );
   const waves = markdownTable(
     ["strategy", "nodes", "budget", "waves", "ceil(nodes/budget)", "plan calls"],

@@ -79,12 +79,22 @@ export function planMaintenance(
   const overridden = overrideUntil !== undefined && overrideUntil > now;
   const groups = new Map<string, Group>();
   const groupOfNode = new Map<string, Group>();
+  // Domains no window names apart share their windows: their state is worked out once per zone.
+  const states = new Map<string, Omit<Group, "domain" | "outdated">>();
   for (const view of desired) {
     const { domain, timeZone } = windowGroupOf(view.node.metadata.labels, maintenance, domainLabel);
     const key = `${domain ?? ""}\u0000${timeZone}`;
     let group = groups.get(key);
     if (!group) {
-      group = groupState(maintenance, domain, timeZone, now);
+      const named = domain !== undefined &&
+        maintenance.windows.some((w) => w.domains?.includes(domain));
+      const stateKey = `${named ? domain : ""}\u0000${timeZone}`;
+      let state = states.get(stateKey);
+      if (!state) {
+        state = groupState(maintenance, domain, timeZone, now);
+        states.set(stateKey, state);
+      }
+      group = { ...state, ...(domain !== undefined ? { domain } : {}), outdated: 0 };
       groups.set(key, group);
     }
     groupOfNode.set(view.name, group);
@@ -154,9 +164,9 @@ function groupState(
   domain: string | undefined,
   timeZone: string,
   now: EpochMillis,
-): Group {
-  const group = { ...(domain !== undefined ? { domain } : {}), timeZone, outdated: 0 };
-  const closed = (problem: string): Group => ({ ...group, state: "Closed", problem });
+): Omit<Group, "domain" | "outdated"> {
+  const group = { timeZone };
+  const closed = (problem: string) => ({ ...group, state: "Closed" as const, problem });
   if (!isTimeZone(timeZone)) {
     return closed(
       `its nodes' ${maintenance.timeZoneLabel} "${timeZone}" is no IANA time zone this runtime knows`,
@@ -171,7 +181,7 @@ function groupState(
       blackoutDates: maintenance.blackoutDates,
       timeZone: w.timeZone ?? timeZone,
     }));
-  if (rules.length === 0) return closed(`no window names domain ${domain}`);
+  if (rules.length === 0) return closed("no window names its domain");
   const state: WindowState = windowsState(rules, now);
   if (!state.open) {
     return state.opensAt !== undefined
