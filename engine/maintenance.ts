@@ -79,7 +79,7 @@ export function planMaintenance(
   const overridden = overrideUntil !== undefined && overrideUntil > now;
   const groups = new Map<string, Group>();
   const groupOfNode = new Map<string, Group>();
-  // Domains no window names apart share their windows: their state is worked out once per zone.
+  // The domains no window names have the same windows: their state is worked out once a zone.
   const states = new Map<string, Omit<Group, "domain" | "outdated">>();
   for (const view of desired) {
     const { domain, timeZone } = windowGroupOf(view.node.metadata.labels, maintenance, domainLabel);

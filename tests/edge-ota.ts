@@ -136,6 +136,10 @@ export async function exerciseEdgeAgent(
  * on one pod per node, then the set's image moved to `next`, then True on every one of those
  * pods. Answers the marked pods.
  */
+/** `kubectl set image` of the OTA DaemonSet's one container, as its owner moves it on. */
+export const setOtaImage = (kube: Kube, ns: string, image: string) =>
+  kube.run(["--namespace", ns, "set", "image", "daemonset/ota-agent", `agent=${image}`]);
+
 export async function otaPodsMarked(
   kube: Kube,
   ns: string,
@@ -151,6 +155,6 @@ export async function otaPodsMarked(
       : undefined;
   };
   await wait("PodNeedUpgrade False on every OTA pod", marked("False"));
-  await kube.run(["--namespace", ns, "set", "image", "daemonset/ota-agent", `agent=${next}`]);
+  await setOtaImage(kube, ns, next);
   return await wait("PodNeedUpgrade True on every OTA pod", marked("True"));
 }

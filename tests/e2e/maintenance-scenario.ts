@@ -7,7 +7,7 @@
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { maintenanceAnnotation, type MaintenanceStatus } from "../../api/maintenance.ts";
-import { otaDaemonSet } from "../edge-ota.ts";
+import { otaDaemonSet, setOtaImage } from "../edge-ota.ts";
 import { withEdgeroll } from "../processes.ts";
 import {
   advancedDaemonSet,
@@ -181,14 +181,7 @@ export const otaMaintenanceScenario: Scenario = {
         const found = [...podsByNode(await kube.pods(ns, "app=ota-agent")).values()];
         return found.length === target.nodes.length ? found : undefined;
       });
-      await kube.run([
-        "--namespace",
-        ns,
-        "set",
-        "image",
-        "daemonset/ota-agent",
-        `agent=${otaImage("v2")}`,
-      ]);
+      await setOtaImage(kube, ns, otaImage("v2"));
       const waiting = await eventually("the OTA set waits for its window", async () => {
         const status = await kube.writtenStatus("daemonsets", "daemonsets", ns, "ota-agent") as
           | WindowedStatus

@@ -16,7 +16,7 @@ import {
   pullSetLabel,
 } from "../../api/image-pull.ts";
 import { withEdgeAgent, withEdgeroll } from "../processes.ts";
-import { otaDaemonSet, otaPodsMarked } from "../edge-ota.ts";
+import { otaDaemonSet, otaPodsMarked, setOtaImage } from "../edge-ota.ts";
 import { conditionStatus, eventually, type Kube, type Pod } from "./kube.ts";
 import type { Scenario } from "./scenarios.ts";
 import type { E2eTarget } from "./target.ts";
@@ -278,14 +278,7 @@ const imagePullScenario: Scenario = {
       assertEquals(replacement.spec.containers[0].image, image("v2"));
 
       // An image no registry has: the pull fails on the node, and the upgrade is refused.
-      await kube.run([
-        "--namespace",
-        ns,
-        "set",
-        "image",
-        "daemonset/ota-agent",
-        `agent=${image("non-existent")}`,
-      ]);
+      await setOtaImage(kube, ns, image("non-existent"));
       const stale = await eventually(`a new mark on ${other}'s pod`, async () => {
         const pod = (await kube.pods(ns, "app=ota-agent")).find((p) => p.spec.nodeName === other);
         return pod && markedHash(pod, hash) ? pod : undefined;
