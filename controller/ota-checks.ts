@@ -7,6 +7,7 @@
 import type { Pod } from "../api/kube-objects.ts";
 import { Keys } from "../api/well-known-names.ts";
 import { podImageReady } from "../api/image-pull.ts";
+import { outsideWindowReason } from "../api/maintenance.ts";
 
 /** What serves the OTA routes (routes/ota.ts): the controller, for every node, or an edge agent. */
 export interface OtaService {
@@ -53,19 +54,37 @@ export function markedRevision(pod: Pod): string | undefined {
   return need?.status === "True" ? need.message : undefined;
 }
 
+/**
+ * The revision a pod waits for while its node's maintenance window is closed (`PodNeedUpgrade`
+ * False with the window's reason, ADR 0054): it may be pulled now, and upgraded to in the window.
+ */
+export function heldRevision(pod: Pod): string | undefined {
+  const need = condition(pod, Keys.podNeedUpgrade);
+  return need?.status === "False" && need.reason === outsideWindowReason ? need.message : undefined;
+}
+
 const preCheckFailed = (detail: string) =>
   new OtaError(403, `Pre check update pod failed, ${detail}`);
 
-/** YurtHub's `checkPodStatus`: not being deleted, on `node` (an agent's), marked to upgrade. */
-function podStatusProblem(pod: Pod, node: string | undefined): string | undefined {
+/**
+ * YurtHub's `checkPodStatus`: not being deleted, on `node` (an agent's), marked to upgrade; for a
+ * pull (`staging`), held by its node's maintenance window will do too.
+ */
+function podStatusProblem(
+  pod: Pod,
+  node: string | undefined,
+  staging = false,
+): string | undefined {
   const { namespace = "", name = "" } = pod.metadata;
   const id = `${namespace}/${name}`;
   if (pod.metadata.deletionTimestamp) return `Pod ${id} is deleting, can not be updated`;
   if (node !== undefined && pod.spec.nodeName !== node) {
     return `Pod: ${id} is running on ${pod.spec.nodeName ?? ""}, can not be updated`;
   }
-  if (markedRevision(pod) === undefined) {
-    return `Pod: ${id} update status is False, can not be updated`;
+  const held = heldRevision(pod) !== undefined;
+  if (markedRevision(pod) === undefined && !(staging && held)) {
+    return `Pod: ${id} update status is False, can not be updated` +
+      (held ? ": its node's maintenance window is closed" : "");
   }
   return undefined;
 }
@@ -90,7 +109,7 @@ export function outsideWindow(
 /**
  * YurtHub's `imagepull` checks (`checkPodStatus` alone, no owner check) and its 403 sentence;
  * returns the condition that asks for the pull: `PodImageReady` False with the revision of the
- * pod's `PodNeedUpgrade` mark, no reason (a reason left from an earlier result is cleared), and
+ * pod's `PodNeedUpgrade` mark (or of the revision its maintenance window holds), no reason (a reason left from an earlier result is cleared), and
  * now as its transition time, which tells a new request from an older Job (engine/image-pulls).
  */
 export function pullRequest(
@@ -99,7 +118,7 @@ export function pullRequest(
   node?: string,
 ): { type: string; status: "False"; reason: string; message: string; lastTransitionTime: string } {
   const { namespace = "", name = "" } = pod.metadata;
-  const problem = podStatusProblem(pod, node);
+  const problem = podStatusProblem(pod, node, true);
   if (problem) {
     throw new OtaError(403, `Failed to check pod status ${namespace}/${name}, error: ${problem}`);
   }
@@ -107,7 +126,7 @@ export function pullRequest(
     type: podImageReady,
     status: "False",
     reason: "",
-    message: markedRevision(pod)!,
+    message: (markedRevision(pod) ?? heldRevision(pod))!,
     lastTransitionTime: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
   };
 }

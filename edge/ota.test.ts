@@ -137,6 +137,43 @@ Deno.test("queued upgrades: carried out once when the link returns; a pod gone, 
   });
 });
 
+Deno.test("a queued upgrade whose node's maintenance window closed waits, and goes once the pod is marked in the next window", async () => {
+  const held = marked("held", "uid-held", "False");
+  held.status.conditions[0] = {
+    ...held.status.conditions[0],
+    reason: "OutsideMaintenanceWindow",
+  } as typeof held.status.conditions[0];
+  const deletes: string[] = [];
+  await withEdgeOta({
+    pods: [held],
+    overrides: {
+      deletePod: (p, next) => {
+        deletes.push(p.uid);
+        return next(p);
+      },
+    },
+    journal: (dir) => {
+      const left = new UpgradeJournal(dir, "edge-1");
+      left.add(request("held", "uid-held"));
+      return left;
+    },
+  }, async ({ api, ota, dir }) => {
+    const journal = () => {
+      const read = new UpgradeJournal(dir, "edge-1");
+      read.load();
+      return read;
+    };
+    await ota.carryOutPending();
+    assertEquals(journal().pending().map((r) => r.name), ["held"], "still pending");
+    assertEquals(deletes, []);
+    // The next window: the controller marks the pod again; the watch brings it, the agent goes.
+    api.put("pods", marked("held", "uid-held"));
+    await eventually("the queued upgrade started", () => journal().pending().length === 0);
+    assertEquals(journal().list().map((r) => [r.name, r.state]), [["held", "started"]]);
+    assertEquals(deletes, ["uid-held"]);
+  });
+});
+
 Deno.test("queued upgrades are bounded: one per pod, at most maxPendingUpgrades", async () => {
   const dir = await Deno.makeTempDir();
   try {

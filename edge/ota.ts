@@ -10,6 +10,7 @@ import type { Pod } from "../api/kube-objects.ts";
 import {
   checkUpgradable,
   disconnected,
+  heldRevision,
   markedRevision,
   OtaError,
   type OtaService,
@@ -62,6 +63,11 @@ export class EdgeOta implements OtaService {
   constructor(deps: EdgeOtaDeps) {
     this.#d = { deadlineMs: 10_000, retryBaseMs: 1_000, now: Date.now, ...deps };
     deps.cache.onConnected(() => void this.carryOutPending());
+    // A queued upgrade its node's window held (ADR 0054) goes once the pod is marked again.
+    deps.cache.onPodChange((pod) => {
+      const waiting = deps.journal.pending().some((r) => r.uid === pod.metadata.uid);
+      if (waiting && markedRevision(pod) !== undefined) void this.carryOutPending();
+    });
   }
 
   /** Stops the timer of a deferred retry. */
@@ -219,6 +225,12 @@ export class EdgeOta implements OtaService {
         // Gone, replaced or going: by someone else, or by this agent before a restart.
         journal.settle(request, "replaced", at());
         logger.info("queued OTA upgrade: the pod was already replaced", fields);
+        return;
+      }
+      if (markedRevision(pod) === undefined && heldRevision(pod) !== undefined) {
+        // Its node's maintenance window closed since it was queued: it waits for the next one,
+        // when the pod is marked again (onPodChange).
+        logger.info("queued OTA upgrade waits for its maintenance window", fields);
         return;
       }
       checkUpgradable(pod, this.#d.node);

@@ -48,6 +48,7 @@ export class NodePodCache {
   #syncedAt: number | undefined;
   #connected = false;
   #listeners = new Set<() => void>();
+  #podListeners = new Set<(pod: Pod) => void>();
   #saveTimer: TimerHandle | undefined;
   #watch = new AbortController();
   #stopped = new AbortController();
@@ -84,6 +85,11 @@ export class NodePodCache {
   /** Calls `listener` each time the link comes back (and on the first successful list). */
   onConnected(listener: () => void): void {
     this.#listeners.add(listener);
+  }
+
+  /** Calls `listener` with each pod the watch brings, added or changed. */
+  onPodChange(listener: (pod: Pod) => void): void {
+    this.#podListeners.add(listener);
   }
 
   /**
@@ -160,7 +166,10 @@ export class NodePodCache {
         const { object } = event;
         this.#resourceVersion = object.metadata.resourceVersion ?? this.#resourceVersion;
         if (event.type === "DELETED") this.#pods.delete(object.metadata.uid ?? "");
-        else if (event.type !== "BOOKMARK") this.#pods.set(object.metadata.uid ?? "", object);
+        else if (event.type !== "BOOKMARK") {
+          this.#pods.set(object.metadata.uid ?? "", object);
+          for (const listener of this.#podListeners) listener(object);
+        }
         this.#synced();
       });
       this.#synced();

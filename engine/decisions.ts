@@ -291,14 +291,22 @@ export class PhaseDecisions extends WaitList {
   }
 
   /**
-   * Sets a pod's OpenYurt `PodNeedUpgrade` condition to `status` for the current revision;
-   * false when this call's share of the burst is spent.
+   * Sets a pod's OpenYurt `PodNeedUpgrade` condition to `status` for the current revision, with
+   * `conditionReason` when given ("" clears one an earlier mark left); false when this call's
+   * share of the burst is spent.
    */
-  markPod(pod: Pod, node: string, status: "True" | "False", reason: string): boolean {
-    return this.#setPodCondition(pod, node, reason, {
+  markPod(
+    pod: Pod,
+    node: string,
+    status: "True" | "False",
+    why: string,
+    conditionReason?: string,
+  ): boolean {
+    return this.#setPodCondition(pod, node, why, {
       type: Keys.podNeedUpgrade,
       status,
       message: `controllerrevision: ${this.hash}`,
+      ...(conditionReason !== undefined ? { reason: conditionReason } : {}),
     });
   }
 

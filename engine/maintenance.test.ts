@@ -251,7 +251,20 @@ Deno.test("OTA: pods are marked only while their node's window is open; a mark i
       a.type === "setPodCondition" && a.condition.type === Keys.podNeedUpgrade &&
       a.condition.status === status
     ).length;
-  assertEquals(marks(plan(c.snapshot, at("2026-03-02T12:00:00Z")), "True"), 0);
+  // Outside the window: no mark, but each node is told the revision it waits for (to stage it).
+  const outside = plan(c.snapshot, at("2026-03-02T12:00:00Z"));
+  assertEquals(marks(outside, "True"), 0);
+  const told = outside.actions.flatMap((a) =>
+    a.type === "setPodCondition" && a.condition.type === Keys.podNeedUpgrade ? [a.condition] : []
+  );
+  assertEquals(told.length, 3);
+  for (const condition of told) {
+    assertEquals([condition.status, condition.reason], ["False", "OutsideMaintenanceWindow"]);
+    assertEquals(condition.message, `controllerrevision: ${outside.status.daemonSetHash}`);
+  }
+  // Told once: the next plan, on the pods as written, writes nothing.
+  const toldApplied = f.apply(c, outside, at("2026-03-02T12:00:00Z"));
+  assertEquals(plan(toldApplied.snapshot, at("2026-03-02T12:00:10Z")).actions, []);
   const inWindow = plan(c.snapshot, at("2026-03-02T01:05:00Z"));
   assertEquals(marks(inWindow, "True"), 3);
   const marked = f.apply(c, inWindow, at("2026-03-02T01:05:00Z"));

@@ -18,6 +18,7 @@ import {
 } from "./decisions.ts";
 import { activePods, isPreDeleting, type NodeView } from "./node-view.ts";
 import { markedToUpgrade, type UpdateGate } from "./rollout-plan.ts";
+import { outsideWindowReason } from "../api/maintenance.ts";
 
 /**
  * Kruise's update order (`filterDaemonPodsNodeToUpdate`): node names descending, nodes already
@@ -295,29 +296,43 @@ export function planOta(
     : undefined;
   const message = `controllerrevision: ${out.hash}`;
   for (const view of views) {
+    // Held by its node's window (not by a stop or the plan): the node is told the revision it
+    // waits for, so it may stage its images (`imagepull`) and queue its upgrade (ADR 0054).
+    const outsideWindow = ota && !stopped && windowed !== undefined && !windowed(view);
     for (const pod of view.live) {
       const uid = pod.metadata.uid ?? "";
       const current = pod.status?.conditions?.find((c) => c.type === Keys.podNeedUpgrade);
       if (!ota && current?.status !== "True") continue;
       const old = podRevision(pod) !== out.hash;
       const held = old && reached !== undefined && !reached.has(view.name);
-      if (held && current?.status !== "True") continue;
+      const waitsForWindow = held && outsideWindow;
+      if (held && !waitsForWindow && current?.status !== "True") continue;
       const status = ota && old && !held ? "True" : "False";
-      if ((current?.status === status && current.message === message) || expected.has(uid)) {
+      // The window's reason on a held pod; cleared from a pod it no longer holds.
+      const conditionReason = waitsForWindow
+        ? outsideWindowReason
+        : current?.reason === outsideWindowReason
+        ? ""
+        : undefined;
+      if (
+        (current?.status === status && current.message === message &&
+          (conditionReason === undefined || (current.reason ?? "") === conditionReason)) ||
+        expected.has(uid)
+      ) {
         continue;
       }
       const reason = !ota
         ? "the set is not in OTA mode: the node no longer decides"
         : held && stopped
         ? "the rollout is stopped"
-        : held && windowed && !windowed(view)
+        : waitsForWindow
         ? "the node's maintenance window is closed"
         : held
         ? "the rollout plan does not reach this node now"
         : status === "True"
         ? `a new revision ${out.hash} is available`
         : "the pod runs the current revision";
-      if (!out.markPod(pod, view.name, status, reason)) return out.done();
+      if (!out.markPod(pod, view.name, status, reason, conditionReason)) return out.done();
     }
   }
   return out.done();

@@ -598,3 +598,41 @@ Deno.test("OTA upgrade on the controller: outside its node's maintenance window,
   assertEquals(h.api.objects.pods.has("default/nginx-daemonset-ppf9p"), true);
   assertEquals((await h.request(upgrade("default", "nginx-daemonset-bwzss"))).status, 200);
 });
+
+Deno.test("a pod its node's maintenance window holds may pull the revision it waits for, not upgrade to it", async () => {
+  for (const where of wheres) {
+    await using h = await otaApp(where);
+    h.api.put(
+      "pods",
+      pod("nginx-daemonset-held1", "worker2", nginx, [{
+        type: "PodNeedUpgrade",
+        status: "False",
+        reason: "OutsideMaintenanceWindow",
+        message: "controllerrevision: v2hash",
+      } as { type: string; status: string; message?: string }]),
+    );
+    if (where === "edge") {
+      await eventually("the held pod in the agent's cache", async () => {
+        const listed = await (await h.request("/pods", "GET")).json();
+        return listed.items.some((p: KubeObject) => p.metadata.name === "nginx-daemonset-held1");
+      });
+    }
+    const pulled = await h.request(
+      `/openyurt.io/v1/namespaces/default/pods/nginx-daemonset-held1/imagepull`,
+    );
+    assertEquals(pulled.status, 200, where);
+    const asked = h.api.objects.pods.get("default/nginx-daemonset-held1")!.status as {
+      conditions: { type: string; status: string; message?: string }[];
+    };
+    assertEquals(
+      asked.conditions.find((c) => c.type === "PodImageReady")?.message,
+      "controllerrevision: v2hash",
+    );
+    const refused = await h.request(upgrade("default", "nginx-daemonset-held1"));
+    assertEquals(refused.status, 403, where);
+    assertStringIncludes(
+      await refused.text(),
+      "update status is False, can not be updated: its node's maintenance window is closed",
+    );
+  }
+});
