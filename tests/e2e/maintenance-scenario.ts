@@ -156,7 +156,7 @@ export const maintenanceScenario: Scenario = {
 
 export const otaMaintenanceScenario: Scenario = {
   name:
-    "maintenance windows in OTA mode: outside the node's window no pod is marked and the controller's upgrade API answers 403 naming the next opening; the window opens and every pod is marked",
+    "maintenance windows in OTA mode: outside the node's window no pod is marked, the controller's upgrade API answers 403 naming the next opening, and the node pulls the revision it waits for; the window opens and every pod is marked",
   async run(target, kube) {
     const ns = "e2e-ota-maintenance";
     const otaImage = (v: string) => `edgeroll.test/ota-agent:${v}`;
@@ -206,6 +206,21 @@ export const otaMaintenanceScenario: Scenario = {
         await res.text(),
         `update status is False, can not be updated: the maintenance window of UTC is closed until ${opensAt}`,
       );
+
+      // Staging is not held: the node pulls the revision it waits for, outside its window.
+      const pull = await fetch(
+        `${api.url}/openyurt.io/v1/namespaces/${ns}/pods/${pod.metadata.name}/imagepull`,
+        { method: "POST", headers: { authorization: `Bearer ${api.token}` } },
+      );
+      assertEquals(pull.status, 200, await pull.text());
+      await eventually("the held pod's image pulled outside its window", async () => {
+        const now = (await kube.pods(ns, "app=ota-agent"))
+          .find((p) => p.metadata.name === pod.metadata.name);
+        return now && conditionStatus(now, "PodImageReady") === "True" &&
+            conditionStatus(now, "PodNeedUpgrade") === "False"
+          ? true
+          : undefined;
+      }, 120_000);
 
       await annotate(windowAt(Date.now() - minute, 60));
       await eventually("every OTA pod marked in the open window", async () => {
