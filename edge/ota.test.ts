@@ -4,7 +4,8 @@ import { KubeError } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/wire-objects.ts";
 import { memoryLogger } from "../lib/log.ts";
 import { memoryApi } from "../tests/doubles/memory-api.ts";
-import { leanApiOver } from "../tests/doubles/lean-api.ts";
+import { leanApiOver, type WatchSender } from "../tests/doubles/lean-api.ts";
+import type { Pod } from "../api/kube-objects.ts";
 import { eventually } from "../lib/eventually.ts";
 import { OtaError } from "../controller/ota-checks.ts";
 import { EdgeOta } from "./ota.ts";
@@ -50,7 +51,13 @@ async function withEdgeOta(
     retryBaseMs?: number;
   },
   body: (
-    agent: { api: ReturnType<typeof memoryApi>; ota: EdgeOta; cache: NodePodCache; dir: string },
+    agent: {
+      api: ReturnType<typeof memoryApi>;
+      ota: EdgeOta;
+      cache: NodePodCache;
+      dir: string;
+      watch: WatchSender;
+    },
   ) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir();
@@ -58,7 +65,8 @@ async function withEdgeOta(
     const api = memoryApi();
     for (const pod of setup.pods) api.put("pods", pod);
     const journal = setup.journal?.(dir) ?? new UpgradeJournal(dir, "edge-1");
-    const lean = leanApiOver(interceptApi(api, setup.overrides ?? {}));
+    const watch: WatchSender = {};
+    const lean = leanApiOver(interceptApi(api, setup.overrides ?? {}), watch);
     const cache = new NodePodCache({
       api: lean,
       node: "edge-1",
@@ -75,7 +83,7 @@ async function withEdgeOta(
     });
     cache.start();
     try {
-      await body({ api, ota, cache, dir });
+      await body({ api, ota, cache, dir, watch });
     } finally {
       ota.close();
       await cache.stop();
@@ -157,17 +165,19 @@ Deno.test("a queued upgrade whose node's maintenance window closed waits, and go
       left.add(request("held", "uid-held"));
       return left;
     },
-  }, async ({ api, ota, dir }) => {
+  }, async ({ api, ota, dir, watch }) => {
     const journal = () => {
       const read = new UpgradeJournal(dir, "edge-1");
       read.load();
       return read;
     };
+    await eventually("the watch open", () => watch.send !== undefined);
     await ota.carryOutPending();
     assertEquals(journal().pending().map((r) => r.name), ["held"], "still pending");
     assertEquals(deletes, []);
     // The next window: the controller marks the pod again; the watch brings it, the agent goes.
-    api.put("pods", marked("held", "uid-held"));
+    const markedAgain = api.put("pods", marked("held", "uid-held"));
+    watch.send!(markedAgain as Pod);
     await eventually("the queued upgrade started", () => journal().pending().length === 0);
     assertEquals(journal().list().map((r) => [r.name, r.state]), [["held", "started"]]);
     assertEquals(deletes, ["uid-held"]);

@@ -97,10 +97,11 @@ type Where = "edge" | "controller";
  */
 async function otaApp(
   where: Where,
-  options: { node?: string; overrides?: Overrides; deadlineMs?: number } = {},
+  options: { node?: string; overrides?: Overrides; deadlineMs?: number; pods?: KubeObject[] } = {},
 ) {
   const api = memoryApi();
   seed(api);
+  for (const extra of options.pods ?? []) api.put("pods", extra);
   const logs = memoryLogger();
   const intercepted = interceptApi(api, options.overrides ?? {});
   const called = new Set<string>();
@@ -601,22 +602,16 @@ Deno.test("OTA upgrade on the controller: outside its node's maintenance window,
 
 Deno.test("a pod its node's maintenance window holds may pull the revision it waits for, not upgrade to it", async () => {
   for (const where of wheres) {
-    await using h = await otaApp(where);
-    h.api.put(
-      "pods",
-      pod("nginx-daemonset-held1", "worker2", nginx, [{
-        type: "PodNeedUpgrade",
-        status: "False",
-        reason: "OutsideMaintenanceWindow",
-        message: "controllerrevision: v2hash",
-      } as { type: string; status: string; message?: string }]),
-    );
-    if (where === "edge") {
-      await eventually("the held pod in the agent's cache", async () => {
-        const listed = await (await h.request("/pods", "GET")).json();
-        return listed.items.some((p: KubeObject) => p.metadata.name === "nginx-daemonset-held1");
-      });
-    }
+    await using h = await otaApp(where, {
+      pods: [
+        pod("nginx-daemonset-held1", "worker2", nginx, [{
+          type: "PodNeedUpgrade",
+          status: "False",
+          reason: "OutsideMaintenanceWindow",
+          message: "controllerrevision: v2hash",
+        } as { type: string; status: string; message?: string }]),
+      ],
+    });
     const pulled = await h.request(
       `/openyurt.io/v1/namespaces/default/pods/nginx-daemonset-held1/imagepull`,
     );
