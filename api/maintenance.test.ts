@@ -5,10 +5,13 @@ import {
   maintenanceAnnotation,
   maintenanceOverrideAnnotation,
   minuteOfDay,
+  outsideWindowReason,
   readMaintenance,
   readMaintenanceAnnotation,
   readMaintenanceOverride,
 } from "./maintenance.ts";
+import { requestedPull } from "./image-pull.ts";
+import type { Pod } from "./kube-objects.ts";
 
 const path = "spec.updateStrategy.rollingUpdate.maintenance";
 const read = (input: unknown) => readMaintenance(Maintenance.parse(input), path);
@@ -99,4 +102,21 @@ Deno.test("the override is an RFC 3339 instant; anything else is named with the 
       `metadata.annotations[${maintenanceOverrideAnnotation}]`,
     ]);
   }
+});
+
+Deno.test("a pull asked for the revision a window holds counts as asked; one with no mark nor window does not", () => {
+  const podWith = (need: { status: string; reason?: string }) =>
+    ({
+      metadata: { name: "p" },
+      spec: { containers: [] },
+      status: {
+        conditions: [
+          { type: "PodNeedUpgrade", message: "controllerrevision: v2", ...need },
+          { type: "PodImageReady", status: "False", message: "controllerrevision: v2" },
+        ],
+      },
+    }) as unknown as Pod;
+  assertEquals(requestedPull(podWith({ status: "True" })), "v2");
+  assertEquals(requestedPull(podWith({ status: "False", reason: outsideWindowReason })), "v2");
+  assertEquals(requestedPull(podWith({ status: "False" })), undefined);
 });
