@@ -39,6 +39,27 @@ const request = (name: string, uid: string) => ({
   requestedAt: "2026-11-26T10:00:00.000Z",
 });
 
+/** Overrides that record the UID of each pod deleted, in order. */
+function recordingDeletes(): { deletes: string[]; overrides: Overrides } {
+  const deletes: string[] = [];
+  return {
+    deletes,
+    overrides: {
+      deletePod: (p, next) => {
+        deletes.push(p.uid);
+        return next(p);
+      },
+    },
+  };
+}
+
+/** The journal as another agent would read it from the state directory. */
+function journalIn(dir: string): UpgradeJournal {
+  const read = new UpgradeJournal(dir, "edge-1");
+  read.load();
+  return read;
+}
+
 /**
  * An edge agent's OTA over a memory API holding `pods` (with `overrides`), its node's pod cache
  * started, the journal `journal` returns for the state directory; stopped after `body`.
@@ -95,7 +116,7 @@ async function withEdgeOta(
 
 Deno.test("queued upgrades: carried out once when the link returns; a pod gone, replaced or going counts as done (an earlier run's delete); a failed pre-check is refused", async () => {
   const going = marked("going", "uid-going");
-  const deletes: string[] = [];
+  const { deletes, overrides } = recordingDeletes();
   await withEdgeOta({
     pods: [
       marked("ready", "uid-ready"),
@@ -103,12 +124,7 @@ Deno.test("queued upgrades: carried out once when the link returns; a pod gone, 
       { ...going, metadata: { ...going.metadata, deletionTimestamp: "2026-11-26T10:00:01Z" } },
       marked("unmarked", "uid-unmarked", "False"),
     ],
-    overrides: {
-      deletePod: (p, next) => {
-        deletes.push(p.uid);
-        return next(p);
-      },
-    },
+    overrides,
     journal: (dir) => {
       // As left by an agent that stopped while cut off, or right after a delete it did not record.
       const left = new UpgradeJournal(dir, "edge-1");
@@ -123,11 +139,7 @@ Deno.test("queued upgrades: carried out once when the link returns; a pod gone, 
       return restarted;
     },
   }, async ({ ota, dir }) => {
-    const journal = () => {
-      const read = new UpgradeJournal(dir, "edge-1");
-      read.load();
-      return read;
-    };
+    const journal = () => journalIn(dir);
     await eventually("every request settled", () => journal().pending().length === 0);
     await ota.carryOutPending(); // A second reconnection: nothing left to do.
     // Written down: another agent reads the same outcome.
@@ -151,26 +163,17 @@ Deno.test("a queued upgrade whose node's maintenance window closed waits, and go
     ...held.status.conditions[0],
     reason: "OutsideMaintenanceWindow",
   } as typeof held.status.conditions[0];
-  const deletes: string[] = [];
+  const { deletes, overrides } = recordingDeletes();
   await withEdgeOta({
     pods: [held],
-    overrides: {
-      deletePod: (p, next) => {
-        deletes.push(p.uid);
-        return next(p);
-      },
-    },
+    overrides,
     journal: (dir) => {
       const left = new UpgradeJournal(dir, "edge-1");
       left.add(request("held", "uid-held"));
       return left;
     },
   }, async ({ api, ota, dir, watch }) => {
-    const journal = () => {
-      const read = new UpgradeJournal(dir, "edge-1");
-      read.load();
-      return read;
-    };
+    const journal = () => journalIn(dir);
     await eventually("the watch open", () => watch.send !== undefined);
     await ota.carryOutPending();
     assertEquals(journal().pending().map((r) => r.name), ["held"], "still pending");
