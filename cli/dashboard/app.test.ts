@@ -214,3 +214,33 @@ Deno.test("a set with a plan shows its step, each domain's state and chart, and 
   assertEquals(approved.status, 200);
   assertEquals(acted, ["approve edge/agent"]);
 });
+
+Deno.test("a set whose outdated nodes wait for their maintenance windows shows each group, its state and its opening", async () => {
+  const view: SetView = {
+    ...viewWith({ "edge-1": "old", "edge-2": "old" }),
+    maintenance: {
+      open: false,
+      nextOpening: "2026-11-29T16:00:00Z",
+      groups: [
+        { timeZone: "Asia/Tokyo", state: "Closed", opensAt: "2026-11-29T16:00:00Z", outdated: 1 },
+        {
+          timeZone: "Mars/Olympus_Mons",
+          state: "Closed",
+          outdated: 1,
+          problem: "its nodes' time zone is unknown",
+        },
+      ],
+    },
+  };
+  const plain = await (await dashboard(viewWith({})).app.request(
+    "/sets/advanceddaemonsets/edge/agent",
+  )).text();
+  assert(!plain.includes("Maintenance windows"), "no windows section without windows");
+  const page = await (await dashboard(view).app.request("/sets/advanceddaemonsets/edge/agent"))
+    .text();
+  assertStringIncludes(page, 'data-windows-open="false"');
+  assertStringIncludes(page, "closed, next opening 2026-11-29T16:00:00Z");
+  assertStringIncludes(page, 'data-window="Asia/Tokyo" data-window-state="Closed"');
+  assertStringIncludes(page, "1 node outdated, opens 2026-11-29T16:00:00Z");
+  assertStringIncludes(page, "its nodes&#39; time zone is unknown");
+});

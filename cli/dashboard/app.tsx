@@ -16,6 +16,7 @@ import { errorHandler, HttpError, notFound } from "../../routes/errors.ts";
 import type { Logger } from "../../lib/log.ts";
 import type { SetRef } from "../../api/set-ref.ts";
 import { budgetText } from "../../api/plan.ts";
+import type { MaintenanceStatus } from "../../api/maintenance.ts";
 import type { Fleet, SetSummary } from "./fleet.ts";
 import { changedTiles, type SetView, tileStates } from "./tiles.ts";
 import { dashboardCss, dashboardScript } from "./assets.ts";
@@ -129,6 +130,39 @@ const PlanSummary: FC<{ view: SetView; history?: RolloutHistory }> = ({ view, hi
   );
 };
 
+/**
+ * The maintenance windows the outdated nodes wait for (ADR 0054): open or closed, the next
+ * opening, the override, and each group's state and times.
+ */
+const WindowsSummary: FC<{ windows: MaintenanceStatus }> = ({ windows }) => (
+  <>
+    <h3>Maintenance windows</h3>
+    <p class="windows" data-windows-open={String(windows.open)}>
+      {windows.open ? "open" : "closed"}
+      {windows.nextOpening ? `, next opening ${windows.nextOpening}` : ""}
+      {windows.override
+        ? `, lifted until ${windows.override.until} by ${windows.override.by ?? "?"}`
+        : ""}
+    </p>
+    <ul class="windows">
+      {windows.groups.map((g) => {
+        const name = g.domain !== undefined ? `${g.domain} (${g.timeZone})` : g.timeZone;
+        return (
+          <li key={name} data-window={name} data-window-state={g.state}>
+            <b>{name}</b> <span class={`state ${g.state}`}>{g.state}</span>{" "}
+            {plural(g.outdated, "node")} outdated
+            {g.problem ? `: ${g.problem}` : ""}
+            {g.cutoffAt && g.state === "Open" ? `, no new start after ${g.cutoffAt}` : ""}
+            {g.closesAt && g.state !== "Closed" ? `, closes ${g.closesAt}` : ""}
+            {g.opensAt ? `, opens ${g.opensAt}` : ""}
+          </li>
+        );
+      })}
+      {windows.moreGroups ? <li>… and {windows.moreGroups} more groups</li> : ""}
+    </ul>
+  </>
+);
+
 /** One domain's course (`rollout-chart.ts` draws it), or nothing before the stream's first look. */
 const Chart: FC<{ chart?: ReturnType<RolloutHistory["charts"]>[number] }> = ({ chart }) =>
   chart
@@ -157,6 +191,7 @@ export const Summary: FC<{ view: SetView; history?: RolloutHistory }> = ({ view,
     </p>
     {view.stopped ? <p class="stopped">Stopped: {view.stopped}</p> : ""}
     {view.plan ? <PlanSummary view={view} history={history} /> : ""}
+    {view.maintenance ? <WindowsSummary windows={view.maintenance} /> : ""}
     {!view.plan && history ? <Chart chart={history.charts()[0]} /> : ""}
     <ul class="legend">
       {tileStates.map((s) => (

@@ -7,6 +7,7 @@
 import type { BudgetUse, NodeReport, Plan, Snapshot } from "../../api/plan.ts";
 import type { SetCondition } from "../../api/kube-objects.ts";
 import { type RolloutPlanStatus, unlabelledDomain } from "../../api/rollout-plan.ts";
+import type { MaintenanceStatus } from "../../api/maintenance.ts";
 import { setKey, type SetRef } from "../../api/set-ref.ts";
 import { readSet } from "../../engine/config.ts";
 import { type ChartReading, domainsOfNodes, readChart } from "../rollout-chart.ts";
@@ -78,6 +79,8 @@ export interface SetView {
   counts: Record<TileState, number>;
   /** Where the current revision's rollout plan stands (ADR 0050), when the set has one. */
   plan?: RolloutPlanStatus;
+  /** The maintenance windows the outdated nodes wait for (ADR 0054), while some do. */
+  maintenance?: MaintenanceStatus;
   /** Updated and unavailable per domain now, for the chart the stream draws over time. */
   chart: ChartReading;
 }
@@ -134,6 +137,7 @@ export function setView(
       .map(([group, tiles]) => [group, tiles.sort(byName)]),
     counts,
     ...(plan ? { plan } : {}),
+    ...(status.maintenance ? { maintenance: status.maintenance } : {}),
     chart: readChart(snapshot, planned, reading),
   };
 }
