@@ -298,3 +298,28 @@ Deno.test("a bad window is InvalidSpec with its field path, and nothing is touch
     ]
   ) assert(invalid?.message?.includes(path), `${invalid?.message} names ${path}`);
 });
+
+Deno.test("OTA with a plan: at the opening the plan's first node is marked, the others' window reason is taken back", () => {
+  const nodes = ["a-1", "b-1", "c-1"].map((name) =>
+    f.node(name, { labels: { "topology.kubernetes.io/zone": name[0] } })
+  );
+  const yurt = f.yurtCluster("OTA", nodes);
+  const s = structuredClone(yurt.snapshot);
+  s.set.metadata.annotations = {
+    ...s.set.metadata.annotations,
+    "apps.edgeroll.dev/maintenance": JSON.stringify(nightly),
+    "apps.edgeroll.dev/rollout-plan": JSON.stringify({
+      domainLabel: "topology.kubernetes.io/zone",
+      steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }],
+    }),
+  };
+  const outside = plan(s, at("2026-03-02T12:00:00Z"));
+  const told = f.apply({ snapshot: s, serial: yurt.serial }, outside, at("2026-03-02T12:00:00Z"));
+  const opening = plan(told.snapshot, at("2026-03-03T01:00:30Z"));
+  const written = opening.actions.flatMap((a) =>
+    a.type === "setPodCondition" && a.condition.type === Keys.podNeedUpgrade
+      ? [[a.name.replace(/^nginx-/, "").slice(0, 3), a.condition.status, a.condition.reason]]
+      : []
+  ).sort();
+  assertEquals(written, [["a-1", "True", ""], ["b-1", "False", ""], ["c-1", "False", ""]]);
+});

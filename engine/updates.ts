@@ -306,14 +306,13 @@ export function planOta(
       const old = podRevision(pod) !== out.hash;
       const held = old && reached !== undefined && !reached.has(view.name);
       const waitsForWindow = held && outsideWindow;
-      if (held && !waitsForWindow && current?.status !== "True") continue;
+      // Held by the plan or a stop: a pod left as it is, unless a mark or a window's reason is
+      // to be taken back (the node would stage or queue for a window that no longer holds it).
+      const toldByWindow = current?.reason === outsideWindowReason;
+      if (held && !waitsForWindow && current?.status !== "True" && !toldByWindow) continue;
       const status = ota && old && !held ? "True" : "False";
       // The window's reason on a held pod; cleared from a pod it no longer holds.
-      const conditionReason = waitsForWindow
-        ? outsideWindowReason
-        : current?.reason === outsideWindowReason
-        ? ""
-        : undefined;
+      const conditionReason = waitsForWindow ? outsideWindowReason : toldByWindow ? "" : undefined;
       if (
         (current?.status === status && current.message === message &&
           (conditionReason === undefined || (current.reason ?? "") === conditionReason)) ||
