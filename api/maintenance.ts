@@ -198,8 +198,8 @@ export const readMaintenanceAnnotation = (annotations: Record<string, string> | 
   );
 
 /**
- * The emergency override: `<RFC 3339 instant>` until which the windows are lifted, written by
- * `kubectl annotate` (or `kubectl edgeroll maintenance override`). The Event names who wrote it.
+ * The emergency override: `<RFC 3339 instant>` until which the windows are lifted, written with
+ * `kubectl annotate`. The Event names who wrote it (the set's managedFields).
  */
 export const maintenanceOverrideAnnotation = "apps.edgeroll.dev/maintenance-override";
 export const maintenanceOverridePath = annotationPath(maintenanceOverrideAnnotation);
