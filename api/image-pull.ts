@@ -6,7 +6,6 @@
  */
 import { Keys } from "./well-known-names.ts";
 import { fnv1a64 } from "./hash.ts";
-import { outsideWindowReason } from "./maintenance.ts";
 import type { ObjectMeta, Pod, PodCondition, PodSpec } from "./kube-objects.ts";
 
 /** OpenYurt's pod condition: False with the revision while its images are pulled, then the result. */
@@ -60,7 +59,7 @@ export function requestedPull(pod: Pod): string | undefined {
   const need = conditionOf(pod, Keys.podNeedUpgrade);
   const image = conditionOf(pod, podImageReady);
   // Marked, or told the revision its node's maintenance window holds (ADR 0054).
-  const told = need?.status === "True" || need?.reason === outsideWindowReason;
+  const told = need?.status === "True" || need?.reason === Keys.outsideWindow;
   if (!told || image?.status !== "False") return undefined;
   if (!need.message || image.message !== need.message) return undefined;
   return need.message.slice(revisionMessage("").length);

@@ -5,12 +5,12 @@ import {
   maintenanceAnnotation,
   maintenanceOverrideAnnotation,
   minuteOfDay,
-  outsideWindowReason,
   readMaintenance,
   readMaintenanceAnnotation,
   readMaintenanceOverride,
 } from "./maintenance.ts";
 import { requestedPull } from "./image-pull.ts";
+import { Keys } from "./well-known-names.ts";
 import type { Pod } from "./kube-objects.ts";
 
 const path = "spec.updateStrategy.rollingUpdate.maintenance";
@@ -117,6 +117,6 @@ Deno.test("a pull asked for the revision a window holds counts as asked; one wit
       },
     }) as unknown as Pod;
   assertEquals(requestedPull(podWith({ status: "True" })), "v2");
-  assertEquals(requestedPull(podWith({ status: "False", reason: outsideWindowReason })), "v2");
+  assertEquals(requestedPull(podWith({ status: "False", reason: Keys.outsideWindow })), "v2");
   assertEquals(requestedPull(podWith({ status: "False" })), undefined);
 });

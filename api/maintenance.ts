@@ -169,12 +169,6 @@ export interface MaintenanceRules {
   path: string;
 }
 
-/**
- * The reason of an OTA pod's `PodNeedUpgrade` False while its node's window is closed: its message
- * names the revision it waits for, which the node may pull (`imagepull`) and queue its upgrade to.
- */
-export const outsideWindowReason = "OutsideMaintenanceWindow";
-
 /** Where an AdvancedDaemonSet's windows are written. */
 export const maintenanceFieldPath = "spec.updateStrategy.rollingUpdate.maintenance";
 

@@ -18,6 +18,12 @@ export const Keys = {
   /** OpenYurt's OTA pod condition type. */
   podNeedUpgrade: "PodNeedUpgrade",
   /**
+   * The reason of an OTA pod's `PodNeedUpgrade` False while its node's maintenance window is
+   * closed (ADR 0054): its message names the revision it waits for, which the node may pull
+   * (`imagepull`) and queue its upgrade to.
+   */
+  outsideWindow: "OutsideMaintenanceWindow",
+  /**
    * Kruise's in-place readiness gate and condition: on every pod of an InPlaceIfPossible set,
    * False while its images change in place, so the kubelet keeps the pod unready.
    */

@@ -7,7 +7,6 @@
 import type { Pod } from "../api/kube-objects.ts";
 import { Keys } from "../api/well-known-names.ts";
 import { podImageReady } from "../api/image-pull.ts";
-import { outsideWindowReason } from "../api/maintenance.ts";
 
 /** What serves the OTA routes (routes/ota.ts): the controller, for every node, or an edge agent. */
 export interface OtaService {
@@ -60,7 +59,7 @@ export function markedRevision(pod: Pod): string | undefined {
  */
 export function heldRevision(pod: Pod): string | undefined {
   const need = condition(pod, Keys.podNeedUpgrade);
-  return need?.status === "False" && need.reason === outsideWindowReason ? need.message : undefined;
+  return need?.status === "False" && need.reason === Keys.outsideWindow ? need.message : undefined;
 }
 
 const preCheckFailed = (detail: string) =>

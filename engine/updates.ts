@@ -18,7 +18,6 @@ import {
 } from "./decisions.ts";
 import { activePods, isPreDeleting, type NodeView } from "./node-view.ts";
 import { markedToUpgrade, type UpdateGate } from "./rollout-plan.ts";
-import { outsideWindowReason } from "../api/maintenance.ts";
 
 /**
  * Kruise's update order (`filterDaemonPodsNodeToUpdate`): node names descending, nodes already
@@ -308,11 +307,11 @@ export function planOta(
       const waitsForWindow = held && outsideWindow;
       // Held by the plan or a stop: a pod left as it is, unless a mark or a window's reason is
       // to be taken back (the node would stage or queue for a window that no longer holds it).
-      const toldByWindow = current?.reason === outsideWindowReason;
+      const toldByWindow = current?.reason === Keys.outsideWindow;
       if (held && !waitsForWindow && current?.status !== "True" && !toldByWindow) continue;
       const status = ota && old && !held ? "True" : "False";
       // The window's reason on a held pod; cleared from a pod it no longer holds.
-      const conditionReason = waitsForWindow ? outsideWindowReason : toldByWindow ? "" : undefined;
+      const conditionReason = waitsForWindow ? Keys.outsideWindow : toldByWindow ? "" : undefined;
       if (
         (current?.status === status && current.message === message &&
           (conditionReason === undefined || (current.reason ?? "") === conditionReason)) ||
