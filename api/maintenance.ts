@@ -410,3 +410,7 @@ export function windowGroupOf(
   if (domainLabel === undefined) return { timeZone };
   return { domain: labels?.[domainLabel] ?? unlabelledDomain(domainLabel), timeZone };
 }
+
+/** A group of windows as Events, awaited items and the OTA API name it: `domain d (zone)`, or the zone. */
+export const windowGroupName = (g: { domain?: string; timeZone: string }) =>
+  g.domain !== undefined ? `domain ${g.domain} (${g.timeZone})` : g.timeZone;

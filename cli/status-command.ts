@@ -10,6 +10,7 @@ import { plan } from "../engine/plan.ts";
 import { budgetText, type Plan, type Snapshot } from "../api/plan.ts";
 import type { RolloutPlanStatus } from "../api/rollout-plan.ts";
 import type { MaintenanceStatus } from "../api/maintenance.ts";
+import { groupLabel, groupTimes, windowsHeadline } from "./maintenance-text.ts";
 import { plural } from "../engine/conditions.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
@@ -90,26 +91,13 @@ function planLines(plan: RolloutPlanStatus): string[] {
 
 /** The maintenance windows the outdated nodes wait for, group by group (ADR 0054). */
 function maintenanceLines(windows: MaintenanceStatus): string[] {
-  const name = (g: MaintenanceStatus["groups"][number]) =>
-    g.domain !== undefined ? `${g.domain} (${g.timeZone})` : g.timeZone;
-  const width = Math.max(...windows.groups.map((g) => name(g).length));
-  const when = (g: MaintenanceStatus["groups"][number]) =>
-    g.problem ??
-      [
-        g.state === "Open" && g.cutoffAt ? `no new start after ${g.cutoffAt}` : "",
-        g.closesAt && g.state !== "Closed" ? `closes ${g.closesAt}` : "",
-        g.opensAt ? `opens ${g.opensAt}` : "",
-      ].filter(Boolean).join(", ");
+  const width = Math.max(...windows.groups.map((g) => groupLabel(g).length));
   return [
-    `maintenance: ${windows.open ? "open" : "closed"}` +
-    (windows.nextOpening ? `, next opening ${windows.nextOpening}` : "") +
-    (windows.override
-      ? `, lifted until ${windows.override.until} by ${windows.override.by ?? "?"}`
-      : ""),
+    `maintenance: ${windowsHeadline(windows)}`,
     ...windows.groups.map((g) =>
-      `  ${name(g).padEnd(width)}  ${g.state.padEnd(10)}  ${plural(g.outdated, "node")} outdated  ${
-        when(g)
-      }`
+      `  ${groupLabel(g).padEnd(width)}  ${g.state.padEnd(10)}  ${
+        plural(g.outdated, "node")
+      } outdated  ${g.problem ?? groupTimes(g).join(", ")}`
     ),
     ...(windows.moreGroups ? [`  … and ${windows.moreGroups} more groups`] : []),
   ];

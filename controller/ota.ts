@@ -25,7 +25,7 @@ import {
   pullRequestedText,
 } from "./ota-checks.ts";
 import { listManagedSets } from "./tick.ts";
-import { type MaintenanceStatus, windowGroupOf } from "../api/maintenance.ts";
+import { type MaintenanceStatus, windowGroupName, windowGroupOf } from "../api/maintenance.ts";
 import { writtenStatus } from "../api/written-status.ts";
 
 export interface OtaDeps {
@@ -201,10 +201,11 @@ export class Ota implements OtaService {
       g.domain === group.domain && g.timeZone === group.timeZone
     );
     if (waiting && waiting.state !== "Open" && !status?.maintenance?.override) {
-      const name = group.domain !== undefined
-        ? `domain ${group.domain} (${group.timeZone})`
-        : group.timeZone;
-      throw outsideWindow(pod, { name, state: waiting.state, opensAt: waiting.opensAt });
+      throw outsideWindow(pod, {
+        name: windowGroupName(group),
+        state: waiting.state,
+        opensAt: waiting.opensAt,
+      });
     }
   }
 

@@ -12,6 +12,7 @@ import {
   type MaintenanceStatus,
   maxStatusGroups,
   type SetMaintenance,
+  windowGroupName,
   windowGroupOf,
   type WindowGroupState,
 } from "../api/maintenance.ts";
@@ -145,7 +146,7 @@ export function planMaintenance(
         : {}),
     },
     awaited: overridden ? [] : waiting.filter((g) => g.state !== "Open").map((g) => ({
-      what: `maintenance window of ${groupName(g)}`,
+      what: `maintenance window of ${windowGroupName(g)}`,
       why: waitText(g, maintenance.cutoffMinutes),
     })),
     wakeUps: [
@@ -203,11 +204,8 @@ function groupState(
 /** Open groups first, then by their next opening, then by name. */
 function byOpening(a: Group, b: Group): number {
   const rank = (g: Group) => g.state === "Open" ? -Infinity : g.opensAt ?? Infinity;
-  return rank(a) - rank(b) || groupName(a).localeCompare(groupName(b));
+  return rank(a) - rank(b) || windowGroupName(a).localeCompare(windowGroupName(b));
 }
-
-const groupName = (g: Pick<Group, "domain" | "timeZone">) =>
-  g.domain !== undefined ? `domain ${g.domain} (${g.timeZone})` : g.timeZone;
 
 function groupStatus(g: Group): MaintenanceStatus["groups"][number] {
   const time = (t: EpochMillis | undefined) => t !== undefined ? formatTime(t) : undefined;
@@ -262,14 +260,14 @@ function transitions(
     });
   }
   if (!previous) return events;
-  const before = new Map(previous.groups.map((g) => [groupName(g), g.state]));
+  const before = new Map(previous.groups.map((g) => [windowGroupName(g), g.state]));
   for (const g of waiting) {
-    const was = before.get(groupName(g));
+    const was = before.get(windowGroupName(g));
     if (was === "Open" && g.state !== "Open" && !overridden) {
       events.push({
         type: "Normal",
         reason: "MaintenanceWindowClosed",
-        message: `${groupName(g)}: ${
+        message: `${windowGroupName(g)}: ${
           waitText(g, maintenance.cutoffMinutes)
         }; pods in flight finish`,
       });
@@ -277,7 +275,7 @@ function transitions(
       events.push({
         type: "Normal",
         reason: "MaintenanceWindowOpened",
-        message: `${groupName(g)}: open until ${formatTime(g.closesAt!)}; ${
+        message: `${windowGroupName(g)}: open until ${formatTime(g.closesAt!)}; ${
           plural(g.outdated, "node")
         } on an old revision may be replaced`,
       });

@@ -17,6 +17,7 @@ import type { Logger } from "../../lib/log.ts";
 import type { SetRef } from "../../api/set-ref.ts";
 import { budgetText } from "../../api/plan.ts";
 import type { MaintenanceStatus } from "../../api/maintenance.ts";
+import { groupLabel, groupTimes, windowsHeadline } from "../maintenance-text.ts";
 import type { Fleet, SetSummary } from "./fleet.ts";
 import { changedTiles, type SetView, tileStates } from "./tiles.ts";
 import { dashboardCss, dashboardScript } from "./assets.ts";
@@ -137,24 +138,16 @@ const PlanSummary: FC<{ view: SetView; history?: RolloutHistory }> = ({ view, hi
 const WindowsSummary: FC<{ windows: MaintenanceStatus }> = ({ windows }) => (
   <>
     <h3>Maintenance windows</h3>
-    <p class="windows" data-windows-open={String(windows.open)}>
-      {windows.open ? "open" : "closed"}
-      {windows.nextOpening ? `, next opening ${windows.nextOpening}` : ""}
-      {windows.override
-        ? `, lifted until ${windows.override.until} by ${windows.override.by ?? "?"}`
-        : ""}
-    </p>
+    <p class="windows" data-windows-open={String(windows.open)}>{windowsHeadline(windows)}</p>
     <ul class="windows">
       {windows.groups.map((g) => {
-        const name = g.domain !== undefined ? `${g.domain} (${g.timeZone})` : g.timeZone;
+        const name = groupLabel(g);
         return (
           <li key={name} data-window={name} data-window-state={g.state}>
             <b>{name}</b> <span class={`state ${g.state}`}>{g.state}</span>{" "}
             {plural(g.outdated, "node")} outdated
             {g.problem ? `: ${g.problem}` : ""}
-            {g.cutoffAt && g.state === "Open" ? `, no new start after ${g.cutoffAt}` : ""}
-            {g.closesAt && g.state !== "Closed" ? `, closes ${g.closesAt}` : ""}
-            {g.opensAt ? `, opens ${g.opensAt}` : ""}
+            {groupTimes(g).map((t) => `, ${t}`).join("")}
           </li>
         );
       })}
