@@ -82,10 +82,19 @@ function podStatusProblem(
   }
   const held = heldRevision(pod) !== undefined;
   if (markedRevision(pod) === undefined && !(staging && held)) {
-    return `Pod: ${id} update status is False, can not be updated` +
-      (held ? ": its node's maintenance window is closed" : "");
+    return notMarked(id, held ? "its node's maintenance window is closed" : undefined);
   }
   return undefined;
+}
+
+/** YurtHub's sentence for a pod not marked to upgrade, with why after it when edgeroll knows. */
+const notMarked = (id: string, why?: string) =>
+  `Pod: ${id} update status is False, can not be updated${why ? `: ${why}` : ""}`;
+
+/** YurtHub's 403 for a pod whose status check failed, `problem` saying how. */
+function statusCheckFailed(pod: Pod, problem: string): OtaError {
+  const { namespace = "", name = "" } = pod.metadata;
+  return preCheckFailed(`Failed to check pod ${namespace}/${name} status, error: ${problem}`);
 }
 
 /**
@@ -97,11 +106,14 @@ export function outsideWindow(
   window: { name: string; state: string; opensAt?: string },
 ): OtaError {
   const { namespace = "", name = "" } = pod.metadata;
-  const id = `${namespace}/${name}`;
   const until = window.opensAt ? ` until ${window.opensAt}` : "";
   const closed = window.state === "CuttingOff" ? "within its cut-off before the close" : "closed";
-  return preCheckFailed(
-    `Failed to check pod ${id} status, error: Pod: ${id} update status is False, can not be updated: the maintenance window of ${window.name} is ${closed}${until}`,
+  return statusCheckFailed(
+    pod,
+    notMarked(
+      `${namespace}/${name}`,
+      `the maintenance window of ${window.name} is ${closed}${until}`,
+    ),
   );
 }
 
@@ -145,7 +157,7 @@ export function checkUpgradable(pod: Pod, node?: string): { name: string; uid: s
   const { namespace = "", name = "" } = pod.metadata;
   const id = `${namespace}/${name}`;
   const problem = podStatusProblem(pod, node);
-  if (problem) throw preCheckFailed(`Failed to check pod ${id} status, error: ${problem}`);
+  if (problem) throw statusCheckFailed(pod, problem);
   const revision = markedRevision(pod);
   const image = condition(pod, podImageReady);
   if (image && (image.status !== "True" || image.message !== revision)) {
@@ -166,6 +178,5 @@ export function checkUpgradable(pod: Pod, node?: string): { name: string; uid: s
 
 /** A pre-check edgeroll adds on the controller, which may read the DaemonSet: it must be OTA. */
 export function ownerNotInOta(pod: Pod, why: string): OtaError {
-  const { namespace = "", name = "" } = pod.metadata;
-  return preCheckFailed(`Failed to check pod ${namespace}/${name} status, error: ${why}`);
+  return statusCheckFailed(pod, why);
 }
