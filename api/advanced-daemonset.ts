@@ -18,6 +18,7 @@ import {
 } from "./kube-objects.ts";
 import { RolloutPlan, RolloutPlanStatus } from "./rollout-plan.ts";
 import { Maintenance, MaintenanceStatus } from "./maintenance.ts";
+import { Analysis, AnalysisStatus } from "./analysis.ts";
 
 export const group = "apps.edgeroll.dev";
 export const version = "v1alpha1";
@@ -77,6 +78,10 @@ export const RollingUpdate = z.object({
   maintenance: Maintenance.optional().describe(
     "edgeroll's maintenance windows: pods are replaced only while their node's window is open " +
       "(ADR 0054).",
+  ),
+  analysis: Analysis.optional().describe(
+    "edgeroll's analysis checks: Prometheus queries and HTTP GETs that gate the plan's steps and " +
+      "watch each domain during the rollout (ADR 0055).",
   ),
 });
 export type RollingUpdate = z.infer<typeof RollingUpdate>;
@@ -170,7 +175,7 @@ export const AdvancedDaemonSetStatus = z.object({
   /** The rollout of `revision` stopped itself (ADR 0035): why, when, and the failed pods. */
   rolloutStop: z.object({
     revision: z.string(),
-    reason: z.enum(["FailureBudgetExceeded", "ProgressDeadlineExceeded"]),
+    reason: z.enum(["FailureBudgetExceeded", "ProgressDeadlineExceeded", "AnalysisFailed"]),
     at: z.string(),
     pods: z.array(z.object({ name: z.string(), node: z.string(), reason: z.string() })).max(20),
     /** A rollout plan's domain over its own budget, when that stopped it (ADR 0050). */
@@ -207,6 +212,8 @@ export const AdvancedDaemonSetStatus = z.object({
   plan: RolloutPlanStatus.optional(),
   /** The maintenance windows the outdated nodes wait for (ADR 0054). */
   maintenance: MaintenanceStatus.optional(),
+  /** The analysis checks of the current revision, per domain, and their last measurements (ADR 0055). */
+  analysis: AnalysisStatus.optional(),
   imagePreDownload: z.object({
     revision: z.string(),
     nodes: z.number().int(),

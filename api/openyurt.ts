@@ -17,6 +17,12 @@ import {
   readSetMaintenance,
   type SetMaintenance,
 } from "./maintenance.ts";
+import {
+  type Analysis,
+  analysisAnnotationPath,
+  readAnalysisAnnotation,
+  setAnalysisIssues,
+} from "./analysis.ts";
 import { z } from "zod";
 import { intOrPercentProblem } from "./int-or-percent.ts";
 import type { DaemonSet, IntOrString } from "./kube-objects.ts";
@@ -83,6 +89,8 @@ export interface OpenYurtRollout {
   rolloutPlan?: { plan: RolloutPlan; answers: PlanAnswers };
   /** edgeroll's maintenance windows, from their annotation (ADR 0054), and their override. */
   maintenance?: SetMaintenance;
+  /** edgeroll's analysis checks, from their annotation (ADR 0055). */
+  analysis?: Analysis;
 }
 
 /** edgeroll's failure budget and deadline annotations, read; each problem with its path. */
@@ -204,6 +212,11 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
     set.metadata,
   );
   issues.push(...written.issues, ...windows.issues);
+  const checks = readAnalysisAnnotation(annotations);
+  issues.push(
+    ...checks.issues,
+    ...setAnalysisIssues(checks.value, plan.value, analysisAnnotationPath, planAnnotationPath),
+  );
   if (!strategy.success || !maxUnavailable.success || issues.length > 0) {
     return { managed: true, ok: false, issues };
   }
@@ -219,6 +232,7 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
         ? { rolloutPlan: { plan: plan.value, answers: answers.answers } }
         : {}),
       ...(windows.maintenance ? { maintenance: windows.maintenance } : {}),
+      ...(checks.value ? { analysis: checks.value } : {}),
     },
     notices: [...notices, ...answers?.notices ?? []],
   };

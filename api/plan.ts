@@ -16,6 +16,7 @@ import type {
   Expectation,
 } from "./advanced-daemonset.ts";
 import type { Job, PullObjects } from "./image-pull.ts";
+import type { Measurement } from "./analysis.ts";
 import type { RolloutStatusObject } from "./written-status.ts";
 import type {
   ControllerRevision,
@@ -51,6 +52,11 @@ interface SnapshotObjects {
    * plan's `probe`): its template cannot make a pod, so nothing may be deleted for it.
    */
   refused?: { revision: string; message: string };
+  /**
+   * Analysis checks (ADR 0055): the `host:port`s the controller may reach (`--analysis-hosts`),
+   * and what it measured this call of the standings `dueMeasurements` named.
+   */
+  analysis?: { allowedHosts: string[]; measurements: Measurement[] };
 }
 
 /**

@@ -36,6 +36,10 @@ export const PlanStep = z.object({
         "unavailable restarts the wait.",
     ),
   }).optional(),
+  checks: z.array(z.string().max(63)).max(8).optional().describe(
+    "Analysis checks (names from rollingUpdate.analysis.checks) that must pass, once the step " +
+      "is done, for each domain it reached before the next step starts (ADR 0055).",
+  ),
 });
 export type PlanStep = z.infer<typeof PlanStep>;
 
@@ -158,16 +162,25 @@ export function unlabelledDomain(domainLabel: string): string {
   return `(no ${domainLabel})`;
 }
 
-export const PlanState = z.enum(["Rolling", "Soaking", "AwaitingApproval", "Done", "Stopped"]);
+export const PlanState = z.enum([
+  "Rolling",
+  "Analyzing",
+  "Soaking",
+  "AwaitingApproval",
+  "Done",
+  "Stopped",
+]);
 export type PlanState = z.infer<typeof PlanState>;
 
 /**
- * A domain's state: not started, being updated, waiting on the step's pause with some of its
- * nodes updated (the canary's domain), every Ready node updated, or stopped by an abort.
+ * A domain's state: not started, being updated, waiting on the step's checks or pause with some
+ * of its nodes updated (the canary's domain), every Ready node updated, or stopped by an abort or
+ * a failed check.
  */
 export const DomainState = z.enum([
   "Pending",
   "Rolling",
+  "Analyzing",
   "Soaking",
   "AwaitingApproval",
   "Done",

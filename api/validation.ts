@@ -39,6 +39,13 @@ import {
   readSetMaintenance,
   type SetMaintenance,
 } from "./maintenance.ts";
+import {
+  analysisAnnotation,
+  analysisAnnotationPath,
+  analysisFieldPath,
+  readAnalysisAnnotation,
+  setAnalysisIssues,
+} from "./analysis.ts";
 
 export type { FieldIssue };
 export { zodIssues };
@@ -97,6 +104,8 @@ export type ValidationResult =
     planPath: string;
     /** The maintenance windows read, and the override lifting them (ADR 0054). */
     maintenance?: SetMaintenance;
+    /** Where the analysis checks were written: the field, or the annotation (ADR 0055). */
+    analysisPath: string;
     /** Values replaced by the default Kruise uses in their place. */
     notices: Notice[];
   }
@@ -295,8 +304,11 @@ function annotationIssuesAndValues(
  */
 export type PlanSource = "field" | "annotation";
 
+/** The fields of the rolling update that Kruise's and OpenYurt's DaemonSets carry in annotations. */
+type AnnotatedKey = "plan" | "maintenance" | "analysis";
+
 /** A field of the rolling update that Kruise's and OpenYurt's DaemonSets carry in an annotation. */
-interface AnnotatedField<K extends "plan" | "maintenance"> {
+interface AnnotatedField<K extends AnnotatedKey> {
   field: K;
   fieldPath: string;
   annotation: string;
@@ -324,13 +336,22 @@ const annotatedMaintenance: AnnotatedField<"maintenance"> = {
   read: readMaintenanceAnnotation,
 };
 
+const annotatedAnalysis: AnnotatedField<"analysis"> = {
+  field: "analysis",
+  fieldPath: analysisFieldPath,
+  annotation: analysisAnnotation,
+  annotationPath: analysisAnnotationPath,
+  what: "set of analysis checks",
+  read: readAnalysisAnnotation,
+};
+
 /**
  * A field written in its annotation, moved where the AdvancedDaemonSet has it (in the parsed
  * copy), and the path its issues are named under. On an AdvancedDaemonSet the annotation would be
  * ignored: refused. A Kruise DaemonSet under edgeroll's own CRD (ADR 0027) may have the field too:
  * one of the two.
  */
-function fromAnnotation<K extends "plan" | "maintenance">(
+function fromAnnotation<K extends AnnotatedKey>(
   set: AdvancedDaemonSet,
   source: PlanSource,
   spec: AnnotatedField<K>,
@@ -398,10 +419,20 @@ export function validateAdvancedDaemonSet(
   const plan = fromAnnotation(set, planSource, annotatedPlan);
   const maintenance = fromAnnotation(set, planSource, annotatedMaintenance);
   const windows = windowsOf(set, maintenance.path);
+  const analysis = fromAnnotation(set, planSource, annotatedAnalysis);
   const issues = [
     ...plan.issues,
     ...maintenance.issues,
     ...windows.issues,
+    ...analysis.issues,
+    ...(set.spec.updateStrategy.type === "RollingUpdate"
+      ? setAnalysisIssues(
+        set.spec.updateStrategy.rollingUpdate.analysis,
+        set.spec.updateStrategy.rollingUpdate.plan,
+        analysis.path,
+        plan.path,
+      )
+      : []),
     ...specIssues(set.spec, {
       path: plan.path,
       ...(underKruiseRollout(set.metadata.annotations)
@@ -419,6 +450,7 @@ export function validateAdvancedDaemonSet(
     annotations: annotations.values,
     planAnswers: answers.answers,
     planPath: plan.path,
+    analysisPath: analysis.path,
     ...(windows.maintenance ? { maintenance: windows.maintenance } : {}),
     notices: [...annotations.notices, ...answers.notices],
   };

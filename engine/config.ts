@@ -26,6 +26,7 @@ import { pullJobDeadlineSeconds } from "../api/image-pull.ts";
 import type { SetIdentity } from "./revisions.ts";
 import type { SetMaintenance } from "../api/maintenance.ts";
 import type { Snapshot } from "../api/plan.ts";
+import { type Analysis, analysisAnnotationPath, hostIssues } from "../api/analysis.ts";
 
 /** How pods are replaced when the template changes. */
 export type UpdateMode =
@@ -82,6 +83,8 @@ export interface SetConfig {
   rolloutPlan?: { plan: RolloutPlan; answers: PlanAnswers; path: string };
   /** Maintenance windows: pods replaced only while their node's is open (ADR 0054). */
   maintenance?: SetMaintenance;
+  /** Analysis checks, and where they were written (ADR 0055). */
+  analysis?: { analysis: Analysis; path: string };
   /**
    * AdvancedDaemonSet: edgeroll creates pods and revisions and removes misscheduled ones. OpenYurt
    * DaemonSet: the native controller does, edgeroll only replaces (deletes) or marks old pods.
@@ -125,9 +128,16 @@ export function readSet(snapshot: Snapshot): SetReading {
     namespace: meta.namespace ?? "default",
     uid: meta.uid ?? "",
   };
-  return snapshot.kind === "AdvancedDaemonSet" || snapshot.kind === "KruiseDaemonSet"
+  const reading = snapshot.kind === "AdvancedDaemonSet" || snapshot.kind === "KruiseDaemonSet"
     ? readAdvancedDaemonSet(snapshot, identityBase)
     : readOpenYurtDaemonSet(snapshot, identityBase);
+  if (!reading.ok || !reading.config.analysis) return reading;
+  // Which hosts checks may reach is the controller's configuration, given in the snapshot.
+  const { analysis, path } = reading.config.analysis;
+  const issues = hostIssues(analysis, path, snapshot.analysis?.allowedHosts ?? []);
+  return issues.length > 0
+    ? { ok: false, managed: true, issues, previous: reading.previous }
+    : reading;
 }
 
 type IdentityBase = Pick<SetConfig["identity"], "name" | "namespace" | "uid">;
@@ -192,6 +202,9 @@ function readAdvancedDaemonSet(
         }
         : {}),
       ...(rolling && result.maintenance ? { maintenance: result.maintenance } : {}),
+      ...(rolling && strategy.rollingUpdate.analysis
+        ? { analysis: { analysis: strategy.rollingUpdate.analysis, path: result.analysisPath } }
+        : {}),
       ...(asksPreDownload(set.metadata.annotations)
         ? {
           preDownload: {
@@ -248,6 +261,9 @@ function readOpenYurtDaemonSet(
         ? { rolloutPlan: { ...yurt.rollout.rolloutPlan, path: planAnnotationPath } }
         : {}),
       ...(yurt.rollout.maintenance ? { maintenance: yurt.rollout.maintenance } : {}),
+      ...(yurt.rollout.analysis
+        ? { analysis: { analysis: yurt.rollout.analysis, path: analysisAnnotationPath } }
+        : {}),
       maxUnavailable: yurt.rollout.maxUnavailable,
       maxSurge: 0,
       partition: 0,

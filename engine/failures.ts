@@ -80,12 +80,17 @@ export function judgeFailures(
      * and runs from the opening of the open ones (ADR 0054).
      */
     windowed?: { held: boolean; since?: EpochMillis };
+    /**
+     * The set has analysis checks (ADR 0055), and whether one measured for the whole set failed:
+     * that stops the rollout as a spent budget does.
+     */
+    analysisFailed?: boolean;
   } = {},
 ): Judgement | undefined {
-  const { domainOf, windowed } = context;
+  const { domainOf, windowed, analysisFailed } = context;
   const policy = config.failurePolicy;
   const deadline = config.progressDeadlineSeconds;
-  if (!policy && deadline === undefined) return undefined;
+  if (!policy && deadline === undefined && analysisFailed === undefined) return undefined;
   let { stop, acknowledged, progress } = carriedOver(previous, config.resumeRevision, hash);
   const timeout = policy?.podStartTimeoutSeconds ?? 600;
   const known = new Set(acknowledged?.pods ?? []);
@@ -113,6 +118,8 @@ export function judgeFailures(
       : undefined;
     const reason = policy && (failed.length > allowed || domain)
       ? "FailureBudgetExceeded"
+      : analysisFailed
+      ? "AnalysisFailed"
       : policy?.stopOnProgressDeadline && deadlineExceeded
       ? "ProgressDeadlineExceeded"
       : undefined;
@@ -263,9 +270,10 @@ export function planRollback(
 ):
   | { action: RollbackTemplate; record: NonNullable<AdvancedDaemonSetStatus["rollback"]> }
   | undefined {
-  if (!stop || !config.failurePolicy?.rollback || !lastComplete || lastComplete === hash) {
-    return undefined;
-  }
+  // A failed check of the whole set rolls back when its analysis asks, as the budget's policy does.
+  const asked = config.failurePolicy?.rollback ||
+    (stop?.reason === "AnalysisFailed" && config.analysis?.analysis.onFailure === "Rollback");
+  if (!stop || !asked || !lastComplete || lastComplete === hash) return undefined;
   const found = templates.get(lastComplete) as (PodTemplateSpec & { $patch?: string }) | undefined;
   if (!found) return undefined;
   // The native controller's revisions say `$patch: replace`: a directive, not a field.

@@ -34,6 +34,7 @@ import type { NodeView } from "./node-view.ts";
 import type { Awaited, BudgetUse, EpochMillis, NodeReport, Plan, PlanEvent } from "../api/plan.ts";
 import type { SetCondition } from "../api/kube-objects.ts";
 import type { MaintenanceStatus } from "../api/maintenance.ts";
+import type { AnalysisStatus } from "../api/analysis.ts";
 import type { RolloutPlanStatus } from "../api/rollout-plan.ts";
 
 /** The reconcile answer lists at most this many awaited items; the rest are summed up. */
@@ -130,6 +131,8 @@ export interface Outcome {
   rolloutPlan?: RolloutPlanStatus;
   /** The maintenance windows outdated nodes wait for, when the set has windows (ADR 0054). */
   maintenance?: MaintenanceStatus;
+  /** The analysis checks' standing, when the set has checks (ADR 0055). */
+  analysis?: AnalysisStatus;
 }
 
 /** The condition of a set with a failure budget or a progress deadline (present only then). */
@@ -429,6 +432,18 @@ const progressingRules: {
     }),
   },
   {
+    name: "every domain done but those a failed check stopped",
+    applies: (facts) =>
+      facts.outcome.rolloutPlan?.state === "Stopped" && failedDomains(facts.outcome).length > 0,
+    state: (facts) => ({
+      status: false,
+      reason: "AnalysisFailed",
+      message: `stopped by failed checks: ${
+        failedDomains(facts.outcome).join(", ")
+      }; ${facts.counts}`,
+    }),
+  },
+  {
     name: "aborted by the operator",
     applies: (facts) => facts.outcome.rolloutPlan?.state === "Stopped",
     state: (facts) => ({
@@ -572,9 +587,19 @@ function conditionStates(facts: Facts): Record<ConditionType, ConditionState> {
   };
 }
 
-/** What a plan that soaks or awaits approval after its step waits for, in words. */
+/** `check in domain` of each failed check of a domain (ADR 0055). */
+function failedDomains(outcome: Outcome): string[] {
+  return (outcome.analysis?.checks ?? [])
+    .filter((c) => c.phase === "Failed" && c.domain !== undefined)
+    .map((c) => `${c.check} in ${c.domain}`);
+}
+
+/** What a plan that measures, soaks or awaits approval after its step waits for, in words. */
 function planPause(outcome: Outcome): string | undefined {
   const plan = outcome.rolloutPlan;
+  if (plan?.state === "Analyzing") {
+    return `step ${plan.step} of ${plan.steps} done, its checks are measured`;
+  }
   if (plan?.state === "Soaking") {
     return `step ${plan.step} of ${plan.steps} done, soaking since ${plan.doneSince}`;
   }
@@ -611,6 +636,7 @@ const recordFields = [
   "imagePreDownload",
   "plan",
   "maintenance",
+  "analysis",
 ] as const;
 type RolloutRecords = Pick<AdvancedDaemonSetStatus, typeof recordFields[number]>;
 
@@ -637,6 +663,7 @@ function rolloutRecordsOf(outcome: Outcome, complete: boolean): RolloutRecords {
     ...(judged ? { progress: judged.progress } : {}),
     ...(outcome.rolloutPlan ? { plan: outcome.rolloutPlan } : {}),
     ...(outcome.maintenance ? { maintenance: outcome.maintenance } : {}),
+    ...(outcome.analysis ? { analysis: outcome.analysis } : {}),
     ...(preDownload
       ? {
         imagePreDownload: {

@@ -71,6 +71,7 @@ import type { Action, EpochMillis, Plan, Snapshot } from "../api/plan.ts";
 import { budgetUse, planBudgetedUpdate, planOta, updateOrder } from "./updates.ts";
 import { planRollout, type UpdateGate } from "./rollout-plan.ts";
 import { type MaintenanceProgress, planMaintenance } from "./maintenance.ts";
+import { AnalysisBook } from "./analysis.ts";
 import type { FieldIssue } from "../api/label-selector.ts";
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
@@ -130,6 +131,17 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   // reach, in its order, or Kruise's order when the set has no plan; outside the burst.
   const byNode = groupByNode(placed.decisions.expectations);
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
+  // The analysis checks' standing, this call's measurements folded in (ADR 0055).
+  const book = config.analysis &&
+    new AnalysisBook({
+      analysis: config.analysis.analysis,
+      stepChecks: config.rolloutPlan?.plan.steps.map((s) => s.checks) ?? [],
+      hash,
+      ...(previous.analysis ? { previous: previous.analysis } : {}),
+      measurements: snapshot.analysis?.measurements ?? [],
+      ...(config.resumeRevision !== undefined ? { resume: config.resumeRevision } : {}),
+      now,
+    });
   const planned = config.rolloutPlan &&
     planRollout(
       {
@@ -139,17 +151,24 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
         ota: config.mode === "OTA",
         previous: previous.plan,
         now,
+        ...(book ? { analysis: book } : {}),
       },
       settled,
       available,
     );
+  // Without a plan, the background checks watch the whole set while it has outdated nodes.
+  if (book && !config.rolloutPlan) {
+    const outdated = settled.some((v) => v.live.some((p) => podRevision(p) !== hash));
+    const started = settled.some((v) => v.live.some((p) => podRevision(p) === hash));
+    book.background(started ? ["(set)"] : [], !outdated);
+  }
   const stepped = planned?.ok ? planned.progress : undefined;
   const order = stepped?.covered ??
     updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
   const stepping = decided({
     awaited: stepped?.awaited ?? [],
-    wakeUps: stepped?.wakeUps ?? [],
-    events: stepped?.events ?? [],
+    wakeUps: [...stepped?.wakeUps ?? [], ...book?.wakeUps ?? []],
+    events: [...stepped?.events ?? [], ...book?.events ?? []],
   });
   // 2b. Maintenance windows: which nodes' pods may be replaced now (ADR 0054); outside the burst.
   const windows = config.maintenance &&
@@ -173,6 +192,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const judged = judgeFailures(config, hash, desired, previous, now, available, {
     ...(stepped ? { domainOf: stepped.domainOf } : {}),
     ...(windows ? { windowed: windows.deadline } : {}),
+    ...(book ? { analysisFailed: book.setFailed() !== undefined } : {}),
   });
   const stopped = judged?.stop !== undefined;
   // An operator's abort of a plan stops the rollout as its failures would, rollback included.
@@ -262,6 +282,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     budget: budgetUse(config, hash, settled, available),
     ...(stepped ? { rolloutPlan: stepped.status } : {}),
     ...(windows?.status ? { maintenance: windows.status } : {}),
+    ...(book ? { analysis: book.status() } : {}),
   });
   if (planned && !planned.ok) {
     return invalidWithCounts(snapshot, planned.issues, previous, report, pending, now);

@@ -23,6 +23,7 @@ import { resolve } from "./config.ts";
 import { formatTime, parseTime, podRevision } from "./pod-node-state.ts";
 import { activePods, type NodeView } from "./node-view.ts";
 import { WaitList } from "./decisions.ts";
+import type { AnalysisBook } from "./analysis.ts";
 
 /** Whether the update may start on a node now, and what it took when it did. */
 export interface UpdateGate {
@@ -72,6 +73,8 @@ export interface PlanInput {
   ota: boolean;
   previous?: RolloutPlanStatus;
   now: EpochMillis;
+  /** The analysis checks' standing (ADR 0055): the steps' gates and the domains they stopped. */
+  analysis?: AnalysisBook;
 }
 
 export function planRollout(
@@ -89,7 +92,19 @@ export function planRollout(
   const updatedNodes = new Set(order.filter((v) => isUpdatedAvailable(v, hash, available)));
   const updated = (v: NodeView) => updatedNodes.has(v);
   const aborted = input.answers.aborted === hash;
-  const walked = walkSteps(input, order, targets, updated, aborted);
+  const domainOfNode = new Map<NodeView, string>();
+  for (const d of domains) for (const v of d.nodes) domainOfNode.set(v, d.name);
+  // Domains a failed check stopped (ADR 0055): their nodes are updated no further, and the steps
+  // are done without them.
+  const stopped = input.analysis?.stoppedDomains() ?? new Set<string>();
+  const walked = walkSteps(input, {
+    order,
+    targets,
+    updated,
+    aborted,
+    domainOf: (v) => domainOfNode.get(v)!,
+    stopped,
+  });
   const events = [...walked.events];
   if (!walked.previous && walked.outdated) {
     events.unshift({
@@ -102,7 +117,19 @@ export function planRollout(
   }
   const covered = order.slice(0, aborted ? 0 : targets[walked.index]);
   const tally = domains.map((d) => tallyDomain(d, hash, updated, available, input.ota));
-  const { gate, domainOf } = domainGate(input, domains, tally, covered, updated, walked.waits);
+  const { gate, domainOf } = domainGate(
+    input,
+    domains,
+    tally,
+    covered,
+    updated,
+    walked.waits,
+    stopped,
+  );
+  input.analysis?.background(
+    tally.filter((t) => t.started && !stopped.has(t.name)).map((t) => t.name),
+    walked.state === "Done" || walked.state === "Stopped",
+  );
   const status: RolloutPlanStatus = {
     revision: hash,
     step: walked.index + 1,
@@ -112,7 +139,7 @@ export function planRollout(
     ...(walked.doneSince !== undefined ? { doneSince: formatTime(walked.doneSince) } : {}),
     domains: tally.map((t) => ({
       name: t.name,
-      state: domainState(t, walked.state),
+      state: stopped.has(t.name) ? "Stopped" : domainState(t, walked.state),
       nodes: t.nodes,
       updated: t.updated,
       unreachable: t.unreachable,
@@ -130,17 +157,20 @@ export function planRollout(
  * step the plan is at, its state, since when it has been done, what it waits for, and an Event
  * for each step passed and for the state it comes to.
  */
-function walkSteps(
-  input: PlanInput,
-  order: readonly NodeView[],
-  targets: readonly number[],
-  updated: (v: NodeView) => boolean,
-  aborted: boolean,
-) {
+function walkSteps(input: PlanInput, fleet: {
+  order: readonly NodeView[];
+  targets: readonly number[];
+  updated: (v: NodeView) => boolean;
+  aborted: boolean;
+  domainOf: (v: NodeView) => string;
+  /** Domains a failed check stopped. */
+  stopped: ReadonlySet<string>;
+}) {
   const { plan, hash, now } = input;
-  // The first Ready node of the order not yet updated: every step whose target ends at or before
-  // it is done.
-  const firstPending = order.findIndex((v) => v.ready && !updated(v));
+  const { order, targets, updated, aborted, domainOf, stopped } = fleet;
+  // The first Ready node of the order not yet updated, outside a stopped domain: every step whose
+  // target ends at or before it is done.
+  const firstPending = order.findIndex((v) => v.ready && !updated(v) && !stopped.has(domainOf(v)));
   const stepDone = (index: number) => firstPending === -1 || firstPending >= targets[index];
   const previous = input.previous?.revision === hash ? input.previous : undefined;
   const promoted = input.answers.promoted === hash;
@@ -160,6 +190,24 @@ function walkSteps(
   while (!aborted) {
     const number = index + 1;
     if (!stepDone(index)) {
+      doneSince = undefined;
+      break;
+    }
+    // The step's checks, for each domain it reached; an operator's promote passes them.
+    const checks = promoted ? undefined : plan.steps[index].checks;
+    if (checks?.length && input.analysis) {
+      const reached = [...new Set(order.slice(0, targets[index]).map(domainOf))]
+        .filter((d) => !stopped.has(d));
+      const verdict = input.analysis.gate(number, reached);
+      if (!verdict.passed) {
+        state = "Analyzing";
+        waits.wait(`step ${number} checks`, verdict.why ?? "the checks of every reached domain");
+        break;
+      }
+    }
+    // A failed check lets no later step start: the step's other domains finished, the plan stops.
+    if (stopped.size > 0) {
+      state = "Stopped";
       doneSince = undefined;
       break;
     }
@@ -204,18 +252,32 @@ function walkSteps(
   const told = state === "AwaitingApproval" || state === "Stopped" ||
     (state === "Done" && previous !== undefined);
   if (told && (state !== previous?.state || step !== previous?.step)) {
-    events.push(stateEvent(hash, state, step));
+    events.push(stateEvent(hash, state, step, aborted ? [] : [...stopped]));
   }
   return { index, state, doneSince, waits, events, previous, outdated };
 }
 
-function stateEvent(hash: string, state: PlanState, step: number): PlanEvent {
+function stateEvent(
+  hash: string,
+  state: PlanState,
+  step: number,
+  stoppedDomains: readonly string[],
+): PlanEvent {
   if (state === "AwaitingApproval") {
     return {
       type: "Normal",
       reason: "PlanAwaitingApproval",
       message:
         `revision ${hash}: step ${step} done; the next step waits for kubectl edgeroll approve`,
+    };
+  }
+  if (state === "Stopped" && stoppedDomains.length > 0) {
+    return {
+      type: "Warning",
+      reason: "PlanStopped",
+      message: `revision ${hash}: step ${step} done but in ${
+        stoppedDomains.join(", ")
+      }, stopped by a failed check; no later step starts (kubectl edgeroll resume measures again)`,
     };
   }
   if (state === "Stopped") {
@@ -240,11 +302,15 @@ function domainGate(
   covered: readonly NodeView[],
   updated: (v: NodeView) => boolean,
   waits: WaitList,
+  stopped: ReadonlySet<string>,
 ): { gate: UpdateGate; domainOf: (node: string) => string } {
   const { plan, surge } = input;
   const domainOf = new Map<string, string>();
   for (const d of domains) for (const v of d.nodes) domainOf.set(v.name, d.name);
-  const inFlight = new Set(tally.filter((t) => t.started && !t.complete).map((t) => t.name));
+  // A stopped domain holds no turn: the others go on.
+  const inFlight = new Set(
+    tally.filter((t) => t.started && !t.complete && !stopped.has(t.name)).map((t) => t.name),
+  );
   const unavailable = new Map(tally.map((t) => [t.name, t.unavailable]));
   const limits = new Map(domains.map((d) => [
     d.name,
@@ -254,7 +320,7 @@ function domainGate(
   ]));
   const coveredNames = new Set(covered.map((v) => v.name));
   const held = domains.filter((d) =>
-    !inFlight.has(d.name) && inFlight.size >= plan.maxConcurrentDomains &&
+    !inFlight.has(d.name) && !stopped.has(d.name) && inFlight.size >= plan.maxConcurrentDomains &&
     d.nodes.some((v) => coveredNames.has(v.name) && v.ready && !updated(v))
   );
   if (held.length > 0) {
@@ -268,6 +334,7 @@ function domainGate(
   const gate: UpdateGate = {
     admits(view, down) {
       const domain = domainOf.get(view.name)!;
+      if (stopped.has(domain)) return false;
       const room = inFlight.has(domain) || inFlight.size < plan.maxConcurrentDomains;
       // Under maxSurge the old pod stays available until its replacement is: no unavailability.
       return room && (down || surge || unavailable.get(domain)! < limits.get(domain)!);

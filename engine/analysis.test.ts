@@ -1,0 +1,368 @@
+/**
+ * Analysis checks (ADR 0055): measurements judged, gates over a plan's steps, background checks
+ * that stop one zone while the others finish, inconclusive answers that never pass, and the
+ * properties issue 40 names, through `plan` on the fake cluster of `testdata/fleet.ts`.
+ */
+import { assert, assertEquals } from "@std/assert";
+import fc from "fast-check";
+import {
+  type AnalysisCheck,
+  AnalysisCheck as CheckSchema,
+  type AnalysisCheckInput,
+  type AnalysisInput,
+  type Measurement,
+} from "../api/analysis.ts";
+import { Keys, type Node } from "../api/kube-objects.ts";
+import type { RolloutPlanInput } from "../api/rollout-plan.ts";
+import type { Plan, Snapshot } from "../api/plan.ts";
+import {
+  type AdvancedDaemonSetStatus,
+  resumeRevisionAnnotation,
+} from "../api/advanced-daemonset.ts";
+import { podNodeName } from "./pod-node-state.ts";
+import { dueMeasurements, judgeMeasurement } from "./analysis.ts";
+import { plan } from "./plan.ts";
+import { formatTime } from "./pod-node-state.ts";
+import * as f from "./testdata/fleet.ts";
+
+const zoneLabel = "topology.kubernetes.io/zone";
+const prometheus = "http://prom.test:9090";
+const stepMillis = 5000;
+
+const check = (input: Partial<AnalysisCheckInput>): AnalysisCheck =>
+  CheckSchema.parse({
+    name: "errors",
+    prometheus: { address: prometheus, query: 'ratio{zone="{{domain}}"}' },
+    successCondition: { max: 0.05 },
+    ...input,
+  });
+
+const at = formatTime(f.t0);
+
+Deno.test("a measurement: ranges as Argo reads them, every series judged, no answer never a pass", () => {
+  const ratio = check({});
+  const judged = (c: AnalysisCheck, m: Partial<Measurement>) =>
+    judgeMeasurement(c, { check: c.name, at, ...m }).phase;
+  assertEquals(judged(ratio, { values: [0.01] }), "Passed");
+  assertEquals(judged(ratio, { values: [0.2] }), "Failed");
+  // Several series must each pass: one failing fails the measurement.
+  assertEquals(judged(ratio, { values: [0.01, 0.2, 0.01] }), "Failed");
+  for (const empty of [[], [Number.NaN], [null]]) {
+    assertEquals(judged(ratio, { values: empty }), "Inconclusive", JSON.stringify(empty));
+  }
+  assertEquals(judged(ratio, { error: "connect ECONNREFUSED" }), "Inconclusive");
+  assertEquals(judged(ratio, { refused: "parse error" }), "Inconclusive");
+  // Only a failure range: a value outside passes; both ranges: a value in neither decides nothing.
+  const onlyFailure = check({ successCondition: undefined, failureCondition: { min: 0.1 } });
+  assertEquals(judged(onlyFailure, { values: [0.05] }), "Passed");
+  assertEquals(judged(onlyFailure, { values: [0.1] }), "Failed");
+  const both = check({ successCondition: { max: 0.01 }, failureCondition: { min: 0.1 } });
+  assertEquals(judged(both, { values: [0.05] }), "Inconclusive");
+  assertEquals(judged(both, { values: [0.005, 0.05] }), "Inconclusive");
+  assertEquals(judged(both, { values: [0.005, 0.05, 0.5] }), "Failed");
+  // HTTP: 2xx passes without a field; any other answer fails; a field is judged by equals.
+  const http = check({ prometheus: undefined, http: { url: "http://svc.test/healthz" } });
+  assertEquals(judged(http, { httpStatus: 204 }), "Passed");
+  assertEquals(judged(http, { httpStatus: 503 }), "Failed");
+  assertEquals(judged(http, { error: "timed out after 10 s" }), "Inconclusive");
+  const field = check({
+    prometheus: undefined,
+    http: { url: "http://svc.test/status", jsonPath: "state" },
+    successCondition: { equals: "ok" },
+  });
+  assertEquals(judged(field, { httpStatus: 200, values: ["ok"] }), "Passed");
+  assertEquals(judged(field, { httpStatus: 200, values: ["degraded"] }), "Failed");
+  assertEquals(judged(field, { httpStatus: 200, values: [] }), "Inconclusive");
+});
+
+/** Zones a (2 nodes), b (2), c (2). */
+function zonedNodes(): Node[] {
+  return ["a", "b", "c"].flatMap((zone) =>
+    [1, 2].map((i) => f.node(`${zone}-${i}`, { labels: { [zoneLabel]: zone } }))
+  );
+}
+
+function gatedSet(
+  rolloutPlan: Partial<RolloutPlanInput>,
+  analysis: Partial<AnalysisInput> = {},
+  rollingUpdate: object = {},
+): Snapshot {
+  const s = f.plannedSnapshot(
+    { domainLabel: zoneLabel, steps: [{ nodes: "100%" }], ...rolloutPlan },
+    { maxUnavailable: 1, ...rollingUpdate },
+    zonedNodes(),
+  );
+  const strategy = (s.set.spec as {
+    updateStrategy: { rollingUpdate: Record<string, unknown> };
+  }).updateStrategy;
+  strategy.rollingUpdate.analysis = {
+    checks: [{
+      name: "errors",
+      prometheus: { address: prometheus, query: 'ratio{zone="{{domain}}"}' },
+      successCondition: { max: 0.05 },
+      intervalSeconds: 10,
+      count: 2,
+    }],
+    ...analysis,
+  };
+  return { ...s, analysis: { allowedHosts: ["prom.test:9090"], measurements: [] } };
+}
+
+/** What Prometheus answers for a zone at an instant: a ratio, or no answer. */
+type Source = (domain: string | undefined, now: number) => Partial<Measurement>;
+
+/**
+ * One reconcile as the controller makes it: what is due is measured from `source`, then planned,
+ * applied, and the kubelets run.
+ */
+function step(c: f.Cluster, now: number, source: Source): [Plan, f.Cluster] {
+  const s = structuredClone(c.snapshot);
+  const spec = s.set.spec as { updateStrategy: { rollingUpdate: { analysis: AnalysisInput } } };
+  const status = s.set.status as AdvancedDaemonSetStatus | undefined;
+  const analysis = CheckSchema.array().parse(spec.updateStrategy.rollingUpdate.analysis.checks);
+  const due = status?.analysis && status.daemonSetHash
+    ? dueMeasurements(
+      { checks: analysis, background: [], onFailure: "Pause" },
+      status.analysis,
+      status.daemonSetHash,
+      now,
+    )
+    : [];
+  s.analysis = {
+    allowedHosts: ["prom.test:9090"],
+    measurements: due.map((d) => ({
+      check: d.check.name,
+      ...(d.domain !== undefined ? { domain: d.domain } : {}),
+      at: formatTime(now),
+      ...source(d.domain, now),
+    })),
+  };
+  const p = plan(s, now);
+  return [p, f.kubelet(f.apply({ snapshot: s, serial: c.serial }, p, now), now)];
+}
+
+/** Reconciles `rounds` times, `stepMillis` apart: every plan, and the cluster at the end. */
+function run(c: f.Cluster, now: number, source: Source, rounds: number) {
+  const plans: Plan[] = [];
+  for (let i = 0; i < rounds; i++, now += stepMillis) {
+    const [p, next] = step(c, now, source);
+    plans.push(p);
+    c = next;
+  }
+  return { plans, c, now, last: plans[plans.length - 1] };
+}
+
+function onV1ThenV2(snapshot: Snapshot) {
+  const first = run(f.cluster(snapshot), f.t0, () => ({ values: [0] }), 12);
+  assertEquals(first.last.status.plan?.state, "Done");
+  return { c: f.withTemplate(first.c, "agent:v2", 2), now: first.now };
+}
+
+function nodesOn(c: f.Cluster, hash: string): string[] {
+  return c.snapshot.pods.filter((p) => p.metadata.labels?.[Keys.revisionHash] === hash)
+    .map((p) => podNodeName(p) ?? "").sort();
+}
+
+const ratios = (byZone: Record<string, number>): Source => (domain) => ({
+  values: [byZone[domain ?? ""] ?? 0],
+});
+
+Deno.test("a step's gate: measured per domain it reached, count times, before the next step", () => {
+  const start = onV1ThenV2(gatedSet({
+    steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }],
+  }));
+  const out = run(start.c, start.now, ratios({}), 30);
+  const hash = out.last.status.daemonSetHash!;
+  assertEquals(nodesOn(out.c, hash).length, 6);
+  assertEquals(out.last.status.plan?.state, "Done");
+  // While zone a's gate measured, no node of b or c was updated.
+  const analyzing = out.plans.filter((p) => p.status.plan?.state === "Analyzing");
+  assert(analyzing.length >= 2, `analyzing in ${analyzing.length} plans`);
+  for (const p of analyzing) {
+    assertEquals(p.status.plan?.domains.map((d) => [d.name, d.updated]), [
+      ["a", 2],
+      ["b", 0],
+      ["c", 0],
+    ]);
+    assert(p.awaited.some((a) => a.what === "step 1 checks"));
+    assertEquals(p.conditions.find((c) => c.type === "Paused")?.reason, "Analyzing");
+  }
+  const passed = out.plans.flatMap((p) => p.events).filter((e) => e.reason === "AnalysisPassed");
+  assertEquals(passed.map((e) => e.message.includes("errors in a passed: 2 of 2")), [true]);
+});
+
+Deno.test("a zone whose ratio rises after its pods update is stopped while the other zones finish", () => {
+  const start = onV1ThenV2(gatedSet({}, { background: ["errors"] }));
+  const out = run(start.c, start.now, ratios({ b: 0.4 }), 40);
+  const hash = out.last.status.daemonSetHash!;
+  const updated = nodesOn(out.c, hash);
+  assert(updated.includes("a-1") && updated.includes("a-2"), updated.join());
+  assert(updated.includes("c-1") && updated.includes("c-2"), updated.join());
+  // Zone b: stopped at its first node (maxUnavailable 1); the other stays on the old revision.
+  assertEquals(updated.filter((n) => n.startsWith("b-")).length, 1);
+  assertEquals(out.last.status.plan?.state, "Stopped");
+  assertEquals(out.last.status.plan?.domains.find((d) => d.name === "b")?.state, "Stopped");
+  const progressing = out.last.conditions.find((c) => c.type === "Progressing");
+  assertEquals(progressing?.reason, "AnalysisFailed");
+  assert(progressing?.message?.includes("errors in b"), progressing?.message);
+  const failed = out.plans.flatMap((p) => p.events).filter((e) => e.reason === "AnalysisFailed");
+  assertEquals(failed.length, 1);
+  assert(failed[0].message.includes("check errors in b failed"), failed[0].message);
+  // Measured no more once the rollout ended: nothing is due, nothing wakes the set for it.
+  const status = out.last.status.analysis!;
+  assert(status.checks.every((c) => c.nextAt === undefined), JSON.stringify(status.checks));
+  assertEquals(
+    status.checks.map((c) => [c.domain, c.phase]).sort(),
+    [["a", "Passed"], ["b", "Failed"], ["c", "Passed"]],
+  );
+  // A resume of the revision measures b again; with a ratio back down, b finishes.
+  const s = structuredClone(out.c.snapshot);
+  s.set.metadata.annotations = { [resumeRevisionAnnotation]: `${hash}/1` };
+  const resumed = run({ snapshot: s, serial: out.c.serial }, out.now, ratios({}), 20);
+  assertEquals(nodesOn(resumed.c, hash).length, 6);
+  assertEquals(resumed.last.status.plan?.state, "Done");
+});
+
+Deno.test("no answer from Prometheus: the gate waits, says so, and the deadline still runs", () => {
+  const start = onV1ThenV2(gatedSet(
+    { steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }] },
+    {},
+    {},
+  ));
+  const s = structuredClone(start.c.snapshot);
+  (s.set.spec as { progressDeadlineSeconds?: number }).progressDeadlineSeconds = 60;
+  const out = run(
+    { snapshot: s, serial: start.c.serial },
+    start.now,
+    () => ({ error: "Prometheus unreachable: connect ECONNREFUSED" }),
+    40,
+  );
+  const hash = out.last.status.daemonSetHash!;
+  assertEquals(nodesOn(out.c, hash), ["a-1", "a-2"]);
+  assertEquals(out.last.status.plan?.state, "Analyzing");
+  const standing = out.last.status.analysis!.checks.find((c) => c.domain === "a")!;
+  assertEquals([standing.phase, standing.passed, standing.failed], ["Inconclusive", 0, 0]);
+  assert(standing.inconclusive >= 10, `${standing.inconclusive}`);
+  assertEquals(standing.measurements.length, 3);
+  // Told once, not at every measurement.
+  const told = out.plans.flatMap((p) => p.events).filter((e) =>
+    e.reason === "AnalysisInconclusive"
+  );
+  assertEquals(told.length, 1);
+  assertEquals(
+    out.last.conditions.find((c) => c.type === "Progressing")?.reason,
+    "ProgressDeadlineExceeded",
+  );
+});
+
+Deno.test("a check of the whole set that fails stops the rollout, and rolls it back when asked", () => {
+  const start = onV1ThenV2(gatedSet({ maxConcurrentDomains: 3 }, {
+    checks: [{
+      name: "errors",
+      prometheus: { address: prometheus, query: "sum(errors) / sum(requests)" },
+      successCondition: { max: 0.05 },
+      intervalSeconds: 10,
+    }],
+    background: ["errors"],
+    onFailure: "Rollback",
+  }));
+  const out = run(start.c, start.now, () => ({ values: [0.3] }), 30);
+  const first = out.plans.findIndex((p) => p.status.rolloutStop?.reason === "AnalysisFailed");
+  assert(first > 0, "no stop");
+  const rollbacks = (p: Plan) => p.actions.filter((a) => a.type === "rollbackTemplate");
+  assertEquals(out.plans.slice(0, first).flatMap(rollbacks), []);
+  const [rollback] = rollbacks(out.plans[first]);
+  const v1 = out.plans[0].status.lastCompleteRevision;
+  assert(v1 !== undefined && v1 !== out.last.status.daemonSetHash);
+  assertEquals(rollback?.type === "rollbackTemplate" && rollback.revision, v1);
+  // Stopped: no old pod is replaced after the stop.
+  const deletes = out.plans.slice(first).flatMap((p) => p.actions)
+    .filter((a) => a.type === "deletePod");
+  assertEquals(deletes, []);
+});
+
+Deno.test("bad checks are InvalidSpec naming the field, before any pod is touched", () => {
+  const invalid = (snapshot: Snapshot) => {
+    const p = plan(snapshot, f.t0);
+    assertEquals(p.actions.filter((a) => a.type.endsWith("Pod")), []);
+    const condition = p.conditions.find((c) => c.type === "InvalidSpec");
+    assertEquals(condition?.status, "True");
+    return condition?.message ?? "";
+  };
+  const path = "spec.updateStrategy.rollingUpdate.analysis";
+  const notAllowed = gatedSet({});
+  notAllowed.analysis = { allowedHosts: ["other.test:9090"], measurements: [] };
+  const refused = invalid(notAllowed);
+  assert(refused.includes(`${path}.checks[0].prometheus.address`), refused);
+  assert(refused.includes("prom.test:9090 is not among the hosts"), refused);
+  const noUrl = invalid(gatedSet({}, {
+    checks: [{ name: "up", http: { url: "not a url" } }],
+  }));
+  assert(noUrl.includes(`${path}.checks[0].http.url`) && noUrl.includes("no http(s) URL"), noUrl);
+  const unknown = invalid(gatedSet({ steps: [{ nodes: "100%", checks: ["latency"] }] }));
+  assert(unknown.includes("plan.steps[0].checks[0]: no check is named latency"), unknown);
+  // {{domain}} needs a plan to say what a domain is.
+  const planless = gatedSet({});
+  const strategy = (planless.set.spec as {
+    updateStrategy: { rollingUpdate: Record<string, unknown> };
+  }).updateStrategy;
+  delete strategy.rollingUpdate.plan;
+  const message = invalid(planless);
+  assert(message.includes(`${path}.checks[0].prometheus.query`), message);
+});
+
+Deno.test("property: a failed check never lets a later step start; an inconclusive one never passes", () => {
+  const answer = fc.constantFrom<Partial<Measurement>>(
+    { values: [0.01] },
+    { values: [0.5] },
+    { values: [] },
+    { error: "503 Service Unavailable" },
+  );
+  fc.assert(
+    fc.property(
+      fc.array(answer, { minLength: 1, maxLength: 12 }),
+      fc.integer({ min: 1, max: 3 }),
+      fc.integer({ min: 0, max: 1 }),
+      (answers, count, failureLimit) => {
+        const start = onV1ThenV2(gatedSet(
+          { steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }] },
+          {
+            checks: [{
+              name: "errors",
+              prometheus: { address: prometheus, query: 'ratio{zone="{{domain}}"}' },
+              successCondition: { max: 0.05 },
+              intervalSeconds: 5,
+              count,
+              failureLimit,
+            }],
+          },
+        ));
+        let i = 0;
+        const out = run(start.c, start.now, () => answers[Math.min(i++, answers.length - 1)], 40);
+        const hash = out.last.status.daemonSetHash!;
+        // The oracle: Argo's rule over the answers as measured, the last one repeated.
+        const judged = answers.map((m) =>
+          judgeMeasurement(check({}), { check: "errors", at, ...m })
+        );
+        let passed = 0;
+        let failed = 0;
+        let passes: boolean | undefined;
+        for (let k = 0; k < 20 && passes === undefined; k++) {
+          const phase = judged[Math.min(k, judged.length - 1)].phase;
+          if (phase === "Passed") passed++;
+          if (phase === "Failed") failed++;
+          if (failed > failureLimit) passes = false;
+          else if (passed + failed >= count) passes = true;
+        }
+        const beyond = nodesOn(out.c, hash).filter((n) => !n.startsWith("a-"));
+        // The gate passed exactly when its counted measurements say so: zones b and c follow.
+        assertEquals(
+          beyond.length > 0,
+          passes === true,
+          JSON.stringify({ answers, count, failureLimit }),
+        );
+      },
+    ),
+    { numRuns: 40 },
+  );
+});
