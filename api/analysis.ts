@@ -56,7 +56,7 @@ export const AnalysisCheck = z.object({
   failureCondition: ValueRange.optional().describe(
     "A value inside fails; with no successCondition, a value outside passes.",
   ),
-  intervalSeconds: z.number().int().min(5).max(3600).default(30).describe(
+  intervalSeconds: z.number().int().min(1).max(3600).default(30).describe(
     "Seconds between two measurements of one domain.",
   ),
   count: z.number().int().min(1).max(100).default(3).describe(
@@ -335,5 +335,40 @@ export const AnalysisStatus = z.object({
   checks: z.array(CheckStatus).max(maxChecks * (maxPlanDomains + 1) * 2),
   /** The `resume` value whose acknowledgement cleared this revision's failed checks. */
   resumedWith: z.string().optional(),
+  /** The set's generation whose queries Prometheus accepted (each sent once when it changed). */
+  validatedGeneration: z.number().int().optional(),
 });
 export type AnalysisStatus = z.infer<typeof AnalysisStatus>;
+
+/** The key of a check's standing: a gate's is its step's, a background check's has none. */
+export const standingKey = (check: string, domain: string | undefined, step: number | undefined) =>
+  `${check}\u0000${domain ?? ""}\u0000${step ?? 0}`;
+
+/** What `dueMeasurements` hands the controller: the check, and the domain it is measured for. */
+export interface DueMeasurement {
+  check: AnalysisCheck;
+  domain?: string;
+}
+
+/**
+ * What to measure now: each undecided standing of the current revision whose `nextAt` has come.
+ * Read from the previous status, so the controller measures before the plan is made.
+ */
+export function dueMeasurements(
+  analysis: Analysis,
+  previous: AnalysisStatus | undefined,
+  hash: string,
+  now: number,
+): DueMeasurement[] {
+  if (previous?.revision !== hash) return [];
+  const checks = new Map(analysis.checks.map((c) => [c.name, c]));
+  const due = new Map<string, DueMeasurement>();
+  for (const s of previous.checks) {
+    const check = checks.get(s.check);
+    const at = s.nextAt === undefined ? NaN : Date.parse(s.nextAt);
+    if (!check || Number.isNaN(at) || at > now) continue;
+    // A gate and a background check of one domain ask the same question: asked once.
+    due.set(standingKey(s.check, s.domain, undefined), { check, domain: s.domain });
+  }
+  return [...due.values()];
+}

@@ -217,6 +217,13 @@ export function readOpenYurtRollout(set: DaemonSet): OpenYurtResult {
     ...checks.issues,
     ...setAnalysisIssues(checks.value, plan.value, analysisAnnotationPath, planAnnotationPath),
   );
+  if (strategy.success && strategy.data === "OTA" && checks.value?.onFailure === "Rollback") {
+    // As the failure budget's rollback: what each node chose is not edgeroll's to undo.
+    issues.push({
+      path: `${analysisAnnotationPath}.onFailure`,
+      message: "cannot be Rollback in OTA mode: each node upgrades itself, a failed check stops",
+    });
+  }
   if (!strategy.success || !maxUnavailable.success || issues.length > 0) {
     return { managed: true, ok: false, issues };
   }

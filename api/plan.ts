@@ -54,9 +54,19 @@ interface SnapshotObjects {
   refused?: { revision: string; message: string };
   /**
    * Analysis checks (ADR 0055): the `host:port`s the controller may reach (`--analysis-hosts`),
-   * and what it measured this call of the standings `dueMeasurements` named.
+   * and what it measured this call of the standings `dueMeasurements` named. Given by every
+   * controller for a set with checks (`controller/analysis.ts`); absent for a planner that only
+   * shows (`status`, the dashboard), which then checks no host and measures nothing.
    */
-  analysis?: { allowedHosts: string[]; measurements: Measurement[] };
+  analysis?: {
+    allowedHosts: string[];
+    measurements: Measurement[];
+    /**
+     * Each Prometheus query sent once because the set's generation changed since the status'
+     * `validatedGeneration`: the checks Prometheus refused as bad_data, in its own words.
+     */
+    validation?: { generation: number; refusals: { check: string; message: string }[] };
+  };
 }
 
 /**

@@ -174,8 +174,8 @@ export type PlanState = z.infer<typeof PlanState>;
 
 /**
  * A domain's state: not started, being updated, waiting on the step's checks or pause with some
- * of its nodes updated (the canary's domain), every Ready node updated, or stopped by an abort or
- * a failed check.
+ * of its nodes updated (the canary's domain), every Ready node updated, stopped by an abort or a
+ * failed check, or going back to the last complete revision after a failed check.
  */
 export const DomainState = z.enum([
   "Pending",
@@ -185,6 +185,7 @@ export const DomainState = z.enum([
   "AwaitingApproval",
   "Done",
   "Stopped",
+  "RolledBack",
 ]);
 export type DomainState = z.infer<typeof DomainState>;
 

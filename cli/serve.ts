@@ -31,6 +31,10 @@ import { Metrics } from "../controller/metrics.ts";
 import { kruiseSetKind, type SetKind } from "../api/set-ref.ts";
 import { LeaderElection, type LeaseTimes, leaseTimesFor } from "../controller/leader.ts";
 import { realTimers } from "../lib/timers.ts";
+import { createAnalyzer } from "../controller/analysis.ts";
+
+export const analysisHostsHelp =
+  "comma-separated host:port list the sets' analysis checks may reach (Prometheus, HTTP checks), e.g. prometheus.monitoring:9090; no other host is requested (default: none)";
 
 export interface ControllerOptions {
   kubeConfig: KubeConfig;
@@ -54,6 +58,8 @@ export interface ControllerOptions {
   limits?: Partial<RequestLimits>;
   /** Kruise compatibility mode: reconcile `daemonsets.apps.kruise.io` too (ADR 0027). */
   kruise?: boolean;
+  /** `host:port`s the analysis checks may reach (ADR 0055); none when absent. */
+  analysisHosts?: string[];
   /**
    * Do the work only while holding this Lease (ADR 0038): watch and tick then, answer calls by
    * a claim before. Without it, the replica does the work from the start.
@@ -138,6 +144,10 @@ export function startController(options: ControllerOptions): RunningController {
     resyncSeconds: options.resyncSeconds,
     eventDelayMs: options.eventDelayMs,
     limits: options.limits,
+    analyzer: createAnalyzer({
+      allowedHosts: options.analysisHosts ?? [],
+      readCredentials: (namespace, name) => kube.readAnalysisCredentials(namespace, name),
+    }),
   });
   const listener = listen(controller.app.fetch, {
     hostname: options.hostname ?? "0.0.0.0",
@@ -245,7 +255,7 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s] [--kruise] [--event-delay 0ms] [--lease NAMESPACE/NAME [--lease-identity ID] [--lease-duration 15s]]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s] [--kruise] [--event-delay 0ms] [--lease NAMESPACE/NAME [--lease-identity ID] [--lease-duration 15s]] [--analysis-hosts HOST:PORT,...]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
@@ -267,6 +277,7 @@ export const serveCommand: Command = {
     "event-delay": { type: "string" },
     "lease-identity": { type: "string" },
     "lease-duration": { type: "string" },
+    "analysis-hosts": { type: "string" },
   },
   help: {
     kubeconfig: kubeconfigHelp,
@@ -301,6 +312,7 @@ export const serveCommand: Command = {
       "this replica's name in the Lease (default: POD_NAME from the environment, else the host name and process id)",
     "lease-duration":
       "how long a Lease not renewed stays its holder's (default 15s; renewed every 2/15 of it, given up after 2/3)",
+    "analysis-hosts": analysisHostsHelp,
   },
   async run(args) {
     const tick = stringOption(args, "tick");
@@ -321,6 +333,7 @@ export const serveCommand: Command = {
       kruise: args.values.kruise === true,
       tls: certFile === undefined ? undefined : { certFile, keyFile: keyFile! },
       lease: leaseFromArgs(args),
+      analysisHosts: analysisHostsFromArgs(args),
       eventDelayMs: optionalDuration(args, "event-delay"),
       limits: {
         bodyBytes: intOption(args, "max-body-bytes", defaultLimits.bodyBytes, { min: 1024 }),
@@ -344,6 +357,19 @@ export const serveCommand: Command = {
     return lost ? 1 : 0;
   },
 };
+
+/** `--analysis-hosts`, each `host:port` checked; none when absent. */
+export function analysisHostsFromArgs(args: ParsedArgs): string[] {
+  const text = stringOption(args, "analysis-hosts");
+  if (text === undefined) return [];
+  return text.split(",").map((entry) => entry.trim()).filter((e) => e !== "").map((entry) => {
+    const match = /^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(entry);
+    if (!match || Number(match[2]) > 65535) {
+      throw new UsageError(`--analysis-hosts ${entry}: expected HOST:PORT`);
+    }
+    return entry.toLowerCase();
+  });
+}
 
 /** A duration option in milliseconds, or undefined when not given. */
 function optionalDuration(args: ParsedArgs, flag: string): number | undefined {

@@ -167,3 +167,61 @@ Deno.test("status of a fleet in three time zones, each waiting for its own night
     "  us-east (America/New_York)  Closed      2 nodes outdated  opens 2026-11-30T06:00:00Z",
   ]);
 });
+
+Deno.test("status of a fleet whose zone-b fails its error-ratio check after its update (the README's)", () => {
+  const zone = "topology.kubernetes.io/zone";
+  const nodes = ["zone-a", "zone-b", "zone-c"].flatMap((z) =>
+    [1, 2].map((i) => f.node(`${z.slice(5)}-${i}`, { labels: { [zone]: z } }))
+  );
+  const snapshot = f.plannedSnapshot(
+    {
+      domainLabel: zone,
+      steps: [{ domains: 1, checks: ["error-ratio"] }, { nodes: "100%" }],
+    },
+    {
+      maxUnavailable: 1,
+      analysis: {
+        checks: [{
+          name: "error-ratio",
+          prometheus: {
+            address: "http://prom.test:9090",
+            query: 'sum(rate(agent_errors_total{zone="{{domain}}"}[2m]))' +
+              ' / sum(rate(agent_requests_total{zone="{{domain}}"}[2m]))',
+          },
+          successCondition: { max: 0.05 },
+          intervalSeconds: 30,
+          count: 3,
+        }],
+        background: ["error-ratio"],
+        onFailure: "Rollback",
+      },
+    },
+    nodes,
+  );
+  const ratio = (values: Record<string, number>): f.MeasureSource => (domain) => ({
+    values: [values[domain ?? ""] ?? 0.01],
+  });
+  let c = f.cluster(snapshot);
+  let now = Date.parse("2026-11-29T14:00:00Z");
+  for (let i = 0; i < 30; i++, now += 15_000) c = f.measuredStep(c, now, ratio({}))[1];
+  c = f.withTemplate(c, "agent:v2", 2);
+  let planned = plan(c.snapshot, now);
+  for (let i = 0; i < 60; i++, now += 15_000) {
+    [planned, c] = f.measuredStep(c, now, ratio({ "zone-b": 0.31 }));
+  }
+  const lines = renderStatus(ref, c.snapshot, planned).split("\n");
+  const from = lines.findIndex((l) => l.startsWith("plan:"));
+  const to = lines.findIndex((l) => l.startsWith("conditions:"));
+  assertEquals(lines.slice(from, to + 2), [
+    "plan: step 2 of 2 (6 nodes), Stopped",
+    "  zone-a  Done        2/2 updated",
+    "  zone-b  RolledBack  0/2 updated",
+    "  zone-c  Done        2/2 updated",
+    "analysis:",
+    "  error-ratio in zone-a: Passed, 3 passed, 0 failed, 0 inconclusive; last 0.01 at 2026-11-29T14:08:45Z",
+    "  error-ratio in zone-b: Failed, 0 passed, 1 failed, 0 inconclusive; last 0.31 at 2026-11-29T14:10:15Z (0.31 fails)",
+    "  error-ratio in zone-c: Passed, 3 passed, 0 failed, 0 inconclusive; last 0.01 at 2026-11-29T14:12:15Z",
+    "conditions: RolloutStopped (AnalysisFailed)",
+    "  RolloutStopped: failed checks: error-ratio in zone-b; their domains are updated no further and no later step starts until a new template or a resume",
+  ]);
+});

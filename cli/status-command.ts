@@ -11,6 +11,7 @@ import { budgetText, type Plan, type Snapshot } from "../api/plan.ts";
 import type { RolloutPlanStatus } from "../api/rollout-plan.ts";
 import type { MaintenanceStatus } from "../api/maintenance.ts";
 import { groupLabel, groupTimes, windowsHeadline } from "./maintenance-text.ts";
+import { checkCounts, checkLabel } from "./analysis-text.ts";
 import { plural } from "../engine/conditions.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
@@ -51,6 +52,12 @@ export function renderStatus(
   }
   if (status.plan) lines.push(...planLines(status.plan));
   if (status.maintenance) lines.push(...maintenanceLines(status.maintenance));
+  if (status.analysis?.checks.length) {
+    lines.push(
+      "analysis:",
+      ...status.analysis.checks.map((c) => `  ${checkLabel(c)}: ${c.phase}, ${checkCounts(c)}`),
+    );
+  }
   if (history) lines.push("over time:", ...chartLines(history));
   const conditions = planned.conditions.filter((c) => c.status === "True");
   lines.push(

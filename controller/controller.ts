@@ -24,6 +24,7 @@ import { type ActionReport, createReconciler, type Planner, type Reconcile } fro
 import { createTicker, listManagedSets } from "./tick.ts";
 import { EventWindows, eventWriter } from "./event-fold.ts";
 import { realTimers, type Timers } from "../lib/timers.ts";
+import type { Analyzer } from "./analysis.ts";
 
 export interface ControllerDeps {
   kube: KubeClient;
@@ -47,6 +48,8 @@ export interface ControllerDeps {
   eventWindowMs?: number;
   /** The clock and timers of the Event windows (tests); the real ones otherwise. */
   timers?: Timers;
+  /** Measures the sets' analysis checks (ADR 0055). */
+  analyzer?: Analyzer;
 }
 
 /**
@@ -74,6 +77,7 @@ export function createController(deps: ControllerDeps) {
     logger,
     metrics,
     setEvents,
+    ...(deps.analyzer ? { analyzer: deps.analyzer } : {}),
   });
   /**
    * The step, whoever calls it (the queue, the tick, a route). One whose pod writes landed asks

@@ -23,6 +23,7 @@ import type { Logger } from "../lib/log.ts";
 import { ControllerError } from "./errors.ts";
 import { RecentMap } from "../lib/recent-map.ts";
 import type { Metrics } from "./metrics.ts";
+import type { Analyzer } from "./analysis.ts";
 
 export type Planner = (snapshot: Snapshot, now: EpochMillis) => Plan;
 
@@ -37,6 +38,11 @@ export interface ReconcilerDeps {
   maxConflicts?: number;
   /** Folds the set's Events over time (a long-running controller's); none folds per step only. */
   setEvents?: EventWindows;
+  /**
+   * Measures the analysis checks due before each plan (ADR 0055); without one, a set with checks
+   * is InvalidSpec: no host is allowed.
+   */
+  analyzer?: Analyzer;
 }
 
 export interface ActionReport {
@@ -204,7 +210,9 @@ async function reconcileOnce(
     };
   }
   const now = deps.clock();
-  const plan = await admittedPlan(deps, snapshot, now, log);
+  const analysis = await deps.analyzer?.measure(ref.kind, snapshot, now);
+  if (analysis) phases.end("measure");
+  const plan = await admittedPlan(deps, analysis ? { ...snapshot, analysis } : snapshot, now, log);
   phases.end("plan");
   const answer = (actions: ActionReport[], claimed: boolean): ReconcileAnswer => ({
     ...base,

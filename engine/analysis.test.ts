@@ -20,7 +20,7 @@ import {
   resumeRevisionAnnotation,
 } from "../api/advanced-daemonset.ts";
 import { podNodeName } from "./pod-node-state.ts";
-import { dueMeasurements, judgeMeasurement } from "./analysis.ts";
+import { judgeMeasurement } from "./analysis.ts";
 import { plan } from "./plan.ts";
 import { formatTime } from "./pod-node-state.ts";
 import * as f from "./testdata/fleet.ts";
@@ -108,44 +108,11 @@ function gatedSet(
   return { ...s, analysis: { allowedHosts: ["prom.test:9090"], measurements: [] } };
 }
 
-/** What Prometheus answers for a zone at an instant: a ratio, or no answer. */
-type Source = (domain: string | undefined, now: number) => Partial<Measurement>;
-
-/**
- * One reconcile as the controller makes it: what is due is measured from `source`, then planned,
- * applied, and the kubelets run.
- */
-function step(c: f.Cluster, now: number, source: Source): [Plan, f.Cluster] {
-  const s = structuredClone(c.snapshot);
-  const spec = s.set.spec as { updateStrategy: { rollingUpdate: { analysis: AnalysisInput } } };
-  const status = s.set.status as AdvancedDaemonSetStatus | undefined;
-  const analysis = CheckSchema.array().parse(spec.updateStrategy.rollingUpdate.analysis.checks);
-  const due = status?.analysis && status.daemonSetHash
-    ? dueMeasurements(
-      { checks: analysis, background: [], onFailure: "Pause" },
-      status.analysis,
-      status.daemonSetHash,
-      now,
-    )
-    : [];
-  s.analysis = {
-    allowedHosts: ["prom.test:9090"],
-    measurements: due.map((d) => ({
-      check: d.check.name,
-      ...(d.domain !== undefined ? { domain: d.domain } : {}),
-      at: formatTime(now),
-      ...source(d.domain, now),
-    })),
-  };
-  const p = plan(s, now);
-  return [p, f.kubelet(f.apply({ snapshot: s, serial: c.serial }, p, now), now)];
-}
-
 /** Reconciles `rounds` times, `stepMillis` apart: every plan, and the cluster at the end. */
-function run(c: f.Cluster, now: number, source: Source, rounds: number) {
+function run(c: f.Cluster, now: number, source: f.MeasureSource, rounds: number) {
   const plans: Plan[] = [];
   for (let i = 0; i < rounds; i++, now += stepMillis) {
-    const [p, next] = step(c, now, source);
+    const [p, next] = f.measuredStep(c, now, source);
     plans.push(p);
     c = next;
   }
@@ -163,7 +130,7 @@ function nodesOn(c: f.Cluster, hash: string): string[] {
     .map((p) => podNodeName(p) ?? "").sort();
 }
 
-const ratios = (byZone: Record<string, number>): Source => (domain) => ({
+const ratios = (byZone: Record<string, number>): f.MeasureSource => (domain) => ({
   values: [byZone[domain ?? ""] ?? 0],
 });
 
@@ -205,9 +172,11 @@ Deno.test("a zone whose ratio rises after its pods update is stopped while the o
   const progressing = out.last.conditions.find((c) => c.type === "Progressing");
   assertEquals(progressing?.reason, "AnalysisFailed");
   assert(progressing?.message?.includes("errors in b"), progressing?.message);
+  // The check's verdict is told once, and the stop it makes in the RolloutStopped condition.
   const failed = out.plans.flatMap((p) => p.events).filter((e) => e.reason === "AnalysisFailed");
-  assertEquals(failed.length, 1);
-  assert(failed[0].message.includes("check errors in b failed"), failed[0].message);
+  assertEquals(failed.filter((e) => e.message.includes("check errors in b failed")).length, 1);
+  const stopped = out.last.conditions.find((c) => c.type === "RolloutStopped");
+  assertEquals([stopped?.status, stopped?.reason], ["True", "AnalysisFailed"]);
   // Measured no more once the rollout ended: nothing is due, nothing wakes the set for it.
   const status = out.last.status.analysis!;
   assert(status.checks.every((c) => c.nextAt === undefined), JSON.stringify(status.checks));
@@ -221,6 +190,32 @@ Deno.test("a zone whose ratio rises after its pods update is stopped while the o
   const resumed = run({ snapshot: s, serial: out.c.serial }, out.now, ratios({}), 20);
   assertEquals(nodesOn(resumed.c, hash).length, 6);
   assertEquals(resumed.last.status.plan?.state, "Done");
+});
+
+Deno.test("onFailure Rollback: the failed zone's nodes go back to the last complete revision while the others finish", () => {
+  const start = onV1ThenV2(gatedSet({}, { background: ["errors"], onFailure: "Rollback" }));
+  const v1 = (start.c.snapshot.set.status as AdvancedDaemonSetStatus).lastCompleteRevision ?? "";
+  const out = run(start.c, start.now, ratios({ b: 0.4 }), 40);
+  const hash = out.last.status.daemonSetHash!;
+  assert(v1 !== "" && v1 !== hash);
+  assertEquals(nodesOn(out.c, hash), ["a-1", "a-2", "c-1", "c-2"]);
+  assertEquals(nodesOn(out.c, v1), ["b-1", "b-2"]);
+  assertEquals(
+    out.last.status.plan?.domains.map((d) => [d.name, d.state]),
+    [["a", "Done"], ["b", "RolledBack"], ["c", "Done"]],
+  );
+  // The rollback of b's node is a replacement within the budget, named as such.
+  const back = out.plans.flatMap((p) => p.actions).filter((a) =>
+    a.reason.includes(`back to revision ${v1}`)
+  );
+  assertEquals(back.length, 1);
+  // Never more than maxUnavailable (1) of the Ready nodes without an available pod at once.
+  for (const p of out.plans) {
+    assert((p.status.numberUnavailable ?? 0) <= 1, JSON.stringify(p.status.numberUnavailable));
+  }
+  // Nothing is rolled forward again: the plan stays stopped until a resume or a new revision.
+  const later = run(out.c, out.now, ratios({}), 5);
+  assertEquals(nodesOn(later.c, v1), ["b-1", "b-2"]);
 });
 
 Deno.test("no answer from Prometheus: the gate waits, says so, and the deadline still runs", () => {
@@ -309,6 +304,21 @@ Deno.test("bad checks are InvalidSpec naming the field, before any pod is touche
   delete strategy.rollingUpdate.plan;
   const message = invalid(planless);
   assert(message.includes(`${path}.checks[0].prometheus.query`), message);
+  // A query Prometheus refuses when the generation changed: its own words, and nothing done.
+  const refusedQuery = gatedSet({});
+  refusedQuery.analysis!.validation = {
+    generation: 1,
+    refusals: [{ check: "errors", message: 'parse error: unexpected "}"' }],
+  };
+  const words = invalid(refusedQuery);
+  assert(
+    words.includes(`${path}.checks[0].prometheus.query: Prometheus refuses it: parse error`),
+    words,
+  );
+  // Accepted: the generation is recorded, so the queries are not sent again until it changes.
+  const accepted = gatedSet({});
+  accepted.analysis!.validation = { generation: 1, refusals: [] };
+  assertEquals(plan(accepted, f.t0).status.analysis?.validatedGeneration, 1);
 });
 
 Deno.test("property: a failed check never lets a later step start; an inconclusive one never passes", () => {

@@ -14,9 +14,14 @@ import {
   type Measurement,
   type MeasurementPhase,
   perDomain,
+  standingKey as keyOf,
   type ValueRange,
 } from "../api/analysis.ts";
 import type { EpochMillis, PlanEvent } from "../api/plan.ts";
+import type { PodTemplateSpec } from "../api/kube-objects.ts";
+import { unlabelledDomain } from "../api/rollout-plan.ts";
+import { revisionTemplateOf } from "./failures.ts";
+import type { NodeView } from "./node-view.ts";
 import { formatTime, parseTime } from "./pod-node-state.ts";
 
 /** A measurement judged: its phase, the value shown, and why when it is not a pass. */
@@ -86,39 +91,6 @@ export function judgeMeasurement(check: AnalysisCheck, m: Measurement): Judged {
   };
 }
 
-/** The key of a check's standing: a gate's is its step's, a background check's has none. */
-const keyOf = (check: string, domain: string | undefined, step: number | undefined) =>
-  `${check}\u0000${domain ?? ""}\u0000${step ?? 0}`;
-
-/** What `dueMeasurements` hands the controller: the check, its domain, and the standing's key. */
-export interface DueMeasurement {
-  check: AnalysisCheck;
-  domain?: string;
-}
-
-/**
- * What to measure now: each undecided standing of the current revision whose `nextAt` has come.
- * Read from the previous status, so the controller measures before the plan is made.
- */
-export function dueMeasurements(
-  analysis: Analysis,
-  previous: AnalysisStatus | undefined,
-  hash: string,
-  now: EpochMillis,
-): DueMeasurement[] {
-  if (previous?.revision !== hash) return [];
-  const checks = new Map(analysis.checks.map((c) => [c.name, c]));
-  const due = new Map<string, DueMeasurement>();
-  for (const s of previous.checks) {
-    const check = checks.get(s.check);
-    const at = parseTime(s.nextAt);
-    if (!check || at === undefined || at > now) continue;
-    // A gate and a background check of one domain ask the same question: asked once.
-    due.set(keyOf(s.check, s.domain, undefined), { check, domain: s.domain });
-  }
-  return [...due.values()];
-}
-
 /** A gate's verdict over the domains its step reached. */
 export interface GateVerdict {
   /** Every domain not stopped passed. */
@@ -138,6 +110,8 @@ export interface AnalysisInput {
   measurements: readonly Measurement[];
   /** The operator's resume value (`<revision>/<anything>`): clears the revision's failures. */
   resume?: string;
+  /** The generation whose queries Prometheus accepted this call, when they were sent. */
+  validated?: number;
   now: EpochMillis;
 }
 
@@ -294,28 +268,51 @@ export class AnalysisBook {
   }
 
   /**
-   * The background checks go on for each domain with a node on the revision while the rollout
-   * goes on; once it is `done`, those that never failed have passed and are measured no more.
+   * The background checks of each domain with a node on the revision: measured while it rolls,
+   * and after, until the domain is `complete` and the check has counted `count` measurements
+   * there (its bake); then passed, and measured no more. A check of the whole set passes once
+   * every domain is complete. Settled when every one has passed.
    */
-  background(domains: readonly string[], done: boolean) {
+  background(domains: readonly { name: string; complete: boolean }[]): GateVerdict {
+    const waiting = new Set<string>();
+    const undecided: string[] = [];
     for (const name of this.input.analysis.background) {
       const check = this.checks.get(name)!;
-      const targets = perDomain(check) ? domains : domains.length > 0 ? [undefined] : [];
-      for (const domain of targets) {
-        if (!done) {
-          this.stand(check, domain);
-          continue;
-        }
-        const key = keyOf(check.name, domain, undefined);
-        const s = this.standing.get(key);
-        if (!s) continue;
-        this.asked.add(key);
-        if (s.phase === "Running" || s.phase === "Inconclusive") {
+      const targets = perDomain(check)
+        ? domains.map((d) => ({ domain: d.name as string | undefined, complete: d.complete }))
+        : domains.length > 0
+        ? [{ domain: undefined, complete: domains.every((d) => d.complete) }]
+        : [];
+      for (const { domain, complete } of targets) {
+        const s = this.stand(check, domain);
+        if (s.phase === "Failed" || s.phase === "Passed") continue;
+        if (complete && s.passed + s.failed >= check.count) {
           s.phase = "Passed";
           delete s.nextAt;
+          this.events.push({
+            type: "Normal",
+            reason: "AnalysisPassed",
+            message: `revision ${this.input.hash}: check ${s.check}${
+              s.domain !== undefined ? ` in ${s.domain}` : ""
+            } passed: ${s.passed} of ${s.passed + s.failed} measurements passed`,
+          });
+          continue;
         }
+        for (const d of domain !== undefined ? [domain] : domains.map((d) => d.name)) {
+          waiting.add(d);
+        }
+        undecided.push(
+          `${name}${s.domain !== undefined ? ` in ${s.domain}` : ""} (${
+            s.passed + s.failed
+          } of ${check.count}${s.phase === "Inconclusive" ? ", inconclusive" : ""})`,
+        );
       }
     }
+    return {
+      passed: waiting.size === 0,
+      waiting: [...waiting],
+      ...(undecided.length > 0 ? { why: undecided.slice(0, 10).join(", ") } : {}),
+    };
   }
 
   /** Domains with a failed check of this revision: no node of theirs is updated further. */
@@ -337,10 +334,49 @@ export class AnalysisBook {
     const checks = [...this.standing.entries()]
       .filter(([key, s]) => this.asked.has(key) || s.phase === "Failed")
       .map(([, s]) => s);
+    const validated = this.input.validated ?? this.input.previous?.validatedGeneration;
     return {
       revision: this.input.hash,
       checks,
       ...(this.resumedWith !== undefined ? { resumedWith: this.resumedWith } : {}),
+      ...(validated !== undefined ? { validatedGeneration: validated } : {}),
     };
   }
+}
+
+/**
+ * The nodes of the domains a failed check stopped, pinned to the last revision that completed
+ * when the set's analysis asks for `Rollback` (ADR 0055): their pods go back to it, within the
+ * same budget, while the other domains go on. None without a plan, a failure, or that revision's
+ * template.
+ */
+export function rollbackPins(
+  context: {
+    analysis: Analysis;
+    domainLabel?: string;
+    hash: string;
+    lastComplete?: string;
+    templates: ReadonlyMap<string, PodTemplateSpec>;
+  },
+  book: AnalysisBook,
+  views: readonly NodeView[],
+):
+  | {
+    domains: ReadonlySet<string>;
+    nodes: Map<string, { hash: string; template: PodTemplateSpec }>;
+  }
+  | undefined {
+  const { analysis, domainLabel, hash, lastComplete } = context;
+  if (analysis.onFailure !== "Rollback" || domainLabel === undefined) return undefined;
+  const domains = book.stoppedDomains();
+  if (domains.size === 0 || !lastComplete || lastComplete === hash) return undefined;
+  const template = revisionTemplateOf(context.templates, lastComplete);
+  if (!template) return undefined;
+  const unlabelled = unlabelledDomain(domainLabel);
+  const nodes = new Map<string, { hash: string; template: PodTemplateSpec }>();
+  for (const view of views) {
+    const domain = view.node.metadata.labels?.[domainLabel] ?? unlabelled;
+    if (domains.has(domain)) nodes.set(view.name, { hash: lastComplete, template });
+  }
+  return { domains, nodes };
 }

@@ -131,10 +131,11 @@ export function readSet(snapshot: Snapshot): SetReading {
   const reading = snapshot.kind === "AdvancedDaemonSet" || snapshot.kind === "KruiseDaemonSet"
     ? readAdvancedDaemonSet(snapshot, identityBase)
     : readOpenYurtDaemonSet(snapshot, identityBase);
-  if (!reading.ok || !reading.config.analysis) return reading;
-  // Which hosts checks may reach is the controller's configuration, given in the snapshot.
+  // Which hosts checks may reach is the measuring controller's configuration, given in the
+  // snapshot; a planner that does not measure (a view: status, the dashboard) is given none.
+  if (!reading.ok || !reading.config.analysis || !snapshot.analysis) return reading;
   const { analysis, path } = reading.config.analysis;
-  const issues = hostIssues(analysis, path, snapshot.analysis?.allowedHosts ?? []);
+  const issues = hostIssues(analysis, path, snapshot.analysis.allowedHosts);
   return issues.length > 0
     ? { ok: false, managed: true, issues, previous: reading.previous }
     : reading;

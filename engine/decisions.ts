@@ -60,6 +60,19 @@ export interface PlanFacts {
   readonly now: EpochMillis;
   /** Templates of the set's revisions by hash, for in-place updates and rollbacks. */
   readonly templates: ReadonlyMap<string, PodTemplateSpec>;
+  /**
+   * Nodes of the plan's domains a failed check rolled back (ADR 0055), and the revision their
+   * pods run instead of `hash`, with its template.
+   */
+  readonly pinned?: ReadonlyMap<string, { hash: string; template: PodTemplateSpec }>;
+}
+
+/** The facts a pod on `node` is made from: a pinned node's revision and template. */
+export function factsFor(facts: PlanFacts, node: string): PlanFacts {
+  const pin = facts.pinned?.get(node);
+  return pin
+    ? { ...facts, hash: pin.hash, config: { ...facts.config, template: pin.template } }
+    : facts;
 }
 
 /** What this call may still write of its burst (burstReplicas, less what is still expected). */
@@ -209,6 +222,10 @@ export class PhaseDecisions extends WaitList {
   get hash(): string {
     return this.facts.hash;
   }
+  /** The revision `node`'s pod should run: `hash`, or a rolled-back domain's. */
+  hashFor(node: string): string {
+    return this.facts.pinned?.get(node)?.hash ?? this.facts.hash;
+  }
 
   /** The phase's decisions, and what it leaves of the allowance to the phases after it. */
   done(): PhaseResult {
@@ -255,7 +272,8 @@ export class PhaseDecisions extends WaitList {
   }
 
   create(view: NodeView, reason: string): boolean {
-    const name = podName(this.facts, view.name);
+    const facts = factsFor(this.facts, view.name);
+    const name = podName(facts, view.name);
     if (this.#creationsLeft <= 0) {
       this.#moreWork = true;
       return false;
@@ -270,14 +288,14 @@ export class PhaseDecisions extends WaitList {
       type: "createPod",
       reason,
       node: view.name,
-      revision: this.hash,
-      pod: podManifest(this.facts, name, view.name),
+      revision: facts.hash,
+      pod: podManifest(facts, name, view.name),
     });
     this.#expectations.push({
       action: "create",
       pod: name,
       node: view.name,
-      revision: this.hash,
+      revision: facts.hash,
       deadline: this.deadline(),
     });
     this.#events.push({
@@ -383,9 +401,9 @@ export class PhaseDecisions extends WaitList {
    * Returns false when it must be recreated instead.
    */
   updateInPlace(pod: Pod, reason: string): boolean {
+    const { config, hash } = factsFor(this.facts, podNodeName(pod) ?? "");
     const old = this.facts.templates.get(pod.metadata.labels?.[Keys.revisionHash] ?? "");
-    const patch = old &&
-      inPlacePatch(pod, old, this.config.template, this.hash, this.config.generation);
+    const patch = old && inPlacePatch(pod, old, config.template, hash, config.generation);
     if (!patch) return false;
     // As Kruise: the gate goes False first, so the pod is unready before its images change. A
     // gate already False is left as it is: writing it again would be observed at once.
@@ -402,13 +420,13 @@ export class PhaseDecisions extends WaitList {
       pod: name,
       uid,
       node: podNodeName(pod),
-      revision: this.hash,
+      revision: hash,
       deadline: this.deadline(),
     });
     this.#events.push({
       type: "Normal",
       reason: "SuccessfulUpdatePodInPlace",
-      message: `Updated pod ${name} in place to revision ${this.hash}`,
+      message: `Updated pod ${name} in place to revision ${hash}`,
       pod: name,
       onSet: true,
     });

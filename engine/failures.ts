@@ -254,6 +254,18 @@ export function mergePatchTo(from: unknown, to: unknown): unknown {
   return patch;
 }
 
+/** A revision's template as its pods are made from it, or undefined when the set has none. */
+export function revisionTemplateOf(
+  templates: ReadonlyMap<string, PodTemplateSpec>,
+  revision: string,
+): PodTemplateSpec | undefined {
+  const found = templates.get(revision) as (PodTemplateSpec & { $patch?: string }) | undefined;
+  if (!found) return undefined;
+  // The native controller's revisions say `$patch: replace`: a directive, not a field.
+  const { $patch: _, ...template } = found;
+  return template;
+}
+
 /**
  * When the rollout stopped (by its failures, its deadline or an operator's abort) and the set asks
  * for it, the template of the last revision that completed goes back on the set (once: the next
@@ -274,10 +286,8 @@ export function planRollback(
   const asked = config.failurePolicy?.rollback ||
     (stop?.reason === "AnalysisFailed" && config.analysis?.analysis.onFailure === "Rollback");
   if (!stop || !asked || !lastComplete || lastComplete === hash) return undefined;
-  const found = templates.get(lastComplete) as (PodTemplateSpec & { $patch?: string }) | undefined;
-  if (!found) return undefined;
-  // The native controller's revisions say `$patch: replace`: a directive, not a field.
-  const { $patch: _, ...target } = found;
+  const target = revisionTemplateOf(templates, lastComplete);
+  if (!target) return undefined;
   const reason =
     `the rollout of ${hash} stopped (${stop.reason}): back to ${lastComplete}, the last revision that completed`;
   return {

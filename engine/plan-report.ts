@@ -141,7 +141,18 @@ export const rolloutStoppedCondition = "RolloutStopped";
 const podList = (pods: { name: string; node: string; reason: string }[]) =>
   pods.map((p) => `${p.name} on ${p.node}: ${p.reason}`).join(", ");
 
-function stoppedState(j: Judgement): ConditionState {
+function stoppedState(j: Judgement, failedChecks: readonly string[]): ConditionState {
+  if (j.stop?.reason === "AnalysisFailed" || (!j.stop && failedChecks.length > 0)) {
+    return {
+      status: true,
+      reason: "AnalysisFailed",
+      message: `failed checks: ${failedChecks.join(", ")}; ${
+        j.stop
+          ? "no more old pods are replaced"
+          : "their domains are updated no further and no later step starts"
+      } until a new template or a resume`,
+    };
+  }
   if (j.stop) {
     const domain = j.stop.domain;
     const why = domain
@@ -422,16 +433,6 @@ const progressingRules: {
     }),
   },
   {
-    name: "no progress within the deadline",
-    applies: (facts) => facts.outcome.judged?.deadlineExceeded === true,
-    state: (facts) => ({
-      status: false,
-      reason: "ProgressDeadlineExceeded",
-      message:
-        `no updated pod became available for ${facts.outcome.config.progressDeadlineSeconds} s; ${facts.counts}`,
-    }),
-  },
-  {
     name: "every domain done but those a failed check stopped",
     applies: (facts) =>
       facts.outcome.rolloutPlan?.state === "Stopped" && failedDomains(facts.outcome).length > 0,
@@ -441,6 +442,16 @@ const progressingRules: {
       message: `stopped by failed checks: ${
         failedDomains(facts.outcome).join(", ")
       }; ${facts.counts}`,
+    }),
+  },
+  {
+    name: "no progress within the deadline",
+    applies: (facts) => facts.outcome.judged?.deadlineExceeded === true,
+    state: (facts) => ({
+      status: false,
+      reason: "ProgressDeadlineExceeded",
+      message:
+        `no updated pod became available for ${facts.outcome.config.progressDeadlineSeconds} s; ${facts.counts}`,
     }),
   },
   {
@@ -589,9 +600,14 @@ function conditionStates(facts: Facts): Record<ConditionType, ConditionState> {
 
 /** `check in domain` of each failed check of a domain (ADR 0055). */
 function failedDomains(outcome: Outcome): string[] {
+  return failedChecks(outcome).filter((c) => c.includes(" in "));
+}
+
+/** Each failed check of the revision: `check in domain`, or the check of the whole set. */
+function failedChecks(outcome: Outcome): string[] {
   return (outcome.analysis?.checks ?? [])
-    .filter((c) => c.phase === "Failed" && c.domain !== undefined)
-    .map((c) => `${c.check} in ${c.domain}`);
+    .filter((c) => c.phase === "Failed")
+    .map((c) => `${c.check}${c.domain !== undefined ? ` in ${c.domain}` : ""}`);
 }
 
 /** What a plan that measures, soaks or awaits approval after its step waits for, in words. */
@@ -697,7 +713,7 @@ function rolloutConditions(
   }
   const conditions: SetCondition[] = [];
   if (judged) {
-    const state = stoppedState(judged);
+    const state = stoppedState(judged, failedChecks(outcome));
     conditions.push(
       buildCondition(rolloutStoppedCondition, state, previous.conditions, now, "Warning", events),
     );

@@ -71,7 +71,7 @@ import type { Action, EpochMillis, Plan, Snapshot } from "../api/plan.ts";
 import { budgetUse, planBudgetedUpdate, planOta, updateOrder } from "./updates.ts";
 import { planRollout, type UpdateGate } from "./rollout-plan.ts";
 import { type MaintenanceProgress, planMaintenance } from "./maintenance.ts";
-import { AnalysisBook } from "./analysis.ts";
+import { AnalysisBook, rollbackPins } from "./analysis.ts";
 import type { FieldIssue } from "../api/label-selector.ts";
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
@@ -110,11 +110,40 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     return finish({ ...seen, decisions: decided({ awaited }), inScope: new Set<string>() });
   }
 
+  // The analysis checks' standing, this call's measurements folded in (ADR 0055).
+  const validation = snapshot.analysis?.validation;
+  const book = config.analysis &&
+    new AnalysisBook({
+      analysis: config.analysis.analysis,
+      stepChecks: config.rolloutPlan?.plan.steps.map((s) => s.checks) ?? [],
+      hash,
+      ...(previous.analysis ? { previous: previous.analysis } : {}),
+      measurements: snapshot.analysis?.measurements ?? [],
+      ...(config.resumeRevision !== undefined ? { resume: config.resumeRevision } : {}),
+      ...(validation && validation.refusals.length === 0
+        ? { validated: validation.generation }
+        : {}),
+      now,
+    });
+  const templates = revisionTemplates(snapshot.revisions, config.identity.uid);
+  // A failed check's domain rolled back: its nodes' pods are made from the last complete revision.
+  const pins = book && rollbackPins(
+    {
+      analysis: config.analysis!.analysis,
+      ...(config.rolloutPlan ? { domainLabel: config.rolloutPlan.plan.domainLabel } : {}),
+      hash,
+      ...(previous.lastCompleteRevision ? { lastComplete: previous.lastCompleteRevision } : {}),
+      templates,
+    },
+    book,
+    views,
+  );
   const facts: PlanFacts = {
     config,
     hash,
     now,
-    templates: revisionTemplates(snapshot.revisions, config.identity.uid),
+    templates,
+    ...(pins ? { pinned: pins.nodes } : {}),
   };
   const available = availability(owned, config.minReadySeconds, now, pending);
   const ota = config.mode === "OTA";
@@ -131,17 +160,6 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   // reach, in its order, or Kruise's order when the set has no plan; outside the burst.
   const byNode = groupByNode(placed.decisions.expectations);
   const settled = desired.map((v) => afterActions(v, byNode, config.template));
-  // The analysis checks' standing, this call's measurements folded in (ADR 0055).
-  const book = config.analysis &&
-    new AnalysisBook({
-      analysis: config.analysis.analysis,
-      stepChecks: config.rolloutPlan?.plan.steps.map((s) => s.checks) ?? [],
-      hash,
-      ...(previous.analysis ? { previous: previous.analysis } : {}),
-      measurements: snapshot.analysis?.measurements ?? [],
-      ...(config.resumeRevision !== undefined ? { resume: config.resumeRevision } : {}),
-      now,
-    });
   const planned = config.rolloutPlan &&
     planRollout(
       {
@@ -152,15 +170,16 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
         previous: previous.plan,
         now,
         ...(book ? { analysis: book } : {}),
+        ...(pins ? { rolledBack: pins.domains } : {}),
       },
       settled,
       available,
     );
-  // Without a plan, the background checks watch the whole set while it has outdated nodes.
+  // Without a plan, the background checks watch the whole set once it has begun the revision.
   if (book && !config.rolloutPlan) {
     const outdated = settled.some((v) => v.live.some((p) => podRevision(p) !== hash));
     const started = settled.some((v) => v.live.some((p) => podRevision(p) === hash));
-    book.background(started ? ["(set)"] : [], !outdated);
+    if (started) book.background([{ name: "(set)", complete: !outdated }]);
   }
   const stepped = planned?.ok ? planned.progress : undefined;
   const order = stepped?.covered ??
@@ -286,6 +305,16 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   });
   if (planned && !planned.ok) {
     return invalidWithCounts(snapshot, planned.issues, previous, report, pending, now);
+  }
+  if (config.analysis && validation && validation.refusals.length > 0) {
+    const checks = config.analysis.analysis.checks;
+    const issues = validation.refusals.map((r) => ({
+      path: `${config.analysis!.path}.checks[${
+        checks.findIndex((c) => c.name === r.check)
+      }].prometheus.query`,
+      message: `Prometheus refuses it: ${r.message}`,
+    }));
+    return invalidWithCounts(snapshot, issues, previous, report, pending, now);
   }
   if (snapshot.refused !== undefined && snapshot.refused.revision === hash) {
     const issues = [{

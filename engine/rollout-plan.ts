@@ -75,6 +75,8 @@ export interface PlanInput {
   now: EpochMillis;
   /** The analysis checks' standing (ADR 0055): the steps' gates and the domains they stopped. */
   analysis?: AnalysisBook;
+  /** Stopped domains whose nodes go back to the last complete revision, within their budget. */
+  rolledBack?: ReadonlySet<string>;
 }
 
 export function planRollout(
@@ -126,10 +128,14 @@ export function planRollout(
     walked.waits,
     stopped,
   );
-  input.analysis?.background(
-    tally.filter((t) => t.started && !stopped.has(t.name)).map((t) => t.name),
-    walked.state === "Done" || walked.state === "Stopped",
-  );
+  // The background checks of the domains begun: the walk asked them of every domain when the
+  // last step was done.
+  if (walked.state !== "Done") {
+    input.analysis?.background(
+      tally.filter((t) => t.started && !stopped.has(t.name))
+        .map((t) => ({ name: t.name, complete: t.complete })),
+    );
+  }
   const status: RolloutPlanStatus = {
     revision: hash,
     step: walked.index + 1,
@@ -139,12 +145,27 @@ export function planRollout(
     ...(walked.doneSince !== undefined ? { doneSince: formatTime(walked.doneSince) } : {}),
     domains: tally.map((t) => ({
       name: t.name,
-      state: stopped.has(t.name) ? "Stopped" : domainState(t, walked.state),
+      state: input.rolledBack?.has(t.name)
+        ? "RolledBack"
+        : stopped.has(t.name)
+        ? "Stopped"
+        : domainState(t, walked.state),
       nodes: t.nodes,
       updated: t.updated,
       unreachable: t.unreachable,
     })),
   };
+  // A domain that starts going back is told once (ADR 0055).
+  for (const name of input.rolledBack ?? []) {
+    const before = walked.previous?.domains.find((d) => d.name === name)?.state;
+    if (before === "RolledBack") continue;
+    events.push({
+      type: "Warning",
+      reason: "DomainRolledBack",
+      message:
+        `revision ${hash}: ${name}'s nodes go back to the last complete revision: a check failed there`,
+    });
+  }
   const { awaited, wakeUps } = walked.waits;
   return {
     ok: true,
@@ -212,6 +233,15 @@ function walkSteps(input: PlanInput, fleet: {
       break;
     }
     if (index === last) {
+      // Done once each domain's background checks have baked there (ADR 0055).
+      const baked = input.analysis?.background(
+        [...new Set(order.map(domainOf))].map((name) => ({ name, complete: true })),
+      );
+      if (baked && !baked.passed) {
+        state = "Analyzing";
+        waits.wait("background checks", baked.why ?? "every domain's background checks");
+        break;
+      }
       state = "Done";
       doneSince = undefined;
       break;
@@ -334,10 +364,12 @@ function domainGate(
   const gate: UpdateGate = {
     admits(view, down) {
       const domain = domainOf.get(view.name)!;
-      if (stopped.has(domain)) return false;
-      const room = inFlight.has(domain) || inFlight.size < plan.maxConcurrentDomains;
       // Under maxSurge the old pod stays available until its replacement is: no unavailability.
-      return room && (down || surge || unavailable.get(domain)! < limits.get(domain)!);
+      const budget = down || surge || unavailable.get(domain)! < limits.get(domain)!;
+      // A stopped domain takes no turn; rolled back, its nodes go back within its own budget.
+      if (stopped.has(domain)) return (input.rolledBack?.has(domain) ?? false) && budget;
+      const room = inFlight.has(domain) || inFlight.size < plan.maxConcurrentDomains;
+      return room && budget;
     },
     took(view, down) {
       const domain = domainOf.get(view.name)!;

@@ -11,6 +11,7 @@ import { isPodAvailable, podRevision } from "./pod-node-state.ts";
 import type { BudgetUse } from "../api/plan.ts";
 import {
   type Allowance,
+  factsFor,
   PhaseDecisions,
   type PhaseResult,
   type PlanFacts,
@@ -57,10 +58,11 @@ export function updateOrder(
 function budgetHolderNames(
   views: readonly NodeView[],
   holds: (v: NodeView) => boolean,
-  hash: string,
+  hashFor: (node: string) => string,
 ): string[] {
   return views.filter(holds).map((v) => {
     const active = activePods(v);
+    const hash = hashFor(v.name);
     const pod = active.find((p) => podRevision(p) === hash)?.metadata.name ??
       v.pendingCreate?.pod ??
       v.leaving[0]?.metadata.name ?? active[0]?.metadata.name ?? v.live[0]?.metadata.name;
@@ -98,15 +100,18 @@ export function planBudgetedUpdate(
   const budget = facts.config.mode === "Surge"
     ? surgeBudget(out, desired.length, available)
     : recreateBudget(out, desired.length, available);
-  const holders = budgetHolderNames(desired, budget.holds, out.hash);
+  const hashFor = (node: string) => out.hashFor(node);
+  const holders = budgetHolderNames(desired, budget.holds, hashFor);
   // Nodes whose available old pod was not replaced this call (budget full, or the replacement
   // could not start yet): counted once the walk is over, so the count does not depend on where
   // in the order the budget filled up, and a plan repeated on its own status says the same.
   let notStarted = 0;
   for (const view of order) {
     const active = activePods(view);
-    const old = active.find((p) => podRevision(p) !== out.hash);
-    if (!old || active.some((p) => podRevision(p) === out.hash) || view.pendingCreate) continue;
+    // A node of a rolled-back domain goes back to its pinned revision, within the same budget.
+    const hash = hashFor(view.name);
+    const old = active.find((p) => podRevision(p) !== hash);
+    if (!old || active.some((p) => podRevision(p) === hash) || view.pendingCreate) continue;
     if (!view.ready) {
       const since = view.node.status?.conditions?.find((c) => c.type === "Ready")
         ?.lastTransitionTime;
@@ -142,6 +147,14 @@ export function planBudgetedUpdate(
   return out.done();
 }
 
+/** Why a node's pod is replaced: the update, or its domain's rollback (ADR 0055). */
+function updateTo(out: PhaseDecisions, node: string): string {
+  const hash = out.hashFor(node);
+  return hash === out.hash
+    ? `update to revision ${hash}`
+    : `back to revision ${hash}: a check failed in its domain`;
+}
+
 /** maxUnavailable: a Ready desired node with no available pod holds a share (NotReady ones hold none). */
 function holdsUnavailability(available: (p: Pod) => boolean): (view: NodeView) => boolean {
   // Written without activePods' copy: the plan asks this of every desired node, twice.
@@ -152,9 +165,13 @@ function holdsUnavailability(available: (p: Pod) => boolean): (view: NodeView) =
  * maxSurge: a Ready node whose available old pod has a new one beside it, not yet available (or
  * expected). A node whose old pod is down is replaced in its own slot: it holds no surge.
  */
-function holdsSurge(hash: string, available: (p: Pod) => boolean): (view: NodeView) => boolean {
+function holdsSurge(
+  hashFor: (node: string) => string,
+  available: (p: Pod) => boolean,
+): (view: NodeView) => boolean {
   return (v) => {
     if (!v.ready) return false;
+    const hash = hashFor(v.name);
     let newPod: Pod | undefined;
     let availableOld = false;
     for (const p of v.live) {
@@ -182,7 +199,7 @@ export function budgetUse(
   if (config.mode === "OnDelete" || config.mode === "OTA") return undefined;
   const { maxUnavailable, maxSurge } = updateBudget(config, desired.length);
   const surge = config.mode === "Surge";
-  const holds = surge ? holdsSurge(hash, available) : holdsUnavailability(available);
+  const holds = surge ? holdsSurge(() => hash, available) : holdsUnavailability(available);
   return {
     rule: surge ? "maxSurge" : "maxUnavailable",
     limit: surge ? maxSurge : maxUnavailable,
@@ -219,10 +236,10 @@ function recreateBudget(
         pod: old.metadata.name,
       });
     },
-    replace(_view, old) {
+    replace(view, old) {
       const started = replaceOld(
         old,
-        `update to revision ${out.hash} (maxUnavailable ${maxUnavailable})`,
+        `${updateTo(out, view.name)} (maxUnavailable ${maxUnavailable})`,
       );
       return started ? old.metadata.name ?? "" : undefined;
     },
@@ -239,16 +256,13 @@ function surgeBudget(
   return {
     name: "maxSurge",
     limit: maxSurge,
-    holds: holdsSurge(out.hash, available),
+    holds: holdsSurge((node) => out.hashFor(node), available),
     replaceDown(view) {
       out.create(view, "update: the old pod is unavailable, its replacement starts at once");
     },
     replace(view) {
-      const started = out.create(
-        view,
-        `update to revision ${out.hash} (maxSurge ${maxSurge})`,
-      );
-      return started ? podName(out.facts, view.name) : undefined;
+      const started = out.create(view, `${updateTo(out, view.name)} (maxSurge ${maxSurge})`);
+      return started ? podName(factsFor(out.facts, view.name), view.name) : undefined;
     },
   };
 }

@@ -96,6 +96,11 @@ export interface KubeApi {
   getVersion(p: Record<string, never>): Promise<{ gitVersion: string }>;
   /** Discovery (`GET /apis`): every API group the server serves, with its versions. */
   listApiGroups(p: Record<string, never>): Promise<ApiGroup[]>;
+  /**
+   * The Secret `name` in `namespace`, listed only if it carries `labelSelector` (an analysis
+   * check's credentials, ADR 0055): a list, so RBAC grants it per namespace by binding.
+   */
+  listSecrets(p: { namespace: string; name: string; labelSelector: string }): Promise<KubeList>;
   /** The coordination.k8s.io Lease one replica holds to do the work (`serve --lease`). */
   getLease(p: { namespace: string; name: string }): Promise<KubeObject>;
   createLease(p: { namespace: string; body: KubeObject }): Promise<KubeObject>;
@@ -169,10 +174,18 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   createTokenReview: [{ group: "authentication.k8s.io", resource: "tokenreviews", verb: "create" }],
   getVersion: [],
   listApiGroups: [],
+  listSecrets: [core("secrets", "list")],
   getLease: [lease("get")],
   createLease: [lease("create")],
   replaceLease: [lease("update")],
 };
+
+/**
+ * The analysis checks' credentials (ADR 0055): granted by the ClusterRole
+ * edgeroll-analysis-credentials, bound by a RoleBinding in each namespace whose sets' checks
+ * read a Secret (the chart's `analysis.credentialNamespaces`), never cluster-wide.
+ */
+export const credentialMethods: readonly KubeMethod[] = ["listSecrets"];
 
 /**
  * The Lease calls: granted by a Role in the controller's own namespace, on its own Lease, not by
@@ -607,6 +620,12 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         name: g.name,
         versions: (g.versions ?? []).map((v) => v.groupVersion),
       }));
+    },
+    listSecrets({ namespace, name, labelSelector }) {
+      return listObjects(inNamespace(namespace, "/api/v1", "secrets"), {
+        labelSelector,
+        fieldSelector: `metadata.name=${name}`,
+      });
     },
     getLease({ namespace, name }) {
       return getJson<KubeObject>(

@@ -19,7 +19,7 @@ import {
   KubeError,
   toKubeError,
 } from "./errors.ts";
-import type { KubeObject } from "./wire-objects.ts";
+import type { KubeList, KubeObject } from "./wire-objects.ts";
 import {
   customSetResources,
   kruiseSetKind,
@@ -49,6 +49,7 @@ import { labelSelectorIssues } from "../api/label-selector.ts";
 import type { Snapshot } from "../api/plan.ts";
 import { type Job, type PullObjects, pullSetLabel, pullsToRead } from "../api/image-pull.ts";
 import { asksPreDownload, rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
+import { credentialsLabel } from "../api/analysis.ts";
 
 /** One request as `/metrics` counts it. */
 export interface RequestRecord {
@@ -448,6 +449,45 @@ export class KubeClient {
       this.#onServedChange?.(served);
     }
     return served;
+  }
+
+  /**
+   * An analysis check's credentials (ADR 0055): the Secret `name` in `namespace`, read only when
+   * it carries `credentialsLabel`; throws with why not, in words for the check's measurement.
+   */
+  async readAnalysisCredentials(
+    namespace: string,
+    name: string,
+  ): Promise<{ token?: string; username?: string; password?: string }> {
+    let list: KubeList;
+    try {
+      list = await this.api.listSecrets({
+        namespace,
+        name,
+        labelSelector: `${credentialsLabel}=true`,
+      });
+    } catch (err) {
+      if (err instanceof KubeError && err.status === 403) {
+        throw new Error(
+          `the controller may not read Secrets in ${namespace}: bind the ClusterRole ` +
+            `edgeroll-analysis-credentials there (the chart's analysis.credentialNamespaces)`,
+        );
+      }
+      throw err;
+    }
+    const secret = list.items[0] as { data?: Record<string, string> } | undefined;
+    if (!secret) {
+      throw new Error(
+        `Secret ${namespace}/${name} is absent or not labelled ${credentialsLabel}=true`,
+      );
+    }
+    const text = (key: string) => {
+      const value = secret.data?.[key];
+      if (value === undefined) return {};
+      const bytes = Uint8Array.from(atob(value), (c) => c.charCodeAt(0));
+      return { [key]: new TextDecoder().decode(bytes) };
+    };
+    return { ...text("token"), ...text("username"), ...text("password") };
   }
 
   reviewToken(token: string, audiences?: string[]): Promise<TokenReviewResult> {

@@ -6,7 +6,7 @@
  */
 import { assertEquals } from "@std/assert";
 import { parseAllDocuments } from "yaml";
-import { accessOf, kruiseAccessOf, leaseMethods } from "../kube/api.ts";
+import { accessOf, credentialMethods, kruiseAccessOf, leaseMethods } from "../kube/api.ts";
 import { cacheAccess, kruiseCacheAccess } from "../kube/cache.ts";
 import { kruiseWatchedPaths, watchedPaths } from "../relay/relay.ts";
 import { leanClientAccess } from "../kube/lean-client.ts";
@@ -48,8 +48,9 @@ const asGranted = ({ group, resource, verb }: { group: string; resource: string;
 const unique = (items: string[]) => [...new Set(items)].sort();
 
 Deno.test("rbac: the controller's ClusterRole is exactly what kube/api.ts and its caches call, but its Lease", () => {
+  const elsewhere = [...leaseMethods, ...credentialMethods];
   const needed = [
-    ...Object.entries(accessOf).filter(([method]) => !leaseMethods.includes(method as never))
+    ...Object.entries(accessOf).filter(([method]) => !elsewhere.includes(method as never))
       .flatMap(([, access]) => access),
     ...cacheAccess,
   ].map(asGranted);
@@ -67,6 +68,15 @@ Deno.test("rbac: the controller's Lease is a Role's, in its namespace, on that o
     new URL("../manifests/base/controller.yaml", import.meta.url),
   );
   assertEquals(controller.includes("--lease=$(POD_NAMESPACE)/edgeroll-controller"), true);
+});
+
+Deno.test("rbac: the analysis checks' credentials are a ClusterRole of its own, bound in no namespace by the base", () => {
+  const needed = credentialMethods.flatMap((method) => accessOf[method]).map(asGranted);
+  assertEquals(unique(granted("edgeroll-analysis-credentials")), unique(needed));
+  const bindings = parseAllDocuments(rbac).map((doc) =>
+    doc.toJS() as { kind: string; roleRef?: { name: string } }
+  ).filter((o) => o.roleRef?.name === "edgeroll-analysis-credentials");
+  assertEquals(bindings, []);
 });
 
 /** list and watch on each collection path: /api/v1/pods or /apis/<group>/<version>/<resource>. */

@@ -18,6 +18,8 @@ import type { SetRef } from "../../api/set-ref.ts";
 import { budgetText } from "../../api/plan.ts";
 import type { MaintenanceStatus } from "../../api/maintenance.ts";
 import { groupLabel, groupTimes, windowsHeadline } from "../maintenance-text.ts";
+import { checkCounts, checkLabel } from "../analysis-text.ts";
+import type { AnalysisStatus } from "../../api/analysis.ts";
 import type { Fleet, SetSummary } from "./fleet.ts";
 import { changedTiles, type SetView, tileStates } from "./tiles.ts";
 import { dashboardCss, dashboardScript } from "./assets.ts";
@@ -156,6 +158,23 @@ const WindowsSummary: FC<{ windows: MaintenanceStatus }> = ({ windows }) => (
   </>
 );
 
+/** The analysis checks (ADR 0055): each check's standing per domain, its counts and last value. */
+const ChecksSummary: FC<{ analysis: AnalysisStatus }> = ({ analysis }) => (
+  <>
+    <h3>Analysis checks</h3>
+    <ul class="checks">
+      {analysis.checks.map((c) => {
+        const label = checkLabel(c);
+        return (
+          <li key={label} data-check={label} data-check-phase={c.phase}>
+            <b>{label}</b> <span class={`state ${c.phase}`}>{c.phase}</span> {checkCounts(c)}
+          </li>
+        );
+      })}
+    </ul>
+  </>
+);
+
 /** One domain's course (`rollout-chart.ts` draws it), or nothing before the stream's first look. */
 const Chart: FC<{ chart?: ReturnType<RolloutHistory["charts"]>[number] }> = ({ chart }) =>
   chart
@@ -185,6 +204,7 @@ export const Summary: FC<{ view: SetView; history?: RolloutHistory }> = ({ view,
     {view.stopped ? <p class="stopped">Stopped: {view.stopped}</p> : ""}
     {view.plan ? <PlanSummary view={view} history={history} /> : ""}
     {view.maintenance ? <WindowsSummary windows={view.maintenance} /> : ""}
+    {view.analysis ? <ChecksSummary analysis={view.analysis} /> : ""}
     {!view.plan && history ? <Chart chart={history.charts()[0]} /> : ""}
     <ul class="legend">
       {tileStates.map((s) => (

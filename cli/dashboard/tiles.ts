@@ -8,6 +8,7 @@ import type { BudgetUse, NodeReport, Plan, Snapshot } from "../../api/plan.ts";
 import type { SetCondition } from "../../api/kube-objects.ts";
 import { type RolloutPlanStatus, unlabelledDomain } from "../../api/rollout-plan.ts";
 import type { MaintenanceStatus } from "../../api/maintenance.ts";
+import type { AnalysisStatus } from "../../api/analysis.ts";
 import { setKey, type SetRef } from "../../api/set-ref.ts";
 import { readSet } from "../../engine/config.ts";
 import { type ChartReading, domainsOfNodes, readChart } from "../rollout-chart.ts";
@@ -81,6 +82,8 @@ export interface SetView {
   plan?: RolloutPlanStatus;
   /** The maintenance windows the outdated nodes wait for (ADR 0054), while some do. */
   maintenance?: MaintenanceStatus;
+  /** The analysis checks' standing per domain (ADR 0055), when the set has checks. */
+  analysis?: AnalysisStatus;
   /** Updated and unavailable per domain now, for the chart the stream draws over time. */
   chart: ChartReading;
 }
@@ -138,6 +141,7 @@ export function setView(
     counts,
     ...(plan ? { plan } : {}),
     ...(status.maintenance ? { maintenance: status.maintenance } : {}),
+    ...(status.analysis?.checks.length ? { analysis: status.analysis } : {}),
     chart: readChart(snapshot, planned, reading),
   };
 }

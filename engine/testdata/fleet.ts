@@ -4,7 +4,11 @@
  * Test-only: the engine never imports it.
  */
 import { rolloutStatusObject } from "../../api/rollout-status.ts";
-import type { AdvancedDaemonSetInput } from "../../api/advanced-daemonset.ts";
+import type {
+  AdvancedDaemonSetInput,
+  AdvancedDaemonSetStatus,
+} from "../../api/advanced-daemonset.ts";
+import { Analysis, dueMeasurements, type Measurement } from "../../api/analysis.ts";
 import {
   type ControllerRevision,
   type DaemonSet,
@@ -352,4 +356,33 @@ export function yurtCluster(strategy: string, nodes: Node[]): Cluster {
     nodes,
     revisions: [revision("v1hash", 1), revision("v2hash", 2)],
   });
+}
+
+/** What a check's service answers for a domain at an instant (ADR 0055): values, or no answer. */
+export type MeasureSource = (domain: string | undefined, now: number) => Partial<Measurement>;
+
+/**
+ * One reconcile as the controller makes it for a set with analysis checks: what the status says is
+ * due is measured from `source` (every host allowed is `prom.test:9090`), then planned, applied,
+ * and the kubelets run.
+ */
+export function measuredStep(c: Cluster, now: number, source: MeasureSource): [Plan, Cluster] {
+  const s = structuredClone(c.snapshot);
+  const spec = s.set.spec as { updateStrategy: { rollingUpdate: { analysis: unknown } } };
+  const status = s.set.status as AdvancedDaemonSetStatus | undefined;
+  const analysis = Analysis.parse(spec.updateStrategy.rollingUpdate.analysis);
+  const due = status?.analysis && status.daemonSetHash
+    ? dueMeasurements(analysis, status.analysis, status.daemonSetHash, now)
+    : [];
+  s.analysis = {
+    allowedHosts: ["prom.test:9090"],
+    measurements: due.map((d) => ({
+      check: d.check.name,
+      ...(d.domain !== undefined ? { domain: d.domain } : {}),
+      at: formatTime(now),
+      ...source(d.domain, now),
+    })),
+  };
+  const p = plan(s, now);
+  return [p, kubelet(apply({ snapshot: s, serial: c.serial }, p, now), now)];
 }

@@ -45,13 +45,16 @@ function domainLabels(target: E2eTarget): [string, Record<string, string>][] {
 }
 
 /** The controller's OTA API, as a node's owner calls it. */
-interface ControllerApi {
+export interface ControllerApi {
   url: string;
   token: string;
 }
 
 /** edgeroll serving for the length of `body`, as a kind of set needs it. */
-type Serve = (target: E2eTarget, body: (api: ControllerApi) => Promise<void>) => Promise<void>;
+export type Serve = (
+  target: E2eTarget,
+  body: (api: ControllerApi) => Promise<void>,
+) => Promise<void>;
 
 const serveEdgeroll: Serve = (target, body) =>
   withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, body);
@@ -60,7 +63,7 @@ const serveEdgeroll: Serve = (target, body) =>
  * `body` in a namespace of its own, with edgeroll serving and the nodes labelled into domains; the
  * labels are taken off after, whatever happens, and the namespace deleted.
  */
-async function onDomains(
+export async function onDomains(
   target: E2eTarget,
   kube: Kube,
   ns: string,
@@ -83,7 +86,7 @@ async function onDomains(
   await kube.run(["delete", "namespace", ns, "--wait=false"]);
 }
 
-function plannedSet(ns: string, plan: RolloutPlanInput, failurePolicy?: object) {
+export function plannedSet(ns: string, plan: RolloutPlanInput, failurePolicy?: object) {
   const set = advancedDaemonSet(ns, "v1");
   return {
     ...set,
@@ -97,14 +100,14 @@ function plannedSet(ns: string, plan: RolloutPlanInput, failurePolicy?: object) 
   };
 }
 
-type PlannedStatus = SetStatus & {
+export type PlannedStatus = SetStatus & {
   daemonSetHash?: string;
   plan?: RolloutPlanStatus;
   rollback?: { to: string; reason: string };
 };
 
 /** The image each node's pod runs (pods on their way out left aside). */
-async function imagesByNode(kube: Kube, ns: string): Promise<Record<string, string>> {
+export async function imagesByNode(kube: Kube, ns: string): Promise<Record<string, string>> {
   const byNode = podsByNode(await kube.pods(ns, "app=edge-agent"));
   return Object.fromEntries(
     [...byNode].map(([node, p]) => [node, p.spec.containers[0].image ?? ""]).sort(),
@@ -112,7 +115,7 @@ async function imagesByNode(kube: Kube, ns: string): Promise<Record<string, stri
 }
 
 /** Waits until the plan of the current revision is in `state` at `step`. */
-function planAt(
+export function planAt(
   kube: Kube,
   ns: string,
   state: string,
@@ -128,7 +131,7 @@ function planAt(
   }, 120_000);
 }
 
-const expected = (target: E2eTarget, versions: Record<string, string>) =>
+export const expected = (target: E2eTarget, versions: Record<string, string>) =>
   Object.fromEntries(target.nodes.map((n) => [n, image(versions[n])]));
 
 /** zone-b's one node first, then an approval; zone-a, then a soak; then zone-c. */

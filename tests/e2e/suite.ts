@@ -19,6 +19,7 @@ import { planScenarios } from "./plan-scenarios.ts";
 import { maintenanceScenario, otaMaintenanceScenario } from "./maintenance-scenario.ts";
 import { admissionScenario, admissionVersionsScenario } from "./admission-scenario.ts";
 import { type TargetKind, withTarget } from "./target.ts";
+import { analysisScenarios } from "./analysis-scenario.ts";
 
 /** The suite's parts, in the order a single run takes them; together, every scenario once. */
 export const e2eParts = {
@@ -41,6 +42,7 @@ export const e2eParts = {
     ...rollbackScenarios,
     failoverScenario,
     ...planScenarios,
+    ...analysisScenarios,
   ],
   /**
    * Each trigger alone, then at rest; and maintenance windows, whose next opening only the tick

@@ -1,0 +1,327 @@
+/**
+ * Analysis checks (ADR 0055) against Prometheus itself (Debian's, on loopback) scraping an error
+ * ratio per zone the scenario sets, and against an HTTP health page the scenario serves: a gate
+ * that passes while the ratio stays low; a zone whose ratio rises after its pods update, stopped
+ * and rolled back while the other zones finish; Prometheus stopped mid-rollout, the gate waiting and the deadline
+ * passing, then going on once it answers again; an HTTP gate the same; a host off the list
+ * refused before any pod is touched.
+ */
+import { assert, assertEquals, assertStringIncludes } from "@std/assert";
+import type { AnalysisInput, AnalysisStatus } from "../../api/analysis.ts";
+import type { RolloutPlanInput } from "../../api/rollout-plan.ts";
+import { withEdgeroll } from "../processes.ts";
+import { freePort } from "../../cluster/processes.ts";
+import {
+  errorRatioMetric,
+  type Exporter,
+  type PrometheusProcess,
+  startExporter,
+  withPrometheus,
+} from "../prometheus/prometheus.ts";
+import { completeOn, image, setImage, setStatus } from "./edgeroll-scenarios.ts";
+import { kubectlEdgeroll } from "./failure-scenario.ts";
+import { eventually, type Kube } from "./kube.ts";
+import {
+  expected,
+  imagesByNode,
+  onDomains,
+  planAt,
+  plannedSet,
+  type PlannedStatus,
+} from "./plan-scenarios.ts";
+import type { Scenario } from "./scenarios.ts";
+import type { E2eTarget } from "./target.ts";
+
+const zoneLabel = "topology.kubernetes.io/zone";
+
+type AnalyzedStatus = PlannedStatus & { analysis?: AnalysisStatus };
+
+/**
+ * The zone's error ratio, judged every second: at most 5% passes; `count` measurements pass a
+ * gate, and bake a domain once its nodes are updated.
+ */
+const ratioCheck = (prometheus: string, count = 2) => ({
+  name: "errors",
+  prometheus: { address: prometheus, query: `${errorRatioMetric}{zone="{{domain}}"}` },
+  successCondition: { max: 0.05 },
+  intervalSeconds: 1,
+  count,
+});
+
+/** A set under `plan` with `analysis`, its rolling update one node at a time. */
+function analyzedSet(ns: string, plan: RolloutPlanInput, analysis: AnalysisInput, spec = {}) {
+  const set = plannedSet(ns, plan);
+  return {
+    ...set,
+    spec: {
+      ...set.spec,
+      ...spec,
+      updateStrategy: {
+        ...set.spec.updateStrategy,
+        rollingUpdate: { ...set.spec.updateStrategy.rollingUpdate, analysis },
+      },
+    },
+  };
+}
+
+/**
+ * `body` with an exporter and Prometheus scraping it, the nodes in zones and edgeroll serving with
+ * the hosts it may reach: Prometheus's and `extraHosts`.
+ */
+async function withAnalysis(
+  target: E2eTarget,
+  kube: Kube,
+  ns: string,
+  body: (prometheus: PrometheusProcess, exporter: Exporter) => Promise<void>,
+  extraHosts: string[] = [],
+): Promise<void> {
+  const exporter = await startExporter();
+  try {
+    for (const zone of ["zone-a", "zone-b", "zone-c"]) exporter.set(zone, 0.01);
+    await withPrometheus(exporter, async (prometheus) => {
+      await prometheus.scraped("zone-c", 0.01);
+      const hosts = [prometheus.host, ...extraHosts].join(",");
+      await onDomains(
+        target,
+        kube,
+        ns,
+        () => body(prometheus, exporter),
+        (target, inner) =>
+          withEdgeroll(target.kubeconfigPath, {
+            serveArgs: ["--tick=1s", `--analysis-hosts=${hosts}`],
+          }, inner),
+      );
+    });
+  } finally {
+    await exporter.stop();
+  }
+}
+
+/** The set's status once `check` says it is there. */
+function statusWhen(
+  kube: Kube,
+  ns: string,
+  what: string,
+  check: (s: AnalyzedStatus) => boolean,
+  timeoutMs = 120_000,
+): Promise<AnalyzedStatus> {
+  return eventually(what, async () => {
+    const s = await setStatus(kube, ns) as AnalyzedStatus;
+    return check(s) ? s : undefined;
+  }, timeoutMs);
+}
+
+const progressing = (s: AnalyzedStatus) => s.conditions?.find((c) => c.type === "Progressing");
+
+export const analysisZonesScenario: Scenario = {
+  name:
+    "analysis over zones: zone-a's gate passes on Prometheus's low ratio; zone-b's ratio rises after its update, and zone-b is stopped and rolled back while zone-c finishes",
+  async run(target, kube) {
+    const ns = "e2e-analysis-zones";
+    const [one, two, three] = target.nodes;
+    await withAnalysis(target, kube, ns, async (prometheus, exporter) => {
+      await kube.apply(analyzedSet(ns, {
+        domainLabel: zoneLabel,
+        steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }],
+        // Four measurements bake each zone: time for zone-b's ratio to rise after its update.
+      }, {
+        checks: [ratioCheck(prometheus.url, 4)],
+        background: ["errors"],
+        onFailure: "Rollback",
+      }));
+      await completeOn(target, kube, ns, "v1");
+
+      await setImage(kube, ns, "v2");
+      // Step 1: zone-a's node, then its gate measures twice before zone-b is touched.
+      const gated = await planAt(kube, ns, "Analyzing", 1);
+      assertEquals(gated.plan?.domains.find((d) => d.name === "zone-a")?.updated, 1);
+      assertEquals((await imagesByNode(kube, ns))[two], image("v1"), "zone-b waits for the gate");
+      // zone-b's ratio rises as soon as its node runs v2.
+      await eventually("zone-b's node on v2", async () => {
+        const images = await imagesByNode(kube, ns);
+        return images[two] === image("v2") || undefined;
+      });
+      exporter.set("zone-b", 0.4);
+      const stopped = await statusWhen(
+        kube,
+        ns,
+        "zone-b rolled back by its check, zone-c done",
+        (s) =>
+          s.plan?.state === "Stopped" &&
+          s.plan.domains.find((d) => d.name === "zone-c")?.state === "Done",
+      );
+      assertEquals(
+        stopped.plan?.domains.map((d) => [d.name, d.state]),
+        [["zone-a", "Done"], ["zone-b", "RolledBack"], ["zone-c", "Done"]],
+      );
+      await eventually("zone-b's node back on v1", async () => {
+        const images = await imagesByNode(kube, ns);
+        return images[two] === image("v1") ? images : undefined;
+      });
+      assertEquals(
+        await imagesByNode(kube, ns),
+        expected(target, { [one]: "v2", [two]: "v1", [three]: "v2" }),
+      );
+      const failed = stopped.analysis?.checks.find((c) => c.phase === "Failed");
+      assertEquals([failed?.check, failed?.domain], ["errors", "zone-b"]);
+      assertEquals(failed?.measurements.at(-1)?.value, "0.4");
+      const gate = stopped.analysis?.checks.find((c) => c.step === 1);
+      assertEquals(gate, undefined, "step 1's gate passed and is no longer kept");
+      const rolloutStopped = stopped.conditions?.find((c) => c.type === "RolloutStopped");
+      assertEquals([rolloutStopped?.status, rolloutStopped?.reason], ["True", "AnalysisFailed"]);
+      const events = await kube.eventsAbout(ns, "edge-agent");
+      const told = events.filter((e) => e.reason === "AnalysisFailed");
+      assert(
+        told.some((e) => e.message?.includes("errors in zone-b failed")),
+        JSON.stringify(told),
+      );
+      assert(events.some((e) => e.reason === "AnalysisPassed" && e.message?.includes("zone-a")));
+      assert(events.some((e) => e.reason === "DomainRolledBack" && e.message?.includes("zone-b")));
+      const shown = await kubectlEdgeroll(target.kubeconfigPath, [
+        "status",
+        `ads/${ns}/edge-agent`,
+      ]);
+      assertStringIncludes(shown, "errors in zone-b: Failed");
+    });
+  },
+};
+
+export const analysisInconclusiveScenario: Scenario = {
+  name:
+    "analysis inconclusive: Prometheus stopped mid-rollout leaves the gate waiting past the progress deadline; answering again, it passes and the rollout finishes",
+  async run(target, kube) {
+    const ns = "e2e-analysis-down";
+    const [one, two] = target.nodes;
+    await withAnalysis(target, kube, ns, async (prometheus) => {
+      await kube.apply(analyzedSet(
+        ns,
+        {
+          domainLabel: zoneLabel,
+          steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }],
+        },
+        { checks: [ratioCheck(prometheus.url)] },
+        { progressDeadlineSeconds: 8 },
+      ));
+      await completeOn(target, kube, ns, "v1");
+      await prometheus.stop();
+      await setImage(kube, ns, "v2");
+      const waiting = await statusWhen(
+        kube,
+        ns,
+        "the gate inconclusive past the deadline",
+        (s) =>
+          s.plan?.state === "Analyzing" && progressing(s)?.reason === "ProgressDeadlineExceeded",
+      );
+      const gate = waiting.analysis?.checks.find((c) => c.step === 1);
+      assertEquals([gate?.phase, gate?.passed], ["Inconclusive", 0]);
+      assertStringIncludes(gate?.measurements.at(-1)?.message ?? "", "unreachable");
+      assertEquals((await imagesByNode(kube, ns))[two], image("v1"), "zone-b waits");
+      assertEquals((await imagesByNode(kube, ns))[one], image("v2"));
+      const events = await kube.eventsAbout(ns, "edge-agent");
+      assert(events.some((e) => e.reason === "AnalysisInconclusive"));
+
+      await prometheus.start();
+      await completeOn(target, kube, ns, "v2");
+      const done = await setStatus(kube, ns) as AnalyzedStatus;
+      assertEquals(done.plan?.state, "Done");
+    });
+  },
+};
+
+/** A health page on a fixed loopback port that can be taken down and brought back. */
+function healthPage() {
+  const port = freePort();
+  let server: Deno.HttpServer | undefined;
+  const page = {
+    url: `http://127.0.0.1:${port}`,
+    host: `127.0.0.1:${port}`,
+    start() {
+      server = Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, (req) => {
+        const zone = new URL(req.url).pathname.split("/").pop();
+        return Response.json({ zone, agent: { ok: true } });
+      });
+    },
+    async stop() {
+      await server?.shutdown();
+      server = undefined;
+    },
+  };
+  page.start();
+  return page;
+}
+
+export const analysisHttpScenario: Scenario = {
+  name:
+    "analysis over HTTP: a health page's JSON field gates each zone, waits while the page does not answer, and passes once it does; a host off the list is InvalidSpec before any pod is touched",
+  async run(target, kube) {
+    const ns = "e2e-analysis-http";
+    const [one, two] = target.nodes;
+    const page = healthPage();
+    try {
+      await withAnalysis(target, kube, ns, async () => {
+        const health = {
+          name: "health",
+          http: { url: `${page.url}/health/{{domain}}`, jsonPath: "agent.ok" },
+          successCondition: { equals: "true" },
+          intervalSeconds: 1,
+          count: 2,
+        };
+        await kube.apply(analyzedSet(ns, {
+          domainLabel: zoneLabel,
+          steps: [{ domains: 1, checks: ["health"] }, { nodes: "100%" }],
+        }, { checks: [health] }));
+        await completeOn(target, kube, ns, "v1");
+
+        await page.stop();
+        await setImage(kube, ns, "v2");
+        const waiting = await statusWhen(kube, ns, "the HTTP gate inconclusive", (s) => {
+          const gate = s.analysis?.checks.find((c) => c.step === 1);
+          return s.plan?.state === "Analyzing" && gate?.phase === "Inconclusive";
+        });
+        assertEquals(waiting.analysis?.checks.find((c) => c.step === 1)?.passed, 0);
+        const images = await imagesByNode(kube, ns);
+        assertEquals([images[one], images[two]], [image("v2"), image("v1")]);
+
+        page.start();
+        await completeOn(target, kube, ns, "v2");
+        assertEquals((await setStatus(kube, ns) as AnalyzedStatus).plan?.state, "Done");
+
+        // A check whose host is not on --analysis-hosts: InvalidSpec, nothing replaced.
+        await kube.patch(ns, "advanceddaemonsets", "edge-agent", "merge", {
+          spec: {
+            template: { spec: { containers: [{ name: "agent", image: image("v3") }] } },
+            updateStrategy: {
+              rollingUpdate: {
+                analysis: {
+                  checks: [{ ...health, http: { ...health.http, url: "http://127.0.0.1:9/x" } }],
+                },
+              },
+            },
+          },
+        });
+        const invalid = await statusWhen(
+          kube,
+          ns,
+          "InvalidSpec",
+          (s) =>
+            s.conditions?.some((c) => c.type === "InvalidSpec" && c.status === "True") ?? false,
+        );
+        const message = invalid.conditions?.find((c) => c.type === "InvalidSpec")?.message ?? "";
+        assertStringIncludes(message, "rollingUpdate.analysis.checks[0].http.url");
+        assertStringIncludes(message, "127.0.0.1:9 is not among the hosts");
+        assertEquals(
+          Object.values(await imagesByNode(kube, ns)),
+          target.nodes.map(() => image("v2")),
+        );
+      }, [page.host]);
+    } finally {
+      await page.stop();
+    }
+  },
+};
+
+export const analysisScenarios: Scenario[] = [
+  analysisZonesScenario,
+  analysisInconclusiveScenario,
+  analysisHttpScenario,
+];
