@@ -244,3 +244,45 @@ Deno.test("a set whose outdated nodes wait for their maintenance windows shows e
   assertStringIncludes(page, "1 node outdated, opens 2026-11-29T16:00:00Z");
   assertStringIncludes(page, "its nodes&#39; time zone is unknown");
 });
+
+Deno.test("a set with analysis checks shows each check's standing per domain, its counts and last value", async () => {
+  const measurement = { at: "2026-11-29T14:10:15Z", phase: "Failed" as const, value: "0.31" };
+  const view: SetView = {
+    ...viewWith({ "edge-1": "updated", "edge-2": "old" }),
+    analysis: {
+      revision: "abc",
+      checks: [
+        {
+          check: "error-ratio",
+          domain: "zone-b",
+          phase: "Failed",
+          passed: 0,
+          failed: 1,
+          inconclusive: 0,
+          measurements: [{ ...measurement, message: "0.31 fails" }],
+        },
+        {
+          check: "error-ratio",
+          domain: "zone-a",
+          step: 1,
+          phase: "Inconclusive",
+          passed: 1,
+          failed: 0,
+          inconclusive: 2,
+          nextAt: "2026-11-29T14:11:00Z",
+          measurements: [],
+        },
+      ],
+    },
+  };
+  const plain = await (await dashboard(viewWith({})).app.request(
+    "/sets/advanceddaemonsets/edge/agent",
+  )).text();
+  assert(!plain.includes("Analysis checks"), "no checks section without checks");
+  const page = await (await dashboard(view).app.request("/sets/advanceddaemonsets/edge/agent"))
+    .text();
+  assertStringIncludes(page, 'data-check="error-ratio in zone-b" data-check-phase="Failed"');
+  assertStringIncludes(page, "0 passed, 1 failed, 0 inconclusive; last 0.31 at");
+  assertStringIncludes(page, 'data-check="step 1 error-ratio in zone-a"');
+  assertStringIncludes(page, "next at 2026-11-29T14:11:00Z");
+});

@@ -7,7 +7,7 @@
  * refused before any pod is touched.
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
-import type { AnalysisInput, AnalysisStatus } from "../../api/analysis.ts";
+import { type AnalysisInput, type AnalysisStatus, credentialsLabel } from "../../api/analysis.ts";
 import type { RolloutPlanInput } from "../../api/rollout-plan.ts";
 import { withEdgeroll } from "../processes.ts";
 import { freePort } from "../../cluster/processes.ts";
@@ -228,7 +228,13 @@ export const analysisInconclusiveScenario: Scenario = {
   },
 };
 
-/** A health page on a fixed loopback port that can be taken down and brought back. */
+/** The bearer token the health page asks for, kept in a Secret the check names. */
+const pageToken = "e2e-health-token";
+
+/**
+ * A health page on a fixed loopback port that can be taken down and brought back; it answers 401
+ * without the token.
+ */
 function healthPage() {
   const port = freePort();
   let server: Deno.HttpServer | undefined;
@@ -237,6 +243,9 @@ function healthPage() {
     host: `127.0.0.1:${port}`,
     start() {
       server = Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, (req) => {
+        if (req.headers.get("authorization") !== `Bearer ${pageToken}`) {
+          return new Response("no token", { status: 401 });
+        }
         const zone = new URL(req.url).pathname.split("/").pop();
         return Response.json({ zone, agent: { ok: true } });
       });
@@ -252,7 +261,7 @@ function healthPage() {
 
 export const analysisHttpScenario: Scenario = {
   name:
-    "analysis over HTTP: a health page's JSON field gates each zone, waits while the page does not answer, and passes once it does; a host off the list is InvalidSpec before any pod is touched",
+    "analysis over HTTP: a health page's JSON field gates each zone with a token from a labelled Secret, waits while the Secret is unlabelled or the page does not answer, and passes once both are there; a host off the list is InvalidSpec before any pod is touched",
   async run(target, kube) {
     const ns = "e2e-analysis-http";
     const [one, two] = target.nodes;
@@ -265,19 +274,36 @@ export const analysisHttpScenario: Scenario = {
           successCondition: { equals: "true" },
           intervalSeconds: 1,
           count: 2,
+          secretRef: { name: "health-token" },
         };
         await kube.apply(analyzedSet(ns, {
           domainLabel: zoneLabel,
           steps: [{ domains: 1, checks: ["health"] }, { nodes: "100%" }],
         }, { checks: [health] }));
         await completeOn(target, kube, ns, "v1");
-
-        await page.stop();
-        await setImage(kube, ns, "v2");
-        const waiting = await statusWhen(kube, ns, "the HTTP gate inconclusive", (s) => {
-          const gate = s.analysis?.checks.find((c) => c.step === 1);
-          return s.plan?.state === "Analyzing" && gate?.phase === "Inconclusive";
+        // The token's Secret, not yet labelled for the controller to read.
+        await kube.apply({
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: "health-token", namespace: ns },
+          data: { token: btoa(pageToken) },
         });
+
+        // The gate waits, saying why: first the Secret's label, then a page that does not answer.
+        const gateSays = (what: string, words: string) =>
+          statusWhen(kube, ns, what, (s) => {
+            const gate = s.analysis?.checks.find((c) => c.step === 1);
+            return s.plan?.state === "Analyzing" && gate?.phase === "Inconclusive" &&
+              (gate.measurements.at(-1)?.message ?? "").includes(words);
+          });
+        await setImage(kube, ns, "v2");
+        await gateSays(
+          "the Secret unlabelled",
+          "not labelled apps.edgeroll.dev/analysis-credentials",
+        );
+        await page.stop();
+        await kube.run(["label", "secret", "-n", ns, "health-token", `${credentialsLabel}=true`]);
+        const waiting = await gateSays("the page not answering", "unreachable");
         assertEquals(waiting.analysis?.checks.find((c) => c.step === 1)?.passed, 0);
         const images = await imagesByNode(kube, ns);
         assertEquals([images[one], images[two]], [image("v2"), image("v1")]);
