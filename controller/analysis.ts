@@ -19,6 +19,7 @@ import type { Snapshot } from "../api/plan.ts";
 import { writtenStatus } from "../api/written-status.ts";
 import type { SetKind } from "../api/set-ref.ts";
 import { forEachConcurrently } from "../lib/concurrently.ts";
+import { boundedText } from "../lib/bytes.ts";
 
 /** A measurement's request may take this long; past it, the answer is inconclusive. */
 export const measureTimeoutMs = 10_000;
@@ -195,38 +196,13 @@ async function getBounded(
       await response.body?.cancel();
       return { error: `answered ${response.status}: redirects are not followed` };
     }
-    const body = await readCapped(response, maxAnswerBytes);
+    const body = await boundedText(response, maxAnswerBytes);
     if (body === undefined) return { error: `the answer is above ${maxAnswerBytes} bytes` };
     return { status: response.status, body };
   } catch (err) {
     if (signal.aborted) return { error: `no answer within ${timeoutMs / 1000} s` };
     return { error: `unreachable: ${err instanceof Error ? err.message : err}` };
   }
-}
-
-/** The body as text, or undefined (the rest left unread) once it passes `max` bytes. */
-async function readCapped(response: Response, max: number): Promise<string | undefined> {
-  if (!response.body) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return new TextDecoder().decode(all);
 }
 
 const parseJson = (text: string): unknown => {

@@ -21,3 +21,30 @@ export function bytesToBase64(bytes: Uint8Array): string {
   }
   return btoa(binary);
 }
+
+/**
+ * A response body's text, read only up to `limit` bytes: undefined (the rest cancelled, unread)
+ * once it announces or passes more. For answers of servers a caller names.
+ */
+export async function boundedText(response: Response, limit: number): Promise<string | undefined> {
+  const announced = Number(response.headers.get("content-length") ?? "0");
+  if (announced > limit) {
+    await response.body?.cancel();
+    return undefined;
+  }
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(concatBytes(chunks));
+}

@@ -4,6 +4,7 @@
  * one, within a time limit and an answer size limit, as kube-apiserver's webhook client does. One
  * HTTP client per CA, closed when the server stops.
  */
+import { boundedText } from "../lib/bytes.ts";
 
 /**
  * The longest a conversion may take, answer read (and an admission webhook's default). kube-
@@ -20,26 +21,10 @@ export const WEBHOOK_TIMEOUT_MS = 10_000;
 const MIN_ANSWER_BYTES = 3 * 1024 * 1024;
 
 /** Reads at most `limit` bytes of `response`'s body. */
-async function boundedText(response: Response, limit: number): Promise<string> {
-  const length = Number(response.headers.get("content-length") ?? "0");
-  if (length > limit) {
-    await response.body?.cancel();
-    throw new Error(`the answer is larger than ${limit} bytes`);
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body ?? []) {
-    size += chunk.length;
-    if (size > limit) throw new Error(`the answer is larger than ${limit} bytes`);
-    chunks.push(chunk);
-  }
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return new TextDecoder().decode(all);
+async function limitedText(response: Response, limit: number): Promise<string> {
+  const text = await boundedText(response, limit);
+  if (text === undefined) throw new Error(`the answer is larger than ${limit} bytes`);
+  return text;
 }
 
 export class WebhookClient {
@@ -67,7 +52,7 @@ export class WebhookClient {
         signal: abort.signal,
         client: caPem === undefined ? undefined : this.#client(caPem),
       });
-      const text = await boundedText(response, Math.max(MIN_ANSWER_BYTES, 4 * body.length));
+      const text = await limitedText(response, Math.max(MIN_ANSWER_BYTES, 4 * body.length));
       if (!response.ok) {
         throw new Error(`the server answered ${response.status}: ${text.slice(0, 200)}`);
       }
