@@ -218,6 +218,37 @@ Deno.test("onFailure Rollback: the failed zone's nodes go back to the last compl
   assertEquals(nodesOn(later.c, v1), ["b-1", "b-2"]);
 });
 
+Deno.test("a ratio rising in a zone's bake after every node is updated still rolls it back: the revision was never complete", () => {
+  const start = onV1ThenV2(gatedSet({ maxConcurrentDomains: 3 }, {
+    checks: [{
+      name: "errors",
+      prometheus: { address: prometheus, query: 'ratio{zone="{{domain}}"}' },
+      successCondition: { max: 0.05 },
+      intervalSeconds: 10,
+      count: 12,
+    }],
+    background: ["errors"],
+    onFailure: "Rollback",
+  }));
+  const v1 = (start.c.snapshot.set.status as AdvancedDaemonSetStatus).lastCompleteRevision ?? "";
+  let c = start.c;
+  let now = start.now;
+  let last: Plan | undefined;
+  for (let i = 0; i < 40; i++, now += stepMillis) {
+    [last, c] = f.measuredStep(c, now, ratios({}));
+    if (nodesOn(c, last.status.daemonSetHash!).length === 6) break;
+  }
+  // Every node on v2, available, while the checks bake: not complete, v1 still the way back.
+  last = plan(c.snapshot, now);
+  assertEquals(last.status.plan?.state, "Analyzing");
+  assertEquals(last.conditions.find((c) => c.type === "Complete")?.status, "False");
+  assertEquals(last.status.lastCompleteRevision, v1);
+  const out = run(c, now, ratios({ b: 0.4 }), 20);
+  const hash = out.last.status.daemonSetHash!;
+  assertEquals(nodesOn(out.c, v1), ["b-1", "b-2"]);
+  assertEquals(nodesOn(out.c, hash), ["a-1", "a-2", "c-1", "c-2"]);
+});
+
 Deno.test("no answer from Prometheus: the gate waits, says so, and the deadline still runs", () => {
   const start = onV1ThenV2(gatedSet(
     { steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }] },

@@ -271,9 +271,14 @@ export class AnalysisBook {
    * The background checks of each domain with a node on the revision: measured while it rolls,
    * and after, until the domain is `complete` and the check has counted `count` measurements
    * there (its bake); then passed, and measured no more. A check of the whole set passes once
-   * every domain is complete. Settled when every one has passed.
+   * every domain is complete. Settled when every one has passed. A revision that never rolled
+   * (a first placement, nodes that came updated) begins no bake.
    */
-  background(domains: readonly { name: string; complete: boolean }[]): GateVerdict {
+  background(
+    domains: readonly { name: string; complete: boolean }[],
+    /** Begin measuring a domain that has no standing yet (false: only those begun go on). */
+    begin = true,
+  ): GateVerdict {
     const waiting = new Set<string>();
     const undecided: string[] = [];
     for (const name of this.input.analysis.background) {
@@ -284,6 +289,7 @@ export class AnalysisBook {
         ? [{ domain: undefined, complete: domains.every((d) => d.complete) }]
         : [];
       for (const { domain, complete } of targets) {
+        if (!begin && !this.standing.has(keyOf(check.name, domain, undefined))) continue;
         const s = this.stand(check, domain);
         if (s.phase === "Failed" || s.phase === "Passed") continue;
         if (complete && s.passed + s.failed >= check.count) {
@@ -313,6 +319,14 @@ export class AnalysisBook {
       waiting: [...waiting],
       ...(undecided.length > 0 ? { why: undecided.slice(0, 10).join(", ") } : {}),
     };
+  }
+
+  /** A check asked this call still measures (a gate, a bake): the revision is not complete. */
+  pending(): boolean {
+    for (const [key, s] of this.standing) {
+      if (this.asked.has(key) && (s.phase === "Running" || s.phase === "Inconclusive")) return true;
+    }
+    return false;
   }
 
   /** Domains with a failed check of this revision: no node of theirs is updated further. */

@@ -133,6 +133,8 @@ export interface Outcome {
   maintenance?: MaintenanceStatus;
   /** The analysis checks' standing, when the set has checks (ADR 0055). */
   analysis?: AnalysisStatus;
+  /** A check of the revision still measures: the rollout is not complete. */
+  analysisPending?: boolean;
 }
 
 /** The condition of a set with a failure budget or a progress deadline (present only then). */
@@ -745,8 +747,10 @@ export function finish(outcome: Outcome): Plan {
   const expectations = awaitExpectations(outcome, report);
   const { nextCheckAt, requeueAfterSeconds } = nextLooks(outcome, report);
   const waiting = waitsForRevision(outcome);
+  // A revision whose checks still measure (a gate, a bake) is not complete: a failure may yet
+  // roll it back, so it is not the revision a rollback returns to (ADR 0055).
   const complete = !waiting && n.outdated === 0 && n.available === n.desired &&
-    expectations.length === 0;
+    expectations.length === 0 && !outcome.analysisPending;
   const podActions = decisions.actions.filter((a) =>
     a.type.endsWith("Pod") || a.type === "setPodCondition"
   );

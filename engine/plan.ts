@@ -179,7 +179,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   if (book && !config.rolloutPlan) {
     const outdated = settled.some((v) => v.live.some((p) => podRevision(p) !== hash));
     const started = settled.some((v) => v.live.some((p) => podRevision(p) === hash));
-    if (started) book.background([{ name: "(set)", complete: !outdated }]);
+    if (started) book.background([{ name: "(set)", complete: !outdated }], outdated);
   }
   const stepped = planned?.ok ? planned.progress : undefined;
   const order = stepped?.covered ??
@@ -301,7 +301,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     budget: budgetUse(config, hash, settled, available),
     ...(stepped ? { rolloutPlan: stepped.status } : {}),
     ...(windows?.status ? { maintenance: windows.status } : {}),
-    ...(book ? { analysis: book.status() } : {}),
+    ...(book ? { analysis: book.status(), analysisPending: book.pending() } : {}),
   });
   if (planned && !planned.ok) {
     return invalidWithCounts(snapshot, planned.issues, previous, report, pending, now);

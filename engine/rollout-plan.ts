@@ -128,12 +128,13 @@ export function planRollout(
     walked.waits,
     stopped,
   );
-  // The background checks of the domains begun: the walk asked them of every domain when the
-  // last step was done.
+  // The background checks of the domains begun, while old pods are left to replace (a first
+  // placement begins none); the walk asked them of every domain when the last step was done.
   if (walked.state !== "Done") {
     input.analysis?.background(
       tally.filter((t) => t.started && !stopped.has(t.name))
         .map((t) => ({ name: t.name, complete: t.complete })),
+      walked.outdated,
     );
   }
   const status: RolloutPlanStatus = {
@@ -236,6 +237,7 @@ function walkSteps(input: PlanInput, fleet: {
       // Done once each domain's background checks have baked there (ADR 0055), or promoted.
       const baked = !promoted && input.analysis?.background(
         [...new Set(order.map(domainOf))].map((name) => ({ name, complete: true })),
+        false,
       );
       if (baked && !baked.passed) {
         state = "Analyzing";
