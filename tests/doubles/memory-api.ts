@@ -17,6 +17,7 @@ type Resource =
   | "events"
   | "jobs"
   | "leases"
+  | "secrets"
   | "rolloutstatuses";
 
 export interface MemoryApi extends KubeApi {
@@ -66,6 +67,7 @@ export function memoryApi(): MemoryApi {
     jobs: new Map(),
     events: new Map(),
     leases: new Map(),
+    secrets: new Map(),
     rolloutstatuses: new Map(),
   } as Record<Resource, Map<string, KubeObject>>;
   const writes: string[] = [];
@@ -253,6 +255,13 @@ export function memoryApi(): MemoryApi {
     },
     getVersion: () => Promise.resolve({ gitVersion: "v1.32.0-memory" }),
     listApiGroups: () => Promise.resolve(structuredClone(apiGroups)),
+    listSecrets: ({ namespace, name, labelSelector }) => {
+      const found = list("secrets", namespace, labelSelector);
+      return Promise.resolve({
+        ...found,
+        items: found.items.filter((o) => o.metadata.name === name),
+      });
+    },
     getLease: ({ namespace, name }) =>
       Promise.resolve().then(() => copy(get("leases", namespace, name))),
     createLease: ({ namespace, body }) =>
