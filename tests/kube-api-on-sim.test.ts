@@ -11,6 +11,7 @@ import { accessOf, clientNodeApi, type KubeApi, type KubeMethod } from "../kube/
 import { KubeError, toKubeError } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/wire-objects.ts";
 import { rolloutStatusObject } from "../api/rollout-status.ts";
+import { credentialsLabel } from "../api/analysis.ts";
 import { withSim } from "./sim/helpers.ts";
 
 /** Records which methods were called, so the test can prove it covered all of them. */
@@ -271,6 +272,23 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
     assertEquals(wrongJob.status, 409);
     await api.deleteJob({ namespace: ns, name: "pull-1", uid: job.metadata.uid ?? "" });
     assertEquals(names(await api.listJobs({ namespace: ns, labelSelector: "app=probe" })), []);
+
+    // Secrets: an analysis check's credentials, listed by their label and name (ADR 0055).
+    for (const [name, secretLabels] of [["creds", { [credentialsLabel]: "true" }], ["plain", {}]]) {
+      sim.store.create("secrets", {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name, namespace: ns, labels: secretLabels },
+        data: { token: btoa("t0ken") },
+      } as never);
+    }
+    const labelled = `${credentialsLabel}=true`;
+    for (const [name, found] of [["creds", ["creds"]], ["plain", []]] as const) {
+      assertEquals(
+        names(await api.listSecrets({ namespace: ns, name, labelSelector: labelled })),
+        [...found],
+      );
+    }
 
     const event = await api.createEvent({
       namespace: ns,
