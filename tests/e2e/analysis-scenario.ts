@@ -2,9 +2,9 @@
  * Analysis checks (ADR 0055) against Prometheus itself (Debian's, on loopback) scraping an error
  * ratio per zone the scenario sets, and against an HTTP health page the scenario serves: a gate
  * that passes while the ratio stays low; a zone whose ratio rises after its pods update, stopped
- * and rolled back while the other zones finish; Prometheus stopped mid-rollout, the gate waiting and the deadline
- * passing, then going on once it answers again; an HTTP gate the same; a host off the list
- * refused before any pod is touched.
+ * and rolled back while the other zones finish; Prometheus stopped mid-rollout, the gate waiting
+ * and the deadline passing, then going on once it answers again; an HTTP gate the same; a host
+ * off the list refused before any pod is touched.
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { type AnalysisInput, type AnalysisStatus, credentialsLabel } from "../../api/analysis.ts";
