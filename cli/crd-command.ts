@@ -65,13 +65,19 @@ export function renderKruiseCrdYaml(): string {
   return header + yaml(kruiseCrdForCluster());
 }
 
-/** The chart's copy of Kruise's CRD: a template, installed with `kruise.enabled`. */
+/**
+ * The chart's copy of Kruise's CRD: a template, installed with `kruise.enabled`. Braces in its
+ * descriptions (`{{domain}}`, ADR 0055) are text, not template actions: written as Helm literals.
+ */
 export function renderChartKruiseCrd(): string {
-  return `{{- if .Values.kruise.enabled }}\n${header}` +
-    yaml(
-      kruiseCrdForCluster("{{ .Release.Namespace }}", "{{ .Values.controller.tlsSecretName }}"),
-    ) +
-    "{{- end }}\n";
+  // Stand-ins YAML quotes as it quotes the actions they become (both begin with a brace).
+  const namespace = "{@release-namespace@}";
+  const secret = "{@tls-secret-name@}";
+  const text = yaml(kruiseCrdForCluster(namespace, secret))
+    .replace(/\{\{|\}\}/g, (braces) => `{{ "${braces}" }}`)
+    .replaceAll(namespace, "{{ .Release.Namespace }}")
+    .replaceAll(secret, "{{ .Values.controller.tlsSecretName }}");
+  return `{{- if .Values.kruise.enabled }}\n${header}${text}{{- end }}\n`;
 }
 
 /** The files `--chart DIR` writes, under the chart's directory. */
