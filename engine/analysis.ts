@@ -91,6 +91,12 @@ export function judgeMeasurement(check: AnalysisCheck, m: Measurement): Judged {
   };
 }
 
+/** What a gate or a bake still waits for of one standing: `errors in zone-a (1 of 3)`. */
+const undecidedText = (s: CheckStatus, check: AnalysisCheck) =>
+  `${s.check}${s.domain !== undefined ? ` in ${s.domain}` : ""} (${
+    s.passed + s.failed
+  } of ${check.count}${s.phase === "Inconclusive" ? ", inconclusive" : ""})`;
+
 /** A gate's verdict over the domains its step reached. */
 export interface GateVerdict {
   /** Every domain not stopped passed. */
@@ -188,15 +194,7 @@ export class AnalysisBook {
           })`,
       });
     } else if (s.step !== undefined && s.passed + s.failed >= check.count) {
-      s.phase = "Passed";
-      delete s.nextAt;
-      this.events.push({
-        type: "Normal",
-        reason: "AnalysisPassed",
-        message: `revision ${this.input.hash}: ${of} ${s.check}${where} passed: ${s.passed} of ${
-          s.passed + s.failed
-        } measurements passed`,
-      });
+      this.pass(s);
     } else if (judged.phase === "Inconclusive") {
       if (s.phase !== "Inconclusive") {
         this.events.push({
@@ -209,6 +207,21 @@ export class AnalysisBook {
       }
       s.phase = "Inconclusive";
     } else s.phase = "Running";
+  }
+
+  /** A standing that reached its count within its failure limit: measured no more, told once. */
+  private pass(s: CheckStatus) {
+    s.phase = "Passed";
+    delete s.nextAt;
+    this.events.push({
+      type: "Normal",
+      reason: "AnalysisPassed",
+      message: `revision ${this.input.hash}: ${
+        s.step !== undefined ? `step ${s.step}'s ` : ""
+      }check ${s.check}${s.domain !== undefined ? ` in ${s.domain}` : ""} passed: ${s.passed} of ${
+        s.passed + s.failed
+      } measurements passed`,
+    });
   }
 
   /** The standing of a check for a domain (and step), begun now when it has none. */
@@ -251,11 +264,7 @@ export class AnalysisBook {
         const s = this.stand(check, domain, step);
         if (s.phase === "Passed" || s.phase === "Failed") continue;
         waiting.add(domain);
-        undecided.push(
-          `${name}${s.domain !== undefined ? ` in ${s.domain}` : ""} (${
-            s.passed + s.failed
-          } of ${check.count}${s.phase === "Inconclusive" ? ", inconclusive" : ""})`,
-        );
+        undecided.push(undecidedText(s, check));
       }
     }
     const stopped = this.stoppedDomains();
@@ -293,25 +302,13 @@ export class AnalysisBook {
         const s = this.stand(check, domain);
         if (s.phase === "Failed" || s.phase === "Passed") continue;
         if (complete && s.passed + s.failed >= check.count) {
-          s.phase = "Passed";
-          delete s.nextAt;
-          this.events.push({
-            type: "Normal",
-            reason: "AnalysisPassed",
-            message: `revision ${this.input.hash}: check ${s.check}${
-              s.domain !== undefined ? ` in ${s.domain}` : ""
-            } passed: ${s.passed} of ${s.passed + s.failed} measurements passed`,
-          });
+          this.pass(s);
           continue;
         }
         for (const d of domain !== undefined ? [domain] : domains.map((d) => d.name)) {
           waiting.add(d);
         }
-        undecided.push(
-          `${name}${s.domain !== undefined ? ` in ${s.domain}` : ""} (${
-            s.passed + s.failed
-          } of ${check.count}${s.phase === "Inconclusive" ? ", inconclusive" : ""})`,
-        );
+        undecided.push(undecidedText(s, check));
       }
     }
     return {
