@@ -101,9 +101,22 @@ export const Affinity = z.looseObject({
 });
 export type Affinity = z.infer<typeof Affinity>;
 
+const ResourceList = z.record(z.string(), z.union([z.string(), z.number()]));
+
+/** A container's `resources` (requests and limits by resource name), as written or reported. */
+export const ResourceRequirements = z.looseObject({
+  requests: ResourceList.optional(),
+  limits: ResourceList.optional(),
+});
+export type ResourceRequirements = z.infer<typeof ResourceRequirements>;
+
 export const Container = z.looseObject({
   name: z.string(),
   image: z.string().optional(),
+  resources: ResourceRequirements.optional(),
+  /** Whether the kubelet restarts the container to resize a resource (default NotRequired). */
+  resizePolicy: z.array(z.looseObject({ resourceName: z.string(), restartPolicy: z.string() }))
+    .optional(),
 });
 export type Container = z.infer<typeof Container>;
 
@@ -154,6 +167,8 @@ export const Pod = z.looseObject({
       name: z.string(),
       image: z.string().optional(),
       ready: z.boolean().optional(),
+      /** The resources the container runs with, as its kubelet reports them (resize). */
+      resources: ResourceRequirements.optional(),
     })).optional(),
   }).optional(),
 });

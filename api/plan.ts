@@ -53,6 +53,11 @@ interface SnapshotObjects {
    */
   refused?: { revision: string; message: string };
   /**
+   * The API server serves no `pods/resize` (before Kubernetes 1.32; learned from discovery): an
+   * InPlaceIfPossible change of resources recreates the pod (ADR 0056). Absent: it serves it.
+   */
+  noPodResize?: true;
+  /**
    * Analysis checks (ADR 0055): the `host:port`s the controller may reach (`--analysis-hosts`),
    * and what it measured this call of the standings `dueMeasurements` named. Given by every
    * controller for a set with checks (`controller/analysis.ts`); absent for a planner that only
@@ -119,15 +124,27 @@ export interface DeletePod extends ActionBase {
   node?: string;
 }
 
+/** One container's new cpu and memory, as a resize sends them (`pods/resize`). */
+export interface ContainerResize {
+  name: string;
+  resources: {
+    requests?: Record<string, string | number>;
+    limits?: Record<string, string | number>;
+  };
+}
+
 /**
  * JSON merge patch (`application/merge-patch+json`) of a pod: labels, annotations,
  * ownerReferences (adoption); for an in-place update (InPlaceIfPossible) also the whole
- * `spec.containers` list with new images. A `null` value removes a key.
+ * `spec.containers` list with new images. A `null` value removes a key. With `resize`, the
+ * containers' cpu and memory are first resized through `pods/resize` (a strategic merge patch of
+ * those containers' resources); the patch is sent only once the resize landed.
  */
 export interface PatchPod extends ActionBase {
   type: "patchPod";
   name: string;
   uid: string;
+  resize?: ContainerResize[];
   patch: {
     metadata: {
       labels?: Record<string, string | null>;

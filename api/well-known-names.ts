@@ -11,8 +11,8 @@ export const Keys = {
   /** Kruise's lifecycle state label (`PreparingDelete` while a preDelete hook holds the pod). */
   lifecycleState: "lifecycle.apps.kruise.io/state",
   /**
-   * On a pod whose images edgeroll changed in place (InPlaceIfPossible): the revision it moves
-   * to. The pod counts as unavailable until its containers run the images of its spec.
+   * On a pod edgeroll updated in place (InPlaceIfPossible): the revision it moves to. The pod
+   * counts as unavailable until its containers run the images and resources of its spec.
    */
   inPlaceUpdate: "apps.edgeroll.dev/inplace-update-revision",
   /** OpenYurt's OTA pod condition type. */
@@ -28,4 +28,10 @@ export const Keys = {
    * False while its images change in place, so the kubelet keeps the pod unready.
    */
   inPlaceUpdateReady: "InPlaceUpdateReady",
+  /**
+   * The kubelet's pod conditions of a resize (Kubernetes 1.33): Pending with reason Infeasible
+   * or Deferred while it has not allocated the new resources, InProgress until they are applied.
+   */
+  podResizePending: "PodResizePending",
+  podResizeInProgress: "PodResizeInProgress",
 } as const;

@@ -9,7 +9,7 @@ import type { Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, type Pod, type PodTemplateSpec } from "../api/kube-objects.ts";
 import type { SetConfig } from "./config.ts";
 import { nameSuffix } from "../api/hash.ts";
-import { inPlacePatch } from "./in-place.ts";
+import { inPlaceUpdate } from "./in-place.ts";
 import { formatTime, parseTime, podNodeName } from "./pod-node-state.ts";
 import { daemonPodTolerations } from "./should-run.ts";
 import { controllerRef } from "./revisions.ts";
@@ -65,6 +65,8 @@ export interface PlanFacts {
    * pods run instead of `hash`, with its template.
    */
   readonly pinned?: ReadonlyMap<string, { hash: string; template: PodTemplateSpec }>;
+  /** The API server serves no `pods/resize`: a change of resources recreates (ADR 0056). */
+  readonly noPodResize?: true;
 }
 
 /** The facts a pod on `node` is made from: a pinned node's revision and template. */
@@ -397,24 +399,33 @@ export class PhaseDecisions extends WaitList {
   }
 
   /**
-   * Updates an old pod in place when only images (and pod metadata) changed since its revision.
-   * Returns false when it must be recreated instead.
+   * Updates an old pod in place when only images, cpu and memory (and pod metadata) changed since
+   * its revision. Returns false when it must be recreated instead.
    */
   updateInPlace(pod: Pod, reason: string): boolean {
     const { config, hash } = factsFor(this.facts, podNodeName(pod) ?? "");
     const old = this.facts.templates.get(pod.metadata.labels?.[Keys.revisionHash] ?? "");
-    const patch = old && inPlacePatch(pod, old, config.template, hash, config.generation);
-    if (!patch) return false;
-    // As Kruise: the gate goes False first, so the pod is unready before its images change. A
-    // gate already False is left as it is: writing it again would be observed at once.
+    const update = old &&
+      inPlaceUpdate(pod, old, config.template, hash, config.generation, !this.facts.noPodResize);
+    if (!update) return false;
+    // As Kruise: when a container restarts the gate goes False first, so the pod is unready
+    // before it changes. A gate already False is left as it is: writing it again would be
+    // observed at once. A resize without restart keeps the pod Ready.
     const gate = pod.status?.conditions?.find((c) => c.type === Keys.inPlaceUpdateReady);
     if (
-      hasInPlaceGate(pod) && gate?.status !== "False" &&
+      update.restarts && hasInPlaceGate(pod) && gate?.status !== "False" &&
       !this.markInPlaceReady(pod, "False", `${reason}, in place`)
     ) return false;
     const name = pod.metadata.name ?? "";
     const uid = pod.metadata.uid ?? "";
-    this.#actions.push({ type: "patchPod", reason: `${reason}, in place`, name, uid, patch });
+    this.#actions.push({
+      type: "patchPod",
+      reason: `${reason}, in place: ${update.what}`,
+      name,
+      uid,
+      ...(update.resize ? { resize: update.resize } : {}),
+      patch: update.patch,
+    });
     this.#expectations.push({
       action: "patch",
       pod: name,
@@ -426,7 +437,7 @@ export class PhaseDecisions extends WaitList {
     this.#events.push({
       type: "Normal",
       reason: "SuccessfulUpdatePodInPlace",
-      message: `Updated pod ${name} in place to revision ${hash}`,
+      message: `Updated pod ${name} in place to revision ${hash}: ${update.what}`,
       pod: name,
       onSet: true,
     });

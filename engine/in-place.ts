@@ -1,13 +1,24 @@
 /**
- * InPlaceIfPossible: when the old and the current template differ only in container images
- * (and pod labels or annotations), the pod is patched instead of recreated, as Kruise does. The
- * kubelet restarts the changed containers; until they run the new images the pod counts as
- * unavailable (`runsItsSpec`), so the budget holds during the restart.
+ * InPlaceIfPossible: when the old and the current template differ only in container images,
+ * the cpu and memory of containers' resources, and pod labels or annotations, the pod is updated
+ * instead of recreated, as Kruise does with InPlaceWorkloadVerticalScaling (ADR 0056). Resources
+ * go first, through `pods/resize`; then one patch moves the images and the revision. The kubelet
+ * restarts a container whose image changed, or whose resized resource asks for it
+ * (`resizePolicy` RestartContainer); until the pod runs its spec, images and resources as the
+ * kubelet reports them, it counts as unavailable (`runsItsSpec`), so the budget holds.
  */
-import type { ControllerRevision, Pod, PodTemplateSpec } from "../api/kube-objects.ts";
+import type { Container, ControllerRevision, Pod, PodTemplateSpec } from "../api/kube-objects.ts";
 import { Keys } from "../api/kube-objects.ts";
 import { canonicalJson } from "../api/hash.ts";
-import type { PatchPod } from "../api/plan.ts";
+import type { ContainerResize, PatchPod } from "../api/plan.ts";
+import {
+  changedResources,
+  qosClass,
+  resizableRequirements,
+  resizableResources,
+  resizeRestartPolicy,
+} from "../api/pod-resources.ts";
+import { quantityMillis, type ResourceList } from "../api/quantity.ts";
 
 /** The template a revision stands for (`data.spec.template`, as upstream stores it). */
 export function revisionTemplate(revision: ControllerRevision): PodTemplateSpec | undefined {
@@ -15,12 +26,32 @@ export function revisionTemplate(revision: ControllerRevision): PodTemplateSpec 
   return data?.spec?.template;
 }
 
-/** The pod spec with container images blanked: equal shapes differ at most in images. */
-function shapeWithoutImages(template: PodTemplateSpec): string {
+const resizable = new Set<string>(resizableResources);
+
+/** A resource list with the quantities of cpu and memory blanked (the names stay). */
+function blankResizable(list: ResourceList | undefined): Record<string, unknown> | undefined {
+  return list &&
+    Object.fromEntries(Object.entries(list).map(([k, v]) => [k, resizable.has(k) ? null : v]));
+}
+
+/**
+ * The pod spec with images and cpu and memory quantities blanked: equal shapes differ at most in
+ * those. A resource named or dropped, or any other resource changed, changes the shape (Kruise
+ * recreates then too).
+ */
+function shapeOf(template: PodTemplateSpec): string {
   const spec = template.spec;
   return canonicalJson({
     ...spec,
-    containers: spec.containers.map((c) => ({ ...c, image: null })),
+    containers: spec.containers.map((c) => ({
+      ...c,
+      image: null,
+      resources: c.resources && {
+        ...c.resources,
+        requests: blankResizable(c.resources.requests),
+        limits: blankResizable(c.resources.limits),
+      },
+    })),
   });
 }
 
@@ -34,20 +65,101 @@ function mapPatch(
   return patch;
 }
 
+/** What a resize of `container` to `wanted`'s cpu and memory sends. */
+function resizeOf(container: Container, wanted: Container): ContainerResize {
+  return { name: container.name, resources: resizableRequirements(wanted.resources) };
+}
+
+/** `container` with `wanted`'s image and, when resized, its cpu and memory. */
+function containerAfter(container: Container, wanted: Container | undefined): Container {
+  if (!wanted) return container;
+  const changed = changedResources(container.resources, wanted.resources).length > 0;
+  if (!changed) return { ...container, image: wanted.image ?? container.image };
+  const { resources } = resizeOf(container, wanted);
+  return {
+    ...container,
+    image: wanted.image ?? container.image,
+    resources: {
+      ...container.resources,
+      requests: { ...container.resources?.requests, ...resources.requests },
+      limits: { ...container.resources?.limits, ...resources.limits },
+    },
+  };
+}
+
+/** The pod's containers as an in-place update to `current` leaves them. */
+function containersAfter(pod: Pod, current: PodTemplateSpec): Container[] {
+  const wanted = new Map(current.spec.containers.map((c) => [c.name, c]));
+  return pod.spec.containers.map((c) => containerAfter(c, wanted.get(c.name)));
+}
+
+/** Whether a resize from `from` to `to` lowers the memory limit. */
+function lowersMemoryLimit(from: Container, to: Container): boolean {
+  const [before, after] = [from.resources?.limits?.memory, to.resources?.limits?.memory];
+  return before !== undefined && after !== undefined &&
+    (quantityMillis(after) ?? 0) < (quantityMillis(before) ?? 0);
+}
+
+/** How one pod is updated in place: the resize first (if any), then the patch. */
+export interface InPlaceUpdate {
+  /** Merge patch of the pod: the revision, the template's labels and annotations, new images. */
+  patch: PatchPod["patch"];
+  /** The containers whose cpu or memory change, sent to `pods/resize` before the patch. */
+  resize?: ContainerResize[];
+  /**
+   * Whether the kubelet restarts a container: a new image, or a resized resource whose
+   * `resizePolicy` is RestartContainer. Only then does the in-place gate close first (Kruise's
+   * `defaultCheckPodNeedsBeUnready`); a resize without restart keeps the pod Ready.
+   */
+  restarts: boolean;
+  /** What changes, for the pod's Event: e.g. `image of agent; cpu, memory of agent`. */
+  what: string;
+}
+
 /**
- * The merge patch that moves `pod` from `old` to `current` in place, or undefined when anything
- * but images and pod metadata changed (then the pod is recreated).
+ * The in-place update that moves `pod` from `old` to `current`, or undefined when the pod must be
+ * recreated: anything else changed, the QoS class would change, or the API server would refuse
+ * the resize (it serves no `pods/resize`, its kubelet reports no resources for a container to
+ * resize, or a memory limit is lowered without RestartContainer: Kubernetes 1.33's rules).
  */
-export function inPlacePatch(
+export function inPlaceUpdate(
   pod: Pod,
   old: PodTemplateSpec,
   current: PodTemplateSpec,
   hash: string,
   generation: number,
-): PatchPod["patch"] | undefined {
-  if (shapeWithoutImages(old) !== shapeWithoutImages(current)) return undefined;
-  const images = new Map(current.spec.containers.map((c) => [c.name, c.image]));
-  return {
+  resizeServed = true,
+): InPlaceUpdate | undefined {
+  if (shapeOf(old) !== shapeOf(current)) return undefined;
+  if (qosClass(old.spec.containers) !== qosClass(current.spec.containers)) return undefined;
+  const wanted = new Map(current.spec.containers.map((c) => [c.name, c]));
+  const statuses = pod.status?.containerStatuses ?? [];
+  const resize: ContainerResize[] = [];
+  const images: string[] = [];
+  const resized: string[] = [];
+  let restarts = false;
+  for (const container of pod.spec.containers) {
+    const target = wanted.get(container.name);
+    if (!target) return undefined;
+    if (target.image !== container.image) {
+      restarts = true;
+      images.push(container.name);
+    }
+    const changed = changedResources(container.resources, target.resources);
+    if (changed.length === 0) continue;
+    const reported = statuses.find((s) => s.name === container.name)?.resources;
+    if (!resizeServed || !reported) return undefined;
+    if (
+      lowersMemoryLimit(container, target) &&
+      resizeRestartPolicy(target, "memory") !== "RestartContainer"
+    ) {
+      return undefined;
+    }
+    if (changed.some((r) => resizeRestartPolicy(target, r) === "RestartContainer")) restarts = true;
+    resize.push(resizeOf(container, target));
+    resized.push(`${changed.join(", ")} of ${container.name}`);
+  }
+  const patch: PatchPod["patch"] = {
     metadata: {
       labels: {
         ...mapPatch(old.metadata?.labels, current.metadata?.labels),
@@ -59,15 +171,19 @@ export function inPlacePatch(
         [Keys.inPlaceUpdate]: hash,
       },
     },
-    spec: {
-      containers: pod.spec.containers.map((c) => ({ ...c, image: images.get(c.name) ?? c.image })),
-    },
+    // A merge patch replaces the list whole: it carries the resized resources too, which the
+    // resize sent before it has set (the API server refuses a pod update that changes them).
+    ...(images.length > 0 ? { spec: { containers: containersAfter(pod, current) } } : {}),
   };
+  const what = [
+    ...(images.length > 0 ? [`image of ${images.join(", ")}`] : []),
+    ...resized,
+  ].join("; ");
+  return { patch, ...(resize.length > 0 ? { resize } : {}), restarts, what };
 }
 
-/** `pod` as it reads once an in-place update to `hash` lands: new images, new revision. */
+/** `pod` as it reads once an in-place update to `hash` lands: new images and resources, new revision. */
 export function updatedInPlace(pod: Pod, current: PodTemplateSpec, hash: string): Pod {
-  const images = new Map(current.spec.containers.map((c) => [c.name, c.image]));
   return {
     ...pod,
     metadata: {
@@ -75,9 +191,6 @@ export function updatedInPlace(pod: Pod, current: PodTemplateSpec, hash: string)
       labels: { ...pod.metadata.labels, [Keys.revisionHash]: hash },
       annotations: { ...pod.metadata.annotations, [Keys.inPlaceUpdate]: hash },
     },
-    spec: {
-      ...pod.spec,
-      containers: pod.spec.containers.map((c) => ({ ...c, image: images.get(c.name) ?? c.image })),
-    },
+    spec: { ...pod.spec, containers: containersAfter(pod, current) },
   };
 }

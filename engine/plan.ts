@@ -38,6 +38,7 @@ import { judgeFailures, planRollback } from "./failures.ts";
 import { planImagePulls, planPreDownload } from "./image-pulls.ts";
 import { revisionTemplate } from "./in-place.ts";
 import { planInPlaceReadiness } from "./in-place-readiness.ts";
+import { planRefusedResizes } from "./resize-fallback.ts";
 import { planPlacement } from "./placement.ts";
 import {
   compareOldestFirst,
@@ -144,6 +145,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     now,
     templates,
     ...(pins ? { pinned: pins.nodes } : {}),
+    ...(snapshot.noPodResize ? { noPodResize: true as const } : {}),
   };
   const available = availability(owned, config.minReadySeconds, now, pending);
   const ota = config.mode === "OTA";
@@ -250,6 +252,10 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const updated = updates
     ? planBudgetedUpdate(facts, pulled.left, settled, order, available, gate)
     : skipped(pulled.left);
+  // 5b. A resize its node will not apply: the pod recreated (InPlaceIfPossible; ADR 0056).
+  const resized = updates && config.inPlace
+    ? planRefusedResizes(facts, updated.left, settled)
+    : skipped(updated.left);
   const earlier = [
     claimed,
     placed.decisions,
@@ -262,15 +268,15 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   // 6. In-place readiness gates opened on pods that run their spec.
   const readied = planInPlaceReadiness(
     facts,
-    updated.left,
+    resized.left,
     views,
     pending,
-    [...earlier, updated.decisions].flatMap((d) => d.expectations),
+    [...earlier, updated.decisions, resized.decisions].flatMap((d) => d.expectations),
   );
   // 7. Image pre-download on the nodes next in the update order; a pod this plan already
   // replaces or patches is not pulled for: its new pod pulls for itself.
   const touched = new Set(
-    [...earlier, updated.decisions, readied.decisions].flatMap((d) =>
+    [...earlier, updated.decisions, resized.decisions, readied.decisions].flatMap((d) =>
       d.actions.flatMap((a) => a.type === "deletePod" || a.type === "patchPod" ? [a.uid] : [])
     ),
   );
@@ -288,6 +294,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const decisions = mergeDecisions([
     ...earlier,
     updated.decisions,
+    resized.decisions,
     readied.decisions,
     preDownloaded.decisions,
   ]);

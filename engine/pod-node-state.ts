@@ -5,6 +5,7 @@
  */
 import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
 import type { EpochMillis } from "../api/plan.ts";
+import { changedResources } from "../api/pod-resources.ts";
 
 export function parseTime(rfc3339: string | undefined): EpochMillis | undefined {
   if (rfc3339 === undefined) return undefined;
@@ -67,17 +68,59 @@ export function normalizeImage(ref: string): string {
 }
 
 /**
- * False while a pod updated in place still runs old images: its containers have not restarted
- * with the images of its spec yet, whatever its Ready condition says. Other pods: true.
+ * False while a pod updated in place still runs old images or old resources: its containers
+ * have not restarted with the images of its spec, or its kubelet has not applied the spec's cpu
+ * and memory (the resources it reports differ, or a resize is pending or in progress), whatever
+ * its Ready condition says. Other pods: true. A kubelet that reports no resources cannot resize
+ * (the API server refuses to), so their absence says nothing.
  */
 export function runsItsSpec(pod: Pod): boolean {
   if (pod.metadata.annotations?.[Keys.inPlaceUpdate] === undefined) return true;
+  if (
+    pod.status?.conditions?.some((c) =>
+      (c.type === Keys.podResizePending || c.type === Keys.podResizeInProgress) &&
+      c.status === "True"
+    )
+  ) return false;
   const statuses = pod.status?.containerStatuses ?? [];
   return pod.spec.containers.every((c) => {
     const s = statuses.find((x) => x.name === c.name);
     return s?.ready === true && c.image !== undefined && s.image !== undefined &&
-      normalizeImage(s.image) === normalizeImage(c.image);
+      normalizeImage(s.image) === normalizeImage(c.image) &&
+      (s.resources === undefined || changedResources(c.resources, s.resources).length === 0);
   });
+}
+
+/** Where a pod's resize stands, when its kubelet holds it back (`PodResizePending`). */
+export type HeldResize =
+  | { state: "refused"; why: string }
+  | { state: "deferred"; why: string; until: EpochMillis };
+
+/**
+ * A resize its kubelet will not apply: Infeasible (the node has not the room at all), or
+ * Deferred (not now) for `deferredForMs` (then `refused`, and the pod is recreated: ADR 0056;
+ * before, `deferred` until then). Undefined when no resize is held back.
+ */
+export function heldResize(
+  pod: Pod,
+  now: EpochMillis,
+  deferredForMs: number,
+): HeldResize | undefined {
+  const pending = pod.status?.conditions?.find((c) =>
+    c.type === Keys.podResizePending && c.status === "True"
+  );
+  if (!pending) return undefined;
+  const said = pending.message ? ` (${pending.message})` : "";
+  if (pending.reason !== "Deferred") {
+    return {
+      state: "refused",
+      why: `its node finds the resize ${pending.reason ?? "infeasible"}${said}`,
+    };
+  }
+  const since = parseTime(pending.lastTransitionTime) ?? now;
+  const why = `its node has deferred the resize since ${formatTime(since)}${said}`;
+  const until = since + deferredForMs;
+  return now >= until ? { state: "refused", why } : { state: "deferred", why, until };
 }
 
 export function isPodAvailable(pod: Pod, minReadySeconds: number, now: EpochMillis): boolean {

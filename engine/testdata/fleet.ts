@@ -21,6 +21,8 @@ import { formatTime, isNodeReady, podNodeName } from "../pod-node-state.ts";
 import { plan } from "../plan.ts";
 import type { Plan, Snapshot } from "../../api/plan.ts";
 import type { RolloutPlanInput } from "../../api/rollout-plan.ts";
+import { resizableRequirements } from "../../api/pod-resources.ts";
+import { canonicalJson } from "../../api/hash.ts";
 
 export const t0 = Date.parse("2026-01-01T00:00:00Z");
 export const setUid = "uid-set";
@@ -185,6 +187,15 @@ export function apply(c: Cluster, plan: Plan, now: number): Cluster {
           meta.ownerReferences = action.patch.metadata.ownerReferences;
         }
         if (action.patch.spec) s.pods[i].spec.containers = action.patch.spec.containers;
+        // The resize went first (pods/resize): each container's cpu and memory.
+        for (const { name, resources } of action.resize ?? []) {
+          const container = s.pods[i].spec.containers.find((x) => x.name === name)!;
+          container.resources = {
+            ...container.resources,
+            requests: { ...container.resources?.requests, ...resources.requests },
+            limits: { ...container.resources?.limits, ...resources.limits },
+          };
+        }
         break;
       }
       case "setPodCondition": {
@@ -247,8 +258,14 @@ export function apply(c: Cluster, plan: Plan, now: number): Cluster {
 export function kubelet(c: Cluster, now: number, failing: Set<string> = new Set()): Cluster {
   const s = structuredClone(c.snapshot);
   const ready = new Set(s.nodes.filter(isNodeReady).map((n) => n.metadata.name));
+  // Each container as it runs: its image, its cpu and memory (a kubelet that resizes says so).
   const restarted = (p: Pod) =>
-    p.spec.containers.map((c) => ({ name: c.name, image: c.image, ready: true }));
+    p.spec.containers.map((c) => ({
+      name: c.name,
+      image: c.image,
+      ready: true,
+      resources: resizableRequirements(c.resources),
+    }));
   const others = (p: Pod) => (p.status?.conditions ?? []).filter((c) => c.type !== "Ready");
   const readyNow = (p: Pod) => ({
     type: "Ready",
@@ -258,13 +275,12 @@ export function kubelet(c: Cluster, now: number, failing: Set<string> = new Set(
   for (const p of s.pods) {
     const nodeName = podNodeName(p) ?? "";
     if (!ready.has(nodeName)) continue;
-    // An in-place update: the containers restart with their new images.
+    // An in-place update: the containers restart with their new images; a resize alone is
+    // applied to them running (resizePolicy NotRequired), the pod Ready all along.
     const images = p.spec.containers.map((c) => c.image).join();
     const running = (p.status?.containerStatuses ?? []).map((c) => c.image).join();
-    if (
-      p.status?.phase === "Running" && p.metadata.annotations?.[Keys.inPlaceUpdate] &&
-      images !== running
-    ) {
+    const inPlace = p.status?.phase === "Running" && p.metadata.annotations?.[Keys.inPlaceUpdate];
+    if (inPlace && images !== running) {
       p.status = {
         phase: "Running",
         conditions: [...others(p), readyNow(p)],
@@ -272,10 +288,19 @@ export function kubelet(c: Cluster, now: number, failing: Set<string> = new Set(
       };
       continue;
     }
+    const resized = restarted(p);
+    if (inPlace && canonicalJson(resized) !== canonicalJson(p.status?.containerStatuses)) {
+      p.status = { ...p.status, containerStatuses: resized };
+      continue;
+    }
     if (p.status?.phase === "Pending") {
       p.status = failing.has(nodeName)
         ? { phase: "Failed", conditions: [...others(p), { type: "Ready", status: "False" }] }
-        : { phase: "Running", conditions: [...others(p), readyNow(p)] };
+        : {
+          phase: "Running",
+          conditions: [...others(p), readyNow(p)],
+          containerStatuses: restarted(p),
+        };
       continue;
     }
     // A gate that opened or closed since: Ready follows it.
