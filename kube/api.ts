@@ -79,6 +79,11 @@ export interface KubeApi {
   /** Deletes only the pod with this UID: a pod recreated under the same name is left alone. */
   deletePod(p: { namespace: string; name: string; uid: string }): Promise<void>;
   patchPod(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
+  /**
+   * Strategic merge patch of `pods/resize` (Kubernetes 1.33): containers merge by name, only
+   * their cpu and memory may change.
+   */
+  resizePod(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
   /** Strategic merge patch of pod status: conditions merge by `type`, as kubelet's do. */
   patchPodStatus(p: { namespace: string; name: string; patch: MergePatch }): Promise<KubeObject>;
   createRevision(
@@ -96,6 +101,8 @@ export interface KubeApi {
   getVersion(p: Record<string, never>): Promise<{ gitVersion: string }>;
   /** Discovery (`GET /apis`): every API group the server serves, with its versions. */
   listApiGroups(p: Record<string, never>): Promise<ApiGroup[]>;
+  /** Discovery (`GET /api/v1`): the names of the core resources served, subresources too. */
+  listCoreResources(p: Record<string, never>): Promise<string[]>;
   /**
    * The Secret `name` in `namespace`, listed only if it carries `labelSelector` (an analysis
    * check's credentials, ADR 0055): a list, so RBAC grants it per namespace by binding.
@@ -144,8 +151,9 @@ const lease = (verb: string): Access => ({
 /**
  * What each method may ask of the API server, for both kinds of set where the kind is a
  * parameter. The controller's ClusterRole is checked against this table (tests/rbac.test.ts):
- * it must allow all of it and nothing more. `getVersion` and `listApiGroups` read `/version`
- * and `/apis`, open to every authenticated user (`system:discovery`).
+ * it must allow all of it and nothing more. `getVersion`, `listApiGroups` and
+ * `listCoreResources` read `/version`, `/apis` and `/api/v1`, open to every authenticated user
+ * (`system:discovery`).
  */
 export const accessOf: Record<KubeMethod, Access[]> = {
   getSet: [ads("get"), apps("daemonsets", "get")],
@@ -163,6 +171,7 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   createPod: [core("pods", "create")],
   deletePod: [core("pods", "delete")],
   patchPod: [core("pods", "patch")],
+  resizePod: [core("pods/resize", "patch")],
   patchPodStatus: [core("pods/status", "patch")],
   createRevision: [apps("controllerrevisions", "create")],
   patchRevision: [apps("controllerrevisions", "patch")],
@@ -173,6 +182,7 @@ export const accessOf: Record<KubeMethod, Access[]> = {
   createEvent: [core("events", "create")],
   createTokenReview: [{ group: "authentication.k8s.io", resource: "tokenreviews", verb: "create" }],
   getVersion: [],
+  listCoreResources: [],
   listApiGroups: [],
   listSecrets: [core("secrets", "list")],
   getLease: [lease("get")],
@@ -552,6 +562,11 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
     async patchPod({ namespace, name, patch }) {
       return toWire(await core.patchNamespacedPod({ namespace, name, body: patch }, mergePatch));
     },
+    async resizePod({ namespace, name, patch }) {
+      return toWire(
+        await core.patchNamespacedPodResize({ namespace, name, body: patch }, strategicMergePatch),
+      );
+    },
     async patchPodStatus({ namespace, name, patch }) {
       return toWire(
         await core.patchNamespacedPodStatus({ namespace, name, body: patch }, strategicMergePatch),
@@ -620,6 +635,10 @@ export function clientNodeApi(kc: k8s.KubeConfig): KubeApi {
         name: g.name,
         versions: (g.versions ?? []).map((v) => v.groupVersion),
       }));
+    },
+    async listCoreResources() {
+      const list = await getJson<{ resources?: { name: string }[] }>("/api/v1");
+      return (list.resources ?? []).map((r) => r.name);
     },
     listSecrets({ namespace, name, labelSelector }) {
       return listObjects(inNamespace(namespace, "/api/v1", "secrets"), {

@@ -46,7 +46,7 @@ import {
   type Pod,
 } from "../api/kube-objects.ts";
 import { labelSelectorIssues } from "../api/label-selector.ts";
-import type { Snapshot } from "../api/plan.ts";
+import type { ContainerResize, Snapshot } from "../api/plan.ts";
 import { type Job, type PullObjects, pullSetLabel, pullsToRead } from "../api/image-pull.ts";
 import { asksPreDownload, rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
 import { credentialsLabel } from "../api/analysis.ts";
@@ -130,6 +130,7 @@ export class KubeClient {
   readonly #component: string;
   readonly #onServedChange: ((served: SetKind[]) => void) | undefined;
   #servedSeen: string | undefined;
+  #podResize: Promise<boolean> | undefined;
   /** Kruise compatibility mode: Kruise's DaemonSets are reconciled (ADR 0027). */
   readonly kruise: boolean;
   #eventSeq = 0;
@@ -193,6 +194,7 @@ export class KubeClient {
     ]);
     // Trusted as read: plan() validates the set's spec; the others are the API server's own.
     const objects = {
+      ...(await this.podResizeServed() ? {} : { noPodResize: true as const }),
       pods: pods.items as Pod[],
       nodes: nodes as Node[],
       revisions: revisions.items as ControllerRevision[],
@@ -341,6 +343,11 @@ export class KubeClient {
     await this.api.patchPod({ namespace, name, patch });
   }
 
+  /** Resizes containers' cpu and memory in place (`pods/resize`). */
+  async resizePod(namespace: string, name: string, containers: ContainerResize[]): Promise<void> {
+    await this.api.resizePod({ namespace, name, patch: { spec: { containers } } });
+  }
+
   /** Sets one pod condition, leaving the others (kubelet's) as they are. */
   async setPodCondition(
     namespace: string,
@@ -449,6 +456,20 @@ export class KubeClient {
       this.#onServedChange?.(served);
     }
     return served;
+  }
+
+  /**
+   * Whether the API server serves `pods/resize` (Kubernetes 1.32 on), from discovery; asked once
+   * per client (a server is not downgraded under a running controller), again after a failure.
+   */
+  podResizeServed(): Promise<boolean> {
+    this.#podResize ??= this.api.listCoreResources({})
+      .then((names) => names.includes("pods/resize"))
+      .catch((err) => {
+        this.#podResize = undefined;
+        throw err;
+      });
+    return this.#podResize;
   }
 
   /**

@@ -177,6 +177,40 @@ Deno.test("each action type becomes its request", async () => {
   });
 });
 
+Deno.test("an in-place update that resizes: pods/resize first, the patch only once it landed", async () => {
+  const update = (name: string): Action => ({
+    type: "patchPod",
+    reason: "update, in place: cpu of agent",
+    name,
+    uid: `u-${name}`,
+    resize: [{ name: "agent", resources: { requests: { cpu: "150m" }, limits: { cpu: "300m" } } }],
+    patch: { metadata: { labels: { "controller-revision-hash": "r2" } } },
+  });
+  const { outcomes, requests } = await execute(
+    [update("p0"), update("p1")],
+    250,
+    (r) => r.path.endsWith("/p1/resize") ? statusAnswer(422, "Invalid") : { body: {} },
+  );
+  assertEquals(outcomes.map((o) => o.result), ["done", "failed"]);
+  // p0: resized, then patched; p1: its resize refused, its patch never sent.
+  assertEquals(requests.map((r) => `${r.method} ${r.path}`).sort(), [
+    "PATCH /api/v1/namespaces/edge/pods/p0",
+    "PATCH /api/v1/namespaces/edge/pods/p0/resize",
+    "PATCH /api/v1/namespaces/edge/pods/p1/resize",
+  ]);
+  const p0 = requests.filter((r) => r.path.includes("/p0"));
+  assertEquals(p0.map((r) => r.path.endsWith("/resize")), [true, false], "resize first");
+  assertEquals(p0[0].contentType, "application/strategic-merge-patch+json");
+  assertEquals(p0[0].body, {
+    spec: {
+      containers: [{
+        name: "agent",
+        resources: { requests: { cpu: "150m" }, limits: { cpu: "300m" } },
+      }],
+    },
+  });
+});
+
 Deno.test("a batch of creations and the deletions go at most 32 at a time, all of them sent", async () => {
   const api = memoryApi();
   let inFlight = 0;

@@ -107,6 +107,9 @@ async function applyAction(
     case "deletePod":
       return done(await client.deletePod(namespace, action.name, action.uid));
     case "patchPod":
+      // The resize first: the patch names the revision the resized pod runs, so it must not
+      // land without it (a failed resize leaves the pod as it was, for the next plan).
+      if (action.resize) await client.resizePod(namespace, action.name, action.resize);
       await client.patchPod(namespace, action.name, withUid(action.patch, action.uid));
       return "done";
     case "setPodCondition":

@@ -103,7 +103,8 @@ export const nodeCachedForm: CachedForm = {
  * What a cache keeps of a pod: its metadata without managedFields, its node (`nodeName`, or
  * the required affinity of one not bound yet), its containers whole (an in-place update
  * patches the list as a whole), and of its status the phase, conditions and each container's
- * name, image and readiness. Placement is decided by the set's template, never by a pod's.
+ * name, image, readiness and resources (a resize is done when they are the spec's). Placement is
+ * decided by the set's template, never by a pod's.
  */
 export function podAsCached(pod: KubeObject): KubeObject {
   const { managedFields: _, ...metadata } = pod.metadata as ObjectMeta & {
@@ -118,6 +119,7 @@ export function podAsCached(pod: KubeObject): KubeObject {
       image?: string;
       ready?: boolean;
       state?: { waiting?: { reason?: string } };
+      resources?: unknown;
     }[];
   };
   return {
@@ -134,12 +136,13 @@ export function podAsCached(pod: KubeObject): KubeObject {
       phase: status.phase,
       conditions: status.conditions,
       // A waiting reason tells a crash loop or a pull that fails (ADR 0035's failed pods).
-      containerStatuses: status.containerStatuses?.map(({ name, image, ready, state }) =>
+      containerStatuses: status.containerStatuses?.map(({ name, image, ready, state, resources }) =>
         withoutUndefined({
           name,
           image,
           ready,
           state: state?.waiting?.reason ? { waiting: { reason: state.waiting.reason } } : undefined,
+          resources,
         })
       ),
     }),
@@ -161,7 +164,13 @@ export const podCachedForm: CachedForm = {
     status: {
       phase: true,
       conditions: true,
-      containerStatuses: { name: true, image: true, ready: true, state: { waiting: true } },
+      containerStatuses: {
+        name: true,
+        image: true,
+        ready: true,
+        state: { waiting: true },
+        resources: true,
+      },
     },
   },
 };

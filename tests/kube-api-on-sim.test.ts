@@ -53,6 +53,7 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
       );
 
     assertEquals((await api.getVersion({})).gitVersion.startsWith("v1."), true);
+    assertEquals((await api.listCoreResources({})).includes("pods/resize"), true);
     assertEquals(await hasOurGroup(), false);
     assertEquals((await api.listApiGroups({})).some((g) => g.versions.includes("apps/v1")), true);
     for (const crd of edgerollCrds()) {
@@ -175,7 +176,11 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
       metadata: { name, labels: probe },
       spec: {
         nodeName: "edge-1",
-        containers: [{ name: "agent", image: "edgeroll.test/agent:v1" }],
+        containers: [{
+          name: "agent",
+          image: "edgeroll.test/agent:v1",
+          resources: { requests: { cpu: "100m" } },
+        }],
       },
     });
     const pod = await api.createPod({ namespace: ns, body: podBody("agent-a") });
@@ -209,6 +214,19 @@ Deno.test("clientNodeApi: every method of accessOf works against the simulator",
       name: "agent-a",
       patch: { status: { conditions: [{ type: "PodNeedUpgrade", status: "True" }] } },
     });
+    const resized = await api.resizePod({
+      namespace: ns,
+      name: "agent-a",
+      patch: {
+        spec: { containers: [{ name: "agent", resources: { requests: { cpu: "150m" } } }] },
+      },
+    });
+    const [agent] = (resized.spec as { containers: { resources?: unknown; image: string }[] })
+      .containers;
+    assertEquals([agent.resources, agent.image], [
+      { requests: { cpu: "150m" } },
+      "edgeroll.test/agent:v1",
+    ]);
     const withCondition = await api.getPod({ namespace: ns, name: "agent-a" });
     const conditions = (withCondition.status as { conditions?: { type: string; status: string }[] })
       .conditions ?? [];

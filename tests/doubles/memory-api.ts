@@ -202,6 +202,27 @@ export function memoryApi(): MemoryApi {
       Promise.resolve().then(() => remove("pods", namespace, name, uid)),
     patchPod: ({ namespace, name, patch: body }) =>
       Promise.resolve().then(() => patch("pods", namespace, name, body)),
+    listCoreResources: () =>
+      Promise.resolve(["nodes", "pods", "pods/resize", "pods/status", "secrets", "events"]),
+    // The containers' resources by name, nothing else (as pods/resize does); validates nothing.
+    resizePod: ({ namespace, name, patch: body }) =>
+      Promise.resolve().then(() => {
+        const found = get("pods", namespace, name);
+        const spec = found.spec as { containers: { name: string; resources?: unknown }[] };
+        const asked = ((body.spec ?? {}) as { containers?: { name: string; resources?: object }[] })
+          .containers ?? [];
+        writes.push("patch pods/resize");
+        return put("pods", {
+          ...found,
+          spec: {
+            ...spec,
+            containers: spec.containers.map((c) => {
+              const resources = asked.find((a) => a.name === c.name)?.resources;
+              return resources ? mergePatch(c, { resources }) : c;
+            }),
+          },
+        });
+      }),
     patchPodStatus: ({ namespace, name, patch: body }) =>
       Promise.resolve().then(() => {
         const found = get("pods", namespace, name);
