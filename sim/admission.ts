@@ -11,6 +11,8 @@ import { labelSelectorMatcher } from "./selectors.ts";
 import { immutableRule, unsupportedRules, validateAndPrune } from "./validation.ts";
 import { caBundlePem } from "./crds.ts";
 import { mutatingConfigurations, validatingConfigurations } from "./admission-webhooks.ts";
+import { podResizeCauses, podUpdateCauses, resizedPod } from "./pod-updates.ts";
+import { qosClass } from "../api/pod-resources.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = Record<string, any>;
@@ -84,7 +86,7 @@ function invalid(type: ResourceType, name: string, causes: StatusCause[]): ApiEr
 function initialStatus(type: ResourceType, object: Any, now: number): unknown {
   switch (type.storage) {
     case "pods":
-      return { phase: "Pending", qosClass: "BestEffort" };
+      return { phase: "Pending", qosClass: qosClass(object.spec?.containers ?? []) };
     case "namespaces":
       return { phase: "Active" };
     case "daemonsets.apps":
@@ -145,6 +147,7 @@ export function admit(
   object: KubeObject,
   old: KubeObject | undefined,
   now: number,
+  subresource?: string,
 ): string[] {
   const o = object as Any;
   const causes: StatusCause[] = [];
@@ -175,6 +178,8 @@ export function admit(
     case "pods":
       defaultPodSpec(o.spec);
       validatePodSpec(o.spec, "spec", causes);
+      if (old && subresource === "resize") causes.push(...podResizeCauses(old as Any, o));
+      else if (old && subresource === undefined) causes.push(...podUpdateCauses(old as Any, o));
       break;
     case "namespaces":
       o.spec ??= { finalizers: ["kubernetes"] };
@@ -385,7 +390,8 @@ function validateConversion(conversion: Any | undefined, causes: StatusCause[]):
 
 /**
  * Keeps the half of an update a request may not change: the main resource cannot write
- * status, the status subresource can write nothing but status.
+ * status, the status subresource can write nothing but status, a pod's resize nothing but its
+ * containers' resources.
  */
 export function splitStatus(
   type: ResourceType,
@@ -393,6 +399,7 @@ export function splitStatus(
   incoming: KubeObject,
   stored: KubeObject,
 ): KubeObject {
+  if (subresource === "resize") return resizedPod(stored, incoming) as KubeObject;
   if (subresource === "status") {
     const next = structuredClone(stored);
     if ("status" in incoming) next.status = incoming.status;

@@ -35,6 +35,7 @@ function subresourcesOf(type: ResourceType): Subresource[] {
   if (type.statusSubresource) subs.push({ name: "status", kind: type.kind, verbs: STATUS_VERBS });
   if (type.storage === "pods") {
     subs.push({ name: "binding", kind: "Binding", verbs: ["create"] });
+    subs.push({ name: "resize", kind: "Pod", verbs: STATUS_VERBS });
     subs.push({
       name: "eviction",
       kind: "Eviction",

@@ -170,6 +170,8 @@ export class SimServer {
     this.ctx.stats.count(verb, subresource ? `${type.plural}/${subresource}` : type.plural);
     const allowed = subresource === "status"
       ? ["get", "update", "patch"].includes(verb) && type.statusSubresource
+      : subresource === "resize"
+      ? ["get", "update", "patch"].includes(verb) && type.storage === "pods"
       : subresource
       ? type.storage === "pods" && (subresource === "eviction" || subresource === "binding")
       : type.verbs.includes(verb);

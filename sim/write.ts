@@ -59,7 +59,10 @@ function normalize(target: Target, body: unknown): KubeObject {
   } else {
     delete object.metadata.namespace;
   }
-  if (target.name !== undefined && !target.subresource || target.subresource === "status") {
+  if (
+    target.name !== undefined && !target.subresource || target.subresource === "status" ||
+    target.subresource === "resize"
+  ) {
     if (object.metadata.name && object.metadata.name !== target.name) {
       throw new ApiError(
         400,
@@ -325,7 +328,11 @@ async function admitAndStore(
   const warnings: string[] = [];
   try {
     warnings.push(
-      ...fieldValidation(type, admit(type, admitted, existing?.old, store.now()), params),
+      ...fieldValidation(
+        type,
+        admit(type, admitted, existing?.old, store.now(), target.subresource),
+        params,
+      ),
       ...mutated.warnings,
       ...await webhooks.validate({ ...request, object: admitted }),
     );

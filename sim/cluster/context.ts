@@ -27,6 +27,8 @@ export interface Durations {
   cachedStartSeconds: number;
   /** How long containers take to stop after a graceful delete (capped by the pod's grace period). */
   terminationSeconds: number;
+  /** How long an allocated resize takes to be applied to the containers (PodResizeInProgress). */
+  resizeSeconds: number;
   /** First image pull or container restart back-off; doubles up to `maxBackOffSeconds`. */
   backOffSeconds: number;
   maxBackOffSeconds: number;
@@ -53,6 +55,7 @@ export const DEFAULT_DURATIONS: Durations = {
   pullSeconds: 8,
   cachedStartSeconds: 1,
   terminationSeconds: 2,
+  resizeSeconds: 1,
   backOffSeconds: 10,
   maxBackOffSeconds: 300,
   crashAfterSeconds: 2,

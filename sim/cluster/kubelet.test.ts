@@ -1,5 +1,5 @@
 import { assert, assertEquals, assertMatch } from "@std/assert";
-import type { KubeObject } from "../store.ts";
+import type { KubeObject, Store } from "../store.ts";
 import { withCluster } from "./testing.ts";
 import { eventually } from "../../lib/eventually.ts";
 import { findCondition, type Node, type Pod } from "./types.ts";
@@ -154,6 +154,128 @@ Deno.test("kubelet: an image change restarts the container with a new restartCou
     });
     assertEquals(after.restartCount, 1);
     assertEquals(after.lastState.terminated?.reason, "Completed");
+  });
+});
+
+/** A pod whose containers ask for cpu and memory, its second restarted to resize memory. */
+function resizable(name: string, cpu: string, memory = "64Mi"): KubeObject {
+  const resources = { requests: { cpu, memory }, limits: { cpu: "2", memory: "256Mi" } };
+  return pod(name, "nginx:1.27", {
+    containers: [
+      { name: "app", image: "nginx:1.27", resources },
+      {
+        name: "sidecar",
+        image: "nginx:1.27",
+        resources,
+        resizePolicy: [{ resourceName: "memory", restartPolicy: "RestartContainer" }],
+      },
+    ],
+  });
+}
+
+function resized(
+  store: Store,
+  name: string,
+  container: string,
+  requests: object,
+) {
+  const current = getPod(store, name)!;
+  const c = current.spec.containers.find((x) => x.name === container)!;
+  c.resources = { ...c.resources as object, requests };
+  store.update("pods", current as unknown as KubeObject);
+}
+
+Deno.test("kubelet: a resize is applied running, or with a restart where resizePolicy asks; InProgress until applied", async () => {
+  await withCluster({ nodes: 1 }, async (store) => {
+    store.create("pods", resizable("web", "100m"));
+    const running = await eventually("web Ready", () => {
+      const p = getPod(store, "web");
+      return findCondition(p?.status?.conditions, "Ready")?.status === "True" && p;
+    });
+    const app = running.status!.containerStatuses!.find((s) => s.name === "app")!;
+    assertEquals(app.resources, {
+      requests: { cpu: "100m", memory: "64Mi" },
+      limits: { cpu: "2", memory: "256Mi" },
+    });
+    assertEquals(app.allocatedResources, { cpu: "100m", memory: "64Mi" });
+    assertEquals(running.status?.qosClass, "Burstable");
+
+    // Every status the kubelet writes meanwhile, the one in progress among them.
+    const written: Pod[] = [];
+    const unsubscribe = store.subscribe((e) => {
+      if (e.resource === "pods" && e.object.metadata.name === "web") written.push(e.object as Pod);
+    });
+    resized(store, "web", "app", { cpu: "500m", memory: "64Mi" });
+    const applied = await eventually("applied", () => {
+      const p = getPod(store, "web");
+      const s = p?.status?.containerStatuses?.find((x) => x.name === "app");
+      return s?.resources?.requests?.cpu === "500m" &&
+        !findCondition(p?.status?.conditions, "PodResizeInProgress") && p;
+    });
+    unsubscribe();
+    const inProgress = written.find((p) =>
+      findCondition(p.status?.conditions, "PodResizeInProgress")?.status === "True"
+    );
+    const allocated = inProgress?.status?.containerStatuses?.find((s) => s.name === "app");
+    assertEquals(allocated?.allocatedResources?.cpu, "500m");
+    assertEquals(allocated?.resources?.requests?.cpu, "100m", "allocated, not applied yet");
+    assertEquals(applied.status!.containerStatuses!.map((s) => s.restartCount), [0, 0]);
+    assertEquals(findCondition(applied.status?.conditions, "Ready")?.status, "True");
+
+    resized(store, "web", "sidecar", { cpu: "100m", memory: "128Mi" });
+    const restarted = await eventually("the sidecar restarted", () => {
+      const s = getPod(store, "web")?.status?.containerStatuses?.find((x) => x.name === "sidecar");
+      return s?.resources?.requests?.memory === "128Mi" && s.ready && s;
+    });
+    assertEquals(restarted.restartCount, 1);
+    assertEquals(
+      getPod(store, "web")!.status!.containerStatuses!.find((s) => s.name === "app")!.restartCount,
+      0,
+    );
+  });
+});
+
+Deno.test("kubelet: a resize beyond the node is Infeasible; beyond what other pods leave, Deferred until one goes", async () => {
+  // The node allocates 4 cpu: each pod asks for 2 x 1 (its two containers).
+  await withCluster({ nodes: 1 }, async (store) => {
+    store.create("pods", resizable("first", "1"));
+    store.create("pods", resizable("second", "500m"));
+    await eventually(
+      "both Ready",
+      () =>
+        ["first", "second"].every((n) =>
+          findCondition(getPod(store, n)?.status?.conditions, "Ready")?.status === "True"
+        ),
+    );
+    const pending = (name: string) =>
+      findCondition(getPod(store, name)?.status?.conditions, "PodResizePending");
+
+    resized(store, "second", "app", { cpu: "4", memory: "64Mi" });
+    const infeasible = await eventually("Infeasible", () => pending("second"));
+    assertEquals([infeasible.reason, infeasible.message], [
+      "Infeasible",
+      "Node didn't have enough capacity: cpu, requested: 4500, capacity: 4000",
+    ]);
+    assertEquals(
+      getPod(store, "second")!.status!.containerStatuses![0].resources?.requests?.cpu,
+      "500m",
+    );
+
+    resized(store, "second", "app", { cpu: "2", memory: "64Mi" });
+    const deferred = await eventually(
+      "Deferred",
+      () => pending("second")?.reason === "Deferred" && pending("second"),
+    );
+    assertEquals(
+      deferred.message,
+      "Node didn't have enough resource: cpu, requested: 2500, used: 2000, capacity: 4000",
+    );
+    store.delete("pods", "default", "first", { gracePeriodSeconds: 0 });
+    await eventually("applied once the first pod went", () => {
+      const p = getPod(store, "second");
+      return p?.status?.containerStatuses?.[0].resources?.requests?.cpu === "2" &&
+        !pending("second") && p;
+    });
   });
 });
 

@@ -18,6 +18,16 @@ import { type ContainerRuntime, type PodRuntime, podStatus, pullError } from "./
 import type { Container, Pod } from "./types.ts";
 import { keyOf } from "./types.ts";
 import { createWorkQueue } from "./work-queue.ts";
+import type { Container as ApiContainer } from "../../api/kube-objects.ts";
+import { canonicalJson } from "../../api/hash.ts";
+import {
+  changedResources,
+  podRequests,
+  resizableRequirements,
+  resizableResources,
+  resizeRestartPolicy,
+} from "../../api/pod-resources.ts";
+import { quantityMillis } from "../../api/quantity.ts";
 
 /** One container's start, as the pull and back-off steps pass it along. */
 interface ContainerJob {
@@ -72,7 +82,14 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
     const runtime = runtimes.get(uid);
     if (!runtime) return;
     for (const container of runtime.containers.values()) container.cancel?.();
+    runtime.applying?.();
     runtimes.delete(uid);
+    // What the pod held is free: a resize deferred on its node is tried again.
+    for (const other of runtimes.values()) {
+      if (other.nodeName === runtime.nodeName && other.pendingResize?.reason === "Deferred") {
+        queue.add(other.key);
+      }
+    }
   }
 
   function event(pod: Pod, type: "Normal" | "Warning", reason: string, message: string): void {
@@ -103,13 +120,110 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
         startContainer(pod, runtime, container, agent);
       } else if (current.image !== container.image) {
         // An in-place image change: the kubelet kills the container and starts the new image.
-        current.cancel?.();
-        if (current.phase === "running") ended(current, 0, "Completed");
-        runtime.containers.delete(container.name);
-        startContainer(pod, runtime, container, agent, current);
+        restart(pod, runtime, container, agent, current);
       }
     }
+    resize(pod, runtime, agent);
     writeStatus(key);
+  }
+
+  /**
+   * A change of the containers' cpu or memory (through `pods/resize`), as the 1.33 kubelet takes
+   * it: Infeasible when the pod's requests exceed what the node can allocate at all, Deferred
+   * while they exceed what its other pods leave (tried again when a pod goes), else allocated at
+   * once and applied `resizeSeconds` later (PodResizeInProgress meanwhile), restarting each
+   * container whose changed resource's `resizePolicy` is RestartContainer.
+   */
+  function resize(pod: Pod, runtime: PodRuntime, agent: NodeAgentState): void {
+    const containers = pod.spec.containers as ApiContainer[];
+    const asked = containers.filter((c) =>
+      canonicalJson(resizableRequirements(c.resources)) !==
+        canonicalJson(runtime.allocated.get(c.name) ?? {})
+    );
+    if (asked.length === 0) {
+      runtime.pendingResize = undefined;
+      return;
+    }
+    const refusal = resizeRefusal(pod, runtime, agent);
+    if (refusal) {
+      runtime.pendingResize = refusal;
+      return;
+    }
+    runtime.pendingResize = undefined;
+    for (const c of asked) runtime.allocated.set(c.name, resizableRequirements(c.resources));
+    runtime.applying?.();
+    runtime.applying = timeline.after(durations.resizeSeconds, () => {
+      runtime.applying = undefined;
+      const current = cache.pods.get(runtime.key);
+      for (const container of current?.spec.containers ?? []) {
+        const allocated = runtime.allocated.get(container.name) ?? {};
+        const applied = runtime.applied.get(container.name) ?? {};
+        if (canonicalJson(allocated) === canonicalJson(applied)) continue;
+        runtime.applied.set(container.name, allocated);
+        const restarts = changedResources(applied, allocated).some((r) =>
+          resizeRestartPolicy(container as ApiContainer, r) === "RestartContainer"
+        );
+        const state = runtime.containers.get(container.name);
+        if (restarts && state) restart(current!, runtime, container, agent, state);
+      }
+      writeStatus(runtime.key);
+    });
+  }
+
+  /** Why the kubelet holds a resize back, in its words; undefined when it fits. */
+  function resizeRefusal(
+    pod: Pod,
+    runtime: PodRuntime,
+    agent: NodeAgentState,
+  ): PodRuntime["pendingResize"] {
+    const allocatable = cache.nodes.get(agent.name)?.status?.allocatable ?? {};
+    const wanted = podRequests(pod.spec.containers as ApiContainer[]);
+    const used: Record<string, number> = {};
+    for (const other of runtimes.values()) {
+      if (other.nodeName !== agent.name || other.uid === runtime.uid || other.termination) continue;
+      const sums = podRequests(
+        [...other.allocated.values()].map((resources) => ({ resources })),
+      );
+      for (const [name, v] of Object.entries(sums)) used[name] = (used[name] ?? 0) + v;
+    }
+    // The kubelet's figures: cpu in millicores, memory in bytes.
+    const shown = (name: string, millis: number) =>
+      name === "cpu" ? millis : Math.round(millis / 1000);
+    for (const name of resizableResources) {
+      const capacity = quantityMillis(allocatable[name] ?? "0") ?? 0;
+      const request = wanted[name] ?? 0;
+      if (request > capacity) {
+        return {
+          reason: "Infeasible",
+          message: `Node didn't have enough capacity: ${name}, requested: ${
+            shown(name, request)
+          }, capacity: ${shown(name, capacity)}`,
+        };
+      }
+      if (request + (used[name] ?? 0) > capacity) {
+        return {
+          reason: "Deferred",
+          message: `Node didn't have enough resource: ${name}, requested: ${
+            shown(name, request)
+          }, used: ${shown(name, used[name] ?? 0)}, capacity: ${shown(name, capacity)}`,
+        };
+      }
+    }
+    return undefined;
+  }
+
+  /** The kubelet kills the container and starts it again: one more restart. */
+  function restart(
+    pod: Pod,
+    runtime: PodRuntime,
+    container: Container,
+    agent: NodeAgentState,
+    current: ContainerRuntime,
+  ): void {
+    current.cancel?.();
+    if (current.phase === "running") ended(current, 0, "Completed");
+    runtime.containers.delete(container.name);
+    startContainer(pod, runtime, container, agent, current);
   }
 
   function admit(pod: Pod, agent: NodeAgentState): PodRuntime {
@@ -122,7 +236,13 @@ export function startKubelets(ctx: ClusterContext): Kubelets {
       podIP,
       containers: new Map(),
       started: false,
+      allocated: new Map(),
+      applied: new Map(),
     };
+    for (const c of pod.spec.containers as ApiContainer[]) {
+      runtime.allocated.set(c.name, resizableRequirements(c.resources));
+      runtime.applied.set(c.name, resizableRequirements(c.resources));
+    }
     runtimes.set(runtime.uid, runtime);
     return runtime;
   }

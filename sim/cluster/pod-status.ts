@@ -14,6 +14,10 @@ import type {
   PodStatus,
 } from "./types.ts";
 import { findCondition } from "./types.ts";
+import { Keys } from "../../api/well-known-names.ts";
+import { canonicalJson } from "../../api/hash.ts";
+import { qosClass, type ResizableRequirements } from "../../api/pod-resources.ts";
+import type { Container as ApiContainer } from "../../api/kube-objects.ts";
 
 export type ContainerPhase =
   | "creating"
@@ -52,10 +56,22 @@ export interface PodRuntime {
   started: boolean;
   /** Set once a delete was seen: "stopping" while containers stop, "stopped" after. */
   termination?: "stopping" | "stopped";
+  /**
+   * Each container's cpu and memory as the kubelet allocated them, and as they are applied
+   * (`applied` lags while a resize is in progress).
+   */
+  allocated: Map<string, ResizableRequirements>;
+  applied: Map<string, ResizableRequirements>;
+  /** A resize the kubelet holds back (PodResizePending), with its words and since when. */
+  pendingResize?: { reason: "Infeasible" | "Deferred"; message: string };
+  /** Cancels the application of an allocated resize, while one waits. */
+  applying?: () => void;
 }
 
 /** Pod conditions the kubelet writes; any other condition belongs to someone else. */
-const KUBELET_CONDITIONS = new Set([
+const KUBELET_CONDITIONS = new Set<string>([
+  Keys.podResizePending,
+  Keys.podResizeInProgress,
   "PodReadyToStartContainers",
   "Initialized",
   "Ready",
@@ -68,31 +84,21 @@ export function pullError(image: string): string {
   return `rpc error: code = NotFound desc = failed to pull and unpack image "${ref}": failed to resolve reference "${ref}": ${ref}: not found`;
 }
 
-function qosClass(pod: Pod): string {
-  const resources = (pod.spec.containers ?? []).map((c) =>
-    (c.resources ?? {}) as { requests?: Record<string, string>; limits?: Record<string, string> }
-  );
-  if (resources.every((r) => !r.requests && !r.limits)) return "BestEffort";
-  const guaranteed = resources.every((r) =>
-    ["cpu", "memory"].every((k) =>
-      r.limits?.[k] && (r.requests?.[k] ?? r.limits[k]) === r.limits[k]
-    )
-  );
-  return guaranteed ? "Guaranteed" : "Burstable";
-}
-
 function containerStatus(
   pod: Pod,
   container: Container,
   state: ContainerRuntime,
   /** False while the node's runtime is down or the pod is terminating. */
   mayBeReady: boolean,
+  resources: { allocated?: ResizableRequirements; applied?: ResizableRequirements },
 ): ContainerStatus {
   const running = state.phase === "running";
   const common = {
     name: container.name,
     restartCount: state.restartCount,
     lastState: state.lastState,
+    // As the kubelet with InPlacePodVerticalScaling: what it allocated and what runs.
+    ...(resources.allocated?.requests ? { allocatedResources: resources.allocated.requests } : {}),
   };
   // A container that has run once reports its image resolved, its digest and its ID.
   const ran = {
@@ -107,6 +113,7 @@ function containerStatus(
       ready: state.probeReady && mayBeReady,
       started: true,
       state: { running: { startedAt: isoSeconds(state.startedAt!) } },
+      resources: resources.applied ?? {},
     };
   }
   if (state.phase === "exited") {
@@ -183,6 +190,47 @@ function podPhase(runtime: PodRuntime): NonNullable<PodStatus["phase"]> {
   return runtime.started ? "Running" : "Pending";
 }
 
+/**
+ * The resize conditions (Kubernetes 1.33): PodResizePending while the kubelet holds a resize
+ * back (Infeasible or Deferred), PodResizeInProgress while what it allocated is not applied yet;
+ * neither once the containers run the spec's resources. Each keeps its transition time while
+ * its reason holds.
+ */
+function resizeConditions(
+  runtime: PodRuntime,
+  before: Condition[] | undefined,
+  now: string,
+): Condition[] {
+  const since = (type: string, reason?: string) => {
+    const previous = findCondition(before, type);
+    return previous && previous.reason === reason ? previous.lastTransitionTime : undefined;
+  };
+  const conditions: Condition[] = [];
+  const pending = runtime.pendingResize;
+  if (pending) {
+    conditions.push({
+      type: Keys.podResizePending,
+      status: "True",
+      lastProbeTime: null,
+      lastTransitionTime: since(Keys.podResizePending, pending.reason) ?? now,
+      reason: pending.reason,
+      message: pending.message,
+    });
+  }
+  const inProgress = [...runtime.allocated].some(([name, allocated]) =>
+    canonicalJson(allocated) !== canonicalJson(runtime.applied.get(name) ?? {})
+  );
+  if (inProgress) {
+    conditions.push({
+      type: Keys.podResizeInProgress,
+      status: "True",
+      lastProbeTime: null,
+      lastTransitionTime: since(Keys.podResizeInProgress) ?? now,
+    });
+  }
+  return conditions;
+}
+
 /** The pod status the kubelet reports for its local runtime record. */
 export function podStatus(
   pod: Pod,
@@ -197,6 +245,10 @@ export function podStatus(
       container,
       runtime.containers.get(container.name)!,
       agent.healthy && !runtime.termination,
+      {
+        allocated: runtime.allocated.get(container.name),
+        applied: runtime.applied.get(container.name),
+      },
     )
   );
   const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
@@ -235,6 +287,7 @@ export function podStatus(
       readyReason === "PodCompleted" ? "" : notReadyMessage,
     ),
     findCondition(before, "PodScheduled") ?? condition("PodScheduled", true),
+    ...resizeConditions(runtime, before, now),
     // Conditions the kubelet does not own (e.g. edgeroll's PodNeedUpgrade) are kept as written.
     ...(before ?? []).filter((c) => !KUBELET_CONDITIONS.has(c.type)),
   ];
@@ -266,7 +319,7 @@ export function podStatus(
     podIP: runtime.podIP,
     podIPs: [{ ip: runtime.podIP }],
     startTime: isoSeconds(runtime.startTime),
-    qosClass: qosClass(pod),
+    qosClass: qosClass(containers as ApiContainer[]),
     containerStatuses: statuses,
   };
   if (initContainerStatuses.length > 0) status.initContainerStatuses = initContainerStatuses;

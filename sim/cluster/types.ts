@@ -97,6 +97,12 @@ export interface ContainerStatus {
   restartCount: number;
   state: ContainerState;
   lastState: ContainerState;
+  /** The cpu and memory the kubelet allocated (requests), and those the container runs with. */
+  allocatedResources?: Record<string, string | number>;
+  resources?: {
+    requests?: Record<string, string | number>;
+    limits?: Record<string, string | number>;
+  };
 }
 
 export interface PodStatus {
