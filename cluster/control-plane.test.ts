@@ -26,19 +26,57 @@ Deno.test("each kwok stage file holds the stages of one kind, so kwok starts Nod
   assertEquals(new Set(podStages), new Set(["Stage v1/Pod"]));
 });
 
-Deno.test("the pod stages that write Ready share one readiness gates block (ADR 0029)", async () => {
-  const stages = parseAllDocuments(
+async function podStages() {
+  return parseAllDocuments(
     await Deno.readTextFile(new URL("./kwok-pod-stages.yaml", import.meta.url)),
   ).map((doc) =>
-    doc.toJS() as { metadata: { name: string }; spec: { next: { statusTemplate?: string } } }
+    doc.toJS() as {
+      metadata: { name: string };
+      spec: {
+        selector: { matchExpressions: { key: string }[] };
+        next: { statusTemplate?: string };
+      };
+    }
   );
-  const block = (name: string) => {
-    const template = stages.find((s) => s.metadata.name === name)?.spec.next.statusTemplate ?? "";
-    const match = template.match(/\{\{\/\* gates block:[^]*?\{\{\/\* end of gates block \*\/\}\}/);
-    if (!match) throw new Error(`${name} has no readiness gates block`);
-    return match[0];
-  };
-  assertEquals(block("pod-readiness-gates"), block("pod-ready"));
+}
+
+/** The text of a stage's template block `name`, from its opening comment to its closing one. */
+function templateBlock(stages: Awaited<ReturnType<typeof podStages>>, stage: string, name: string) {
+  const template = stages.find((s) => s.metadata.name === stage)?.spec.next.statusTemplate ?? "";
+  const match = template.match(
+    new RegExp(`\\{\\{/\\* ${name} block:[^]*?\\{\\{/\\* end of ${name} block \\*/\\}\\}`),
+  );
+  if (!match) throw new Error(`${stage} has no ${name} block`);
+  return match[0];
+}
+
+Deno.test("the pod stages that write Ready share one readiness gates block (ADR 0029)", async () => {
+  const stages = await podStages();
+  assertEquals(
+    templateBlock(stages, "pod-readiness-gates", "gates"),
+    templateBlock(stages, "pod-ready", "gates"),
+  );
+});
+
+Deno.test("the pod stages that report resources share one block, and resize within the nodes' allocatable (ADR 0056)", async () => {
+  const stages = await podStages();
+  assertEquals(
+    templateBlock(stages, "pod-resize", "resources"),
+    templateBlock(stages, "pod-ready", "resources"),
+  );
+  // The room both resize stages judge by is every kwok node's allocatable.
+  const nodeStages = await Deno.readTextFile(new URL("./kwok-node-stages.yaml", import.meta.url));
+  const allocatable = nodeStages.match(/allocatable:\s*\n\s*cpu: "(\w+)"\s*\n\s*memory: (\w+)/);
+  assertEquals(allocatable?.slice(1), ["32", "128Gi"]);
+  const fits = 'requested("cpu") <= 32 and requested("memory") <= 137438953472';
+  for (const name of ["pod-resize", "pod-resize-infeasible"]) {
+    const keys = stages.find((s) => s.metadata.name === name)!.spec.selector.matchExpressions
+      .map((e) => e.key);
+    assert(keys.some((k) => k.endsWith(fits)), `${name} judges room by the nodes' allocatable`);
+  }
+  const infeasible = stages.find((s) => s.metadata.name === "pod-resize-infeasible")!.spec.next
+    .statusTemplate!;
+  assert(infeasible.includes("capacity: 32000") && infeasible.includes("capacity: 137438953472"));
 });
 
 Deno.test("up without built binaries says to run the build, and starts nothing", async () => {
