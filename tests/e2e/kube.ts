@@ -25,20 +25,29 @@ export interface Pod {
   };
   spec: {
     nodeName?: string;
-    containers: { name: string; image: string }[];
+    containers: { name: string; image: string; resources?: Resources }[];
     readinessGates?: { conditionType: string }[];
   };
   status?: {
     phase?: string;
-    conditions?: Condition[];
+    conditions?: (Condition & { lastTransitionTime?: string })[];
+    qosClass?: string;
     containerStatuses?: {
       name: string;
       image: string;
       imageID: string;
       ready: boolean;
       restartCount: number;
+      resources?: Resources;
+      allocatedResources?: Record<string, string>;
     }[];
   };
+}
+
+/** A container's requests and limits, as the API server prints them. */
+export interface Resources {
+  requests?: Record<string, string>;
+  limits?: Record<string, string>;
 }
 
 export interface Node {
@@ -99,6 +108,11 @@ export function patchArgs(
     "-p",
     JSON.stringify(patch),
   ];
+}
+
+/** `kubectl --namespace NS get pods -l SELECTOR`'s arguments. */
+function podsArgs(namespace: string, selector: string): string[] {
+  return ["--namespace", namespace, "get", "pods", "-l", selector];
 }
 
 export interface KubeEvent {
@@ -174,15 +188,7 @@ export class Kube {
   }
 
   async pods(namespace: string, selector: string): Promise<Pod[]> {
-    return (await this.json<{ items: Pod[] }>([
-      "--namespace",
-      namespace,
-      "get",
-      "pods",
-      "-l",
-      selector,
-    ]))
-      .items;
+    return (await this.json<{ items: Pod[] }>(podsArgs(namespace, selector))).items;
   }
 
   /** Jobs of a namespace matching `selector`, as `kubectl get jobs -l` lists them. */
@@ -196,6 +202,50 @@ export class Kube {
       selector,
     ]))
       .items;
+  }
+
+  /**
+   * Watches a namespace's pods matching `selector` (`kubectl get pods -w -o json`, as a user
+   * watches them), calling `seen` with each pod as each event shows it, until `stop`, which ends
+   * the kubectl it started and waits for it.
+   */
+  watchPods(
+    namespace: string,
+    selector: string,
+    seen: (pod: Pod) => void,
+  ): { stop(): Promise<void> } {
+    const child = new Deno.Command(Deno.env.get("KUBECTL") ?? "kubectl", {
+      args: [
+        "--kubeconfig",
+        this.kubeconfigPath,
+        ...podsArgs(namespace, selector),
+        "--watch",
+        "-o",
+        "json",
+      ],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const read = (async () => {
+      let text = "";
+      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+        text += chunk;
+        // kubectl prints each object indented, its closing brace alone at the line's start.
+        for (let end = text.search(/^\}$/m); end >= 0; end = text.search(/^\}$/m)) {
+          seen(JSON.parse(text.slice(0, end + 1)) as Pod);
+          text = text.slice(end + 1);
+        }
+      }
+    })();
+    return {
+      async stop() {
+        try {
+          child.kill("SIGTERM");
+        } catch { /* already ended */ }
+        await child.status;
+        await read;
+      },
+    };
   }
 
   node(name: string): Promise<Node> {

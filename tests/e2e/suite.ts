@@ -18,6 +18,7 @@ import { failoverScenario } from "./failover-scenario.ts";
 import { planScenarios } from "./plan-scenarios.ts";
 import { maintenanceScenario, otaMaintenanceScenario } from "./maintenance-scenario.ts";
 import { admissionScenario, admissionVersionsScenario } from "./admission-scenario.ts";
+import { resizeBehaviourScenario, resizeRolloutScenario } from "./resize-scenario.ts";
 import { type TargetKind, withTarget } from "./target.ts";
 import { analysisScenarios } from "./analysis-scenario.ts";
 
@@ -26,6 +27,7 @@ export const e2eParts = {
   /** The cluster's behaviour, edgeroll's rollouts, the dashboard and OTA. */
   fleet: [
     ...scenarios,
+    resizeBehaviourScenario,
     admissionScenario,
     admissionVersionsScenario,
     ...edgerollScenarios,
@@ -45,8 +47,9 @@ export const e2eParts = {
   ],
   /**
    * Each trigger alone, then at rest; maintenance windows, whose next opening only the tick wakes
-   * the set for; and analysis checks, measured as the controller's clock says (here rather than
-   * in `waits` or `fleet`: on two workers the parts then end together).
+   * the set for; analysis checks, measured as the controller's clock says; and a rollout that
+   * resizes in place (here rather than in `waits` or `fleet`: on two workers the parts then end
+   * together).
    */
   triggers: [
     ...triggerScenarios,
@@ -56,6 +59,8 @@ export const e2eParts = {
     // one after the other on one worker, the triggers part alone on the other (in the fleet
     // part they took the unit stage to 435 s, 15 over its budget).
     ...analysisScenarios,
+    // Resources resized in place through a rollout (ADR 0056), for the same reason.
+    resizeRolloutScenario,
   ],
 } satisfies Record<string, Scenario[]>;
 
