@@ -271,6 +271,17 @@ export const pausedAnnotation = `${group}/paused`;
  */
 export const resumeRevisionAnnotation = `${group}/resume-revision`;
 
+/**
+ * Whether a set's spec (an AdvancedDaemonSet's or Kruise's, as read) updates its pods in place
+ * (`rollingUpdateType: InPlaceIfPossible`): only such a set may resize them (ADR 0056).
+ */
+export function updatesInPlace(spec: unknown): boolean {
+  const strategy =
+    (spec as { updateStrategy?: { rollingUpdate?: { rollingUpdateType?: unknown } } })
+      ?.updateStrategy;
+  return strategy?.rollingUpdate?.rollingUpdateType === "InPlaceIfPossible";
+}
+
 /** Whether a set's annotations ask for Kruise's image pre-download (ADR 0034). */
 export function asksPreDownload(annotations: Record<string, string> | undefined): boolean {
   return [

@@ -11,6 +11,11 @@ import { quantityMillis, type ResourceList } from "./quantity.ts";
 export const resizableResources = ["cpu", "memory"] as const;
 export type ResizableResource = typeof resizableResources[number];
 
+/** Whether a resize may change the resource `name` (cpu or memory). */
+export function isResizable(name: string): name is ResizableResource {
+  return (resizableResources as readonly string[]).includes(name);
+}
+
 export type QosClass = "Guaranteed" | "Burstable" | "BestEffort";
 
 /** Requests as the API server stores them: a limit without a request is also the request. */
@@ -46,6 +51,18 @@ export function resizeRestartPolicy(container: Container, resource: string): str
     "NotRequired";
 }
 
+/**
+ * Whether a resize from `from` to `to` lowers the memory limit while `to`'s memory resizePolicy is
+ * not RestartContainer: Kubernetes 1.33 refuses it ("memory limits cannot be decreased unless
+ * resizePolicy is RestartContainer").
+ */
+export function lowersMemoryLimitWithoutRestart(from: Container, to: Container): boolean {
+  const [before, after] = [from.resources?.limits?.memory, to.resources?.limits?.memory];
+  return before !== undefined && after !== undefined &&
+    (quantityMillis(after) ?? 0) < (quantityMillis(before) ?? 0) &&
+    resizeRestartPolicy(to, "memory") !== "RestartContainer";
+}
+
 /** The resizable resources whose request or limit differs between two containers' resources. */
 export function changedResources(
   from: ResourceRequirements | undefined,
@@ -65,11 +82,7 @@ export type ResizableRequirements = { requests?: ResourceList; limits?: Resource
 
 /** The cpu and memory of `list`, or undefined when it names neither. */
 function resizablePart(list: ResourceList): ResourceList | undefined {
-  const part = Object.fromEntries(
-    Object.entries(list).filter(([name]) =>
-      (resizableResources as readonly string[]).includes(name)
-    ),
-  );
+  const part = Object.fromEntries(Object.entries(list).filter(([name]) => isResizable(name)));
   return Object.keys(part).length > 0 ? part : undefined;
 }
 

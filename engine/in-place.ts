@@ -13,12 +13,13 @@ import { canonicalJson } from "../api/hash.ts";
 import type { ContainerResize, PatchPod } from "../api/plan.ts";
 import {
   changedResources,
+  isResizable,
+  lowersMemoryLimitWithoutRestart,
   qosClass,
   resizableRequirements,
-  resizableResources,
   resizeRestartPolicy,
 } from "../api/pod-resources.ts";
-import { quantityMillis, type ResourceList } from "../api/quantity.ts";
+import type { ResourceList } from "../api/quantity.ts";
 
 /** The template a revision stands for (`data.spec.template`, as upstream stores it). */
 export function revisionTemplate(revision: ControllerRevision): PodTemplateSpec | undefined {
@@ -26,12 +27,10 @@ export function revisionTemplate(revision: ControllerRevision): PodTemplateSpec 
   return data?.spec?.template;
 }
 
-const resizable = new Set<string>(resizableResources);
-
 /** A resource list with the quantities of cpu and memory blanked (the names stay). */
 function blankResizable(list: ResourceList | undefined): Record<string, unknown> | undefined {
   return list &&
-    Object.fromEntries(Object.entries(list).map(([k, v]) => [k, resizable.has(k) ? null : v]));
+    Object.fromEntries(Object.entries(list).map(([k, v]) => [k, isResizable(k) ? null : v]));
 }
 
 /**
@@ -93,13 +92,6 @@ function containersAfter(pod: Pod, current: PodTemplateSpec): Container[] {
   return pod.spec.containers.map((c) => containerAfter(c, wanted.get(c.name)));
 }
 
-/** Whether a resize from `from` to `to` lowers the memory limit. */
-function lowersMemoryLimit(from: Container, to: Container): boolean {
-  const [before, after] = [from.resources?.limits?.memory, to.resources?.limits?.memory];
-  return before !== undefined && after !== undefined &&
-    (quantityMillis(after) ?? 0) < (quantityMillis(before) ?? 0);
-}
-
 /** How one pod is updated in place: the resize first (if any), then the patch. */
 export interface InPlaceUpdate {
   /** Merge patch of the pod: the revision, the template's labels and annotations, new images. */
@@ -149,12 +141,7 @@ export function inPlaceUpdate(
     if (changed.length === 0) continue;
     const reported = statuses.find((s) => s.name === container.name)?.resources;
     if (!resizeServed || !reported) return undefined;
-    if (
-      lowersMemoryLimit(container, target) &&
-      resizeRestartPolicy(target, "memory") !== "RestartContainer"
-    ) {
-      return undefined;
-    }
+    if (lowersMemoryLimitWithoutRestart(container, target)) return undefined;
     if (changed.some((r) => resizeRestartPolicy(target, r) === "RestartContainer")) restarts = true;
     resize.push(resizeOf(container, target));
     resized.push(`${changed.join(", ")} of ${container.name}`);

@@ -46,44 +46,58 @@ async function withClient(
   }
 }
 
-Deno.test("readSnapshot reads set, pods, nodes and revisions in four requests (and discovery once)", async () => {
+Deno.test("readSnapshot reads set, pods, nodes and revisions in four requests", async () => {
   await withClient((r) => {
     if (r.path.endsWith("/advanceddaemonsets/agent")) return { body: set };
     if (r.path.endsWith("/pods")) return list([{ metadata: { name: "agent-a" } }]);
     if (r.path === "/api/v1/nodes") {
       return list([{ metadata: { name: "n1" } }, { metadata: { name: "n2" } }]);
     }
-    if (r.path === "/api/v1") {
-      return { body: { resources: [{ name: "pods" }, { name: "pods/resize" }] } };
-    }
     return list([]);
   }, async (client, requests) => {
-    const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };
-    const snapshot = await client.readSnapshot(ref);
-    assertEquals(snapshot?.set.metadata.uid, "set-uid");
-    assertEquals(snapshot?.pods.map((p) => p.metadata.name), ["agent-a"]);
-    assertEquals(snapshot?.nodes.length, 2);
-    assertEquals(snapshot?.noPodResize, undefined, "the server serves pods/resize");
-    // Discovery of pods/resize, asked once per client (ADR 0056).
-    assertEquals(requests.map((r) => r.path).filter((p) => p === "/api/v1"), ["/api/v1"]);
-    assertEquals(requests.length, 5);
-    const selectors = requests.filter((r) => r.query.has("labelSelector")).map((r) =>
-      r.query.get("labelSelector")
-    );
-    assertEquals(selectors, ["app=agent", "app=agent"]);
-    await client.readSnapshot(ref);
-    assertEquals(requests.length, 9);
-  });
-  await withClient((r) => {
-    if (r.path.endsWith("/advanceddaemonsets/agent")) return { body: set };
-    if (r.path === "/api/v1") return { body: { resources: [{ name: "pods" }] } };
-    return list([]);
-  }, async (client) => {
     const snapshot = await client.readSnapshot({
       kind: "advanceddaemonsets",
       namespace: "edge",
       name: "agent",
     });
+    assertEquals(snapshot?.set.metadata.uid, "set-uid");
+    assertEquals(snapshot?.pods.map((p) => p.metadata.name), ["agent-a"]);
+    assertEquals(snapshot?.nodes.length, 2);
+    assertEquals(requests.length, 4);
+    const selectors = requests.filter((r) => r.query.has("labelSelector")).map((r) =>
+      r.query.get("labelSelector")
+    );
+    assertEquals(selectors, ["app=agent", "app=agent"]);
+  });
+});
+
+Deno.test("readSnapshot of an in-place set asks discovery for pods/resize, once per client", async () => {
+  const inPlace = {
+    ...set,
+    spec: {
+      ...set.spec,
+      updateStrategy: {
+        type: "RollingUpdate",
+        rollingUpdate: { rollingUpdateType: "InPlaceIfPossible" },
+      },
+    },
+  };
+  const answer = (resources: string[]) => (r: RecordedRequest): Answer => {
+    if (r.path.endsWith("/advanceddaemonsets/agent")) return { body: inPlace };
+    if (r.path === "/api/v1") return { body: { resources: resources.map((name) => ({ name })) } };
+    return list([]);
+  };
+  const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };
+  await withClient(answer(["pods", "pods/resize"]), async (client, requests) => {
+    const snapshot = await client.readSnapshot(ref);
+    assertEquals(snapshot?.noPodResize, undefined, "the server serves pods/resize");
+    assertEquals(requests.map((r) => r.path).filter((p) => p === "/api/v1"), ["/api/v1"]);
+    assertEquals(requests.length, 5);
+    await client.readSnapshot(ref);
+    assertEquals(requests.length, 9, "discovery asked once (ADR 0056)");
+  });
+  await withClient(answer(["pods"]), async (client) => {
+    const snapshot = await client.readSnapshot(ref);
     assertEquals(snapshot?.noPodResize, true, "a server before 1.32: resources recreate");
   });
 });

@@ -48,7 +48,11 @@ import {
 import { labelSelectorIssues } from "../api/label-selector.ts";
 import type { ContainerResize, Snapshot } from "../api/plan.ts";
 import { type Job, type PullObjects, pullSetLabel, pullsToRead } from "../api/image-pull.ts";
-import { asksPreDownload, rolloutStatusAnnotation } from "../api/advanced-daemonset.ts";
+import {
+  asksPreDownload,
+  rolloutStatusAnnotation,
+  updatesInPlace,
+} from "../api/advanced-daemonset.ts";
 import { credentialsLabel } from "../api/analysis.ts";
 
 /** One request as `/metrics` counts it. */
@@ -194,7 +198,10 @@ export class KubeClient {
     ]);
     // Trusted as read: plan() validates the set's spec; the others are the API server's own.
     const objects = {
-      ...(await this.podResizeServed() ? {} : { noPodResize: true as const }),
+      // Discovery of pods/resize only where a resize may be planned: an in-place set.
+      ...(updatesInPlace(set.spec) && !await this.podResizeServed()
+        ? { noPodResize: true as const }
+        : {}),
       pods: pods.items as Pod[],
       nodes: nodes as Node[],
       revisions: revisions.items as ControllerRevision[],

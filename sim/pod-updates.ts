@@ -10,12 +10,11 @@ import type { StatusCause } from "./status.ts";
 import { canonical } from "./canonical.ts";
 import {
   changedResources,
+  isResizable,
+  lowersMemoryLimitWithoutRestart,
   qosClass,
-  resizableResources,
-  resizeRestartPolicy,
 } from "../api/pod-resources.ts";
 import type { Container } from "../api/kube-objects.ts";
-import { quantityMillis } from "../api/quantity.ts";
 
 // deno-lint-ignore no-explicit-any
 type Any = Record<string, any>;
@@ -87,7 +86,7 @@ export function podResizeCauses(old: Any, next: Any): StatusCause[] {
       const [was, is] = [before.resources?.[list] ?? {}, container.resources?.[list] ?? {}];
       const names = new Set([...Object.keys(was), ...Object.keys(is)]);
       for (const name of names) {
-        if (resizableResources.includes(name as "cpu")) {
+        if (isResizable(name)) {
           if (was[name] !== undefined && is[name] === undefined) {
             forbidden(`${at}.${list}[${name}]`, `resource ${list} cannot be removed`);
           }
@@ -96,12 +95,7 @@ export function podResizeCauses(old: Any, next: Any): StatusCause[] {
         }
       }
     }
-    const [was, is] = [before.resources?.limits?.memory, container.resources?.limits?.memory];
-    if (
-      was !== undefined && is !== undefined &&
-      (quantityMillis(is) ?? 0) < (quantityMillis(was) ?? 0) &&
-      resizeRestartPolicy(container, "memory") !== "RestartContainer"
-    ) {
+    if (lowersMemoryLimitWithoutRestart(before, container)) {
       forbidden(
         `${at}.limits[memory]`,
         "memory limits cannot be decreased unless resizePolicy is RestartContainer",
