@@ -228,24 +228,41 @@ export const resizeRolloutScenario: Scenario = {
       const before = await settled("v1 on every node", "200m", "128Mi");
       assert(before.every((p) => p.status?.containerStatuses?.[0].image === image("v1")));
 
-      // cpu (NotRequired): in place, no restart, Ready throughout, one node at a time. A pod is in
-      // flight from its resize until its kubelet reports the new resources.
-      const inFlight = new Map<string, boolean>();
-      let most = 0;
-      const watch = kube.watchPods(ns, "app=edge-agent", (pod) => {
-        inFlight.set(pod.metadata.name, !pod.metadata.deletionTimestamp && !runsItsResources(pod));
-        most = Math.max(most, [...inFlight.values()].filter(Boolean).length);
-      });
-      let cpu: Pod[];
-      try {
-        await kube.apply(
-          resizedSet(ns, resources("150m", "64Mi", { cpu: "300m", memory: "128Mi" })),
-        );
-        cpu = await settled("every pod resized to 300m", "300m", "128Mi");
-      } finally {
-        await watch.stop();
-      }
-      assertEquals(most, 1, "one pod resized at a time (maxUnavailable 1)");
+      // Applies a resize and waits for it; returns the pods and the most in flight at once: a pod
+      // is in flight from its resize until its kubelet reports the new resources and it is Ready.
+      const resizeWatched = async (
+        wanted: ReturnType<typeof resizedSet>,
+        what: string,
+        cpu: string,
+        memory: string,
+      ) => {
+        const inFlight = new Map<string, boolean>();
+        let most = 0;
+        const watch = kube.watchPods(ns, "app=edge-agent", (pod) => {
+          inFlight.set(
+            pod.metadata.name,
+            !pod.metadata.deletionTimestamp &&
+              (!runsItsResources(pod) || conditionStatus(pod, "Ready") !== "True"),
+          );
+          most = Math.max(most, [...inFlight.values()].filter(Boolean).length);
+        });
+        try {
+          await kube.apply(wanted);
+          return { pods: await settled(what, cpu, memory), most };
+        } finally {
+          await watch.stop();
+        }
+      };
+
+      // cpu (NotRequired): in place, no restart, Ready throughout, one node at a time.
+      const cpuStep = await resizeWatched(
+        resizedSet(ns, resources("150m", "64Mi", { cpu: "300m", memory: "128Mi" })),
+        "every pod resized to 300m",
+        "300m",
+        "128Mi",
+      );
+      const cpu = cpuStep.pods;
+      assertEquals(cpuStep.most, 1, "one pod resized at a time (maxUnavailable 1)");
       assertEquals(uids(cpu), uids(before), "the same pods");
       for (const [i, pod] of cpu.entries()) {
         assertEquals(pod.status?.containerStatuses?.[0].restartCount, 0);
@@ -256,9 +273,15 @@ export const resizeRolloutScenario: Scenario = {
         );
       }
 
-      // memory (RestartContainer): in place, each agent restarted once.
-      await kube.apply(resizedSet(ns, resources("150m", "96Mi", { cpu: "300m", memory: "192Mi" })));
-      const memory = await settled("every pod resized to 192Mi", "300m", "192Mi");
+      // memory (RestartContainer): in place, each agent restarted once, one node at a time.
+      const memoryStep = await resizeWatched(
+        resizedSet(ns, resources("150m", "96Mi", { cpu: "300m", memory: "192Mi" })),
+        "every pod resized to 192Mi",
+        "300m",
+        "192Mi",
+      );
+      const memory = memoryStep.pods;
+      assertEquals(memoryStep.most, 1, "one pod restarted at a time (maxUnavailable 1)");
       assertEquals(uids(memory), uids(before), "the same pods");
       assert(memory.every((p) => p.status?.containerStatuses?.[0].restartCount === 1));
 
