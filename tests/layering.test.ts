@@ -135,8 +135,8 @@ Deno.test("the map is the code's: every room and package a row names, that room 
 });
 
 Deno.test("engine/ and sim/ never import the controller's logic", async () => {
-  // DESIGN's two rules, held apart from the map so that widening it cannot undo them: a pure
-  // planner, an independent simulator.
+  // The two rules of CONTRIBUTING.md's rooms, held apart from the map so that widening it cannot
+  // undo them: a pure planner, an independent simulator.
   for (const file of await sourceFiles(root)) {
     const room = roomOf(file);
     if (room !== "engine" && room !== "sim") continue;
