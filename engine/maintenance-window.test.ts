@@ -49,6 +49,14 @@ Deno.test("daylight saving: a start the clocks skip opens after the gap, one the
     instantOf(day(2026, 3, 29, "Sun"), 150, "Europe/Berlin"),
     at("2026-03-29T01:00:00Z"),
   );
+  // Anywhere in the gap, not only at its middle: the instant the clocks jump, to the millisecond.
+  for (const minute of [121, 130, 170, 179]) {
+    assertEquals(
+      instantOf(day(2026, 3, 29, "Sun"), minute, "Europe/Berlin"),
+      at("2026-03-29T01:00:00Z"),
+      `${minute} minutes after midnight`,
+    );
+  }
   // Berlin 2026-10-25: 03:00 CEST becomes 02:00 CET at 01:00Z; 02:30 happens at 00:30Z and 01:30Z.
   assertEquals(
     instantOf(day(2026, 10, 25, "Sun"), 150, "Europe/Berlin"),
