@@ -100,6 +100,25 @@ Deno.test("a window closing mid-rollout: pods in flight finish, no new replaceme
   }
 });
 
+Deno.test("a node that joins while its window is closed gets its pod at once, on the new revision", () => {
+  const { c, now } = f.settledThenV2(windowed(nightly, f.nodes(3)), at("2026-03-02T11:59:50Z"));
+  const joined = structuredClone(c.snapshot);
+  joined.nodes.push(f.node("node-9"));
+  const p = plan(joined, now);
+  assertEquals(replaced(p), []);
+  assertEquals(
+    p.actions.flatMap((a) =>
+      a.type === "createPod" ? [[a.node, a.pod.spec.containers[0].image]] : []
+    ),
+    [["node-9", "agent:v2"]],
+  );
+  // The window is closed for the three old pods, which stay as they are.
+  const group = p.status.maintenance?.groups[0];
+  assertEquals([group?.state, group?.outdated], ["Closed", 3]);
+  const after = f.kubelet(f.apply({ snapshot: joined, serial: c.serial }, p, now), now);
+  assertEquals(onV2(after), ["node-9"]);
+});
+
 Deno.test("the cut-off: no new replacement starts within cutoffMinutes of the close", () => {
   const withCutoff = { ...nightly, cutoffMinutes: 5 };
   const { c } = f.settledThenV2(windowed(withCutoff, f.nodes(3)), at("2026-03-02T00:59:00Z"));
