@@ -499,6 +499,33 @@ Deno.test("a bad window is InvalidSpec with its field path, and nothing is touch
   ) assert(invalid?.message?.includes(path), `${invalid?.message} names ${path}`);
 });
 
+Deno.test("a day that is no day in the annotation of a Kruise or OpenYurt set is InvalidSpec naming its field path", () => {
+  const annotation = "apps.edgeroll.dev/maintenance";
+  const windows = { windows: [{ days: ["Mon", "Funday"], start: "01:00", end: "02:00" }] };
+  const kruise = {
+    ...f.advancedDaemonSet({ updateStrategy: { type: "RollingUpdate" } }),
+    apiVersion: "apps.kruise.io/v1beta1",
+    kind: "DaemonSet",
+  };
+  for (
+    const s of [
+      f.yurtCluster("AdvancedRollingUpdate", f.nodes(2)).snapshot,
+      { kind: "KruiseDaemonSet", set: kruise, pods: [], nodes: f.nodes(2), revisions: [] },
+    ] as Snapshot[]
+  ) {
+    s.set.metadata.annotations = {
+      ...s.set.metadata.annotations,
+      [annotation]: JSON.stringify(windows),
+    };
+    const p = plan(s, at("2026-03-02T01:30:00Z"));
+    const invalid = p.conditions.find((x) => x.type === "InvalidSpec");
+    assertEquals(invalid?.status, "True", s.kind);
+    const path = `metadata.annotations[${annotation}].windows[0].days[1]`;
+    assert(invalid?.message?.includes(path), `${s.kind}: ${invalid?.message} names ${path}`);
+    assertEquals(p.actions.filter((a) => a.type !== "createRevision"), [], s.kind);
+  }
+});
+
 Deno.test("OTA with a plan: at the opening the plan's first node is marked, the others' window reason is taken back", () => {
   const nodes = ["a-1", "b-1", "c-1"].map((name) =>
     f.node(name, { labels: { "topology.kubernetes.io/zone": name[0] } })
