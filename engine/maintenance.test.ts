@@ -526,6 +526,32 @@ Deno.test("a day that is no day in the annotation of a Kruise or OpenYurt set is
   }
 });
 
+Deno.test("pre-download pulls first for the nodes whose window opens first, parallelism at a time", () => {
+  const zoneLabel = "edgeroll.dev/time-zone";
+  // Kruise's order (names descending) would take the west first; its window opens 13 hours later.
+  const nodes = [
+    ...[0, 1, 2].map((i) => f.node(`east-${i}`, { labels: { [zoneLabel]: "Asia/Tokyo" } })),
+    ...[0, 1, 2].map((i) => f.node(`west-${i}`, { labels: { [zoneLabel]: "America/New_York" } })),
+  ];
+  const maintenance = { timeZoneLabel: zoneLabel, windows: [{ start: "01:00", end: "02:00" }] };
+  const { c } = f.settledThenV2(
+    windowed(maintenance, nodes, { maxUnavailable: 1 }),
+    at("2026-07-01T12:00:00Z"),
+  );
+  const pulledFirst = (parallelism: number) => {
+    const s = structuredClone(c.snapshot);
+    s.set.metadata.annotations = {
+      "apps.kruise.io/image-predownload-parallelism": String(parallelism),
+    };
+    const p = plan(s, at("2026-07-01T12:00:10Z"));
+    assertEquals(replaced(p), []);
+    assertEquals(p.status.maintenance?.nextOpening, "2026-07-01T16:00:00Z");
+    return p.actions.flatMap((a) => a.type === "createJob" ? [a.node] : []);
+  };
+  assertEquals(pulledFirst(2), ["east-2", "east-1"]);
+  assertEquals(pulledFirst(4), ["east-2", "east-1", "east-0", "west-2"]);
+});
+
 Deno.test("OTA with a plan: at the opening the plan's first node is marked, the others' window reason is taken back", () => {
   const nodes = ["a-1", "b-1", "c-1"].map((name) =>
     f.node(name, { labels: { "topology.kubernetes.io/zone": name[0] } })
