@@ -484,7 +484,7 @@ Deno.test("OTA: pods are marked only while their node's window is open; a mark i
 Deno.test("a bad window is InvalidSpec with its field path, and nothing is touched", () => {
   const bad = {
     timeZone: "Mars/Olympus_Mons",
-    windows: [{ start: "01:00", end: "01:10", domains: ["a"] }],
+    windows: [{ start: "01:00", end: "01:10", domains: ["a"] }, { start: "01:00", duration: "0m" }],
   };
   const { c, now } = f.settledThenV2(windowed(nightly, f.nodes(2)), f.t0);
   const p = plan(withRollingUpdate(c, { maintenance: bad }).snapshot, now);
@@ -495,6 +495,7 @@ Deno.test("a bad window is InvalidSpec with its field path, and nothing is touch
     const path of [
       "spec.updateStrategy.rollingUpdate.maintenance.timeZone",
       "spec.updateStrategy.rollingUpdate.maintenance.windows[0].domains",
+      "spec.updateStrategy.rollingUpdate.maintenance.windows[1].duration",
     ]
   ) assert(invalid?.message?.includes(path), `${invalid?.message} names ${path}`);
 });
