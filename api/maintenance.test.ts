@@ -74,6 +74,24 @@ Deno.test("a bad window is named by its field path: no time, no zone, no date, b
   ]);
 });
 
+Deno.test("an end at or before the start is the next day's (an overnight window, a whole day when equal); a duration of nothing, less or over a week is refused", () => {
+  const minutesOf = (w: object) => {
+    const result = read({ windows: [w] });
+    return result.ok ? result.rules.windows[0].minutes : result.issues.map((i) => i.path);
+  };
+  assertEquals(minutesOf({ start: "22:00", end: "04:00" }), 360);
+  assertEquals(minutesOf({ start: "01:00", end: "00:59" }), 1439);
+  assertEquals(minutesOf({ start: "01:00", end: "01:00" }), 1440);
+  assertEquals(minutesOf({ start: "01:00", duration: "168h" }), 7 * 1440);
+  for (const duration of ["0m", "0h0m", "-1h", "-30m", "169h", "90"]) {
+    assertEquals(
+      minutesOf({ start: "01:00", duration }),
+      [`${path}.windows[0].duration`],
+      duration,
+    );
+  }
+});
+
 Deno.test("windows in an annotation are read as the field, each problem under the annotation's path", () => {
   const at = `metadata.annotations[${maintenanceAnnotation}]`;
   const windows = { windows: [{ start: "01:00", duration: "2h" }] };

@@ -92,8 +92,10 @@ export function instantOf(date: LocalDate, minute: number, timeZone: string): nu
   const after = wall - offsetAt(wall + dayMs, timeZone);
   let low = Math.min(before, after);
   let high = Math.max(before, after);
+  // On whole seconds (the clock is read to the second): the jump's own instant, not one up to a
+  // second after it.
   while (high - low > 1000) {
-    const mid = low + Math.floor((high - low) / 2);
+    const mid = low + Math.floor((high - low) / 2000) * 1000;
     const w = wallClock(mid, timeZone);
     const reads = Date.UTC(w.year, w.month - 1, w.day, 0, w.minuteOfDay, w.second);
     if (reads < wall) low = mid;

@@ -100,6 +100,25 @@ Deno.test("a window closing mid-rollout: pods in flight finish, no new replaceme
   }
 });
 
+Deno.test("a node that joins while its window is closed gets its pod at once, on the new revision", () => {
+  const { c, now } = f.settledThenV2(windowed(nightly, f.nodes(3)), at("2026-03-02T11:59:50Z"));
+  const joined = structuredClone(c.snapshot);
+  joined.nodes.push(f.node("node-9"));
+  const p = plan(joined, now);
+  assertEquals(replaced(p), []);
+  assertEquals(
+    p.actions.flatMap((a) =>
+      a.type === "createPod" ? [[a.node, a.pod.spec.containers[0].image]] : []
+    ),
+    [["node-9", "agent:v2"]],
+  );
+  // The window is closed for the three old pods, which stay as they are.
+  const group = p.status.maintenance?.groups[0];
+  assertEquals([group?.state, group?.outdated], ["Closed", 3]);
+  const after = f.kubelet(f.apply({ snapshot: joined, serial: c.serial }, p, now), now);
+  assertEquals(onV2(after), ["node-9"]);
+});
+
 Deno.test("the cut-off: no new replacement starts within cutoffMinutes of the close", () => {
   const withCutoff = { ...nightly, cutoffMinutes: 5 };
   const { c } = f.settledThenV2(windowed(withCutoff, f.nodes(3)), at("2026-03-02T00:59:00Z"));
@@ -150,42 +169,227 @@ function podNamed(c: f.Cluster, name: string) {
 const zones = ["UTC", "Europe/Berlin", "America/Sao_Paulo", "Asia/Kolkata", "Pacific/Chatham"];
 const weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"] as const;
 
+/** A window as the properties generate it; its blackout dates are days around the instant's. */
+const generatedWindow = fc.record({
+  days: fc.subarray([...weekdays]),
+  startMinute: fc.integer({ min: 0, max: 24 * 60 - 1 }),
+  minutes: fc.integer({ min: 1, max: 36 * 60 }),
+  cutoffMinutes: fc.integer({ min: 0, max: 30 }),
+  blackoutDays: fc.uniqueArray(fc.integer({ min: -1, max: 8 }), { maxLength: 3 }),
+});
+type GeneratedWindow = typeof generatedWindow extends fc.Arbitrary<infer W> ? W : never;
+const instant2026 = fc.integer({
+  min: at("2026-01-01T00:00:00Z"),
+  max: at("2027-01-01T00:00:00Z"),
+});
+
+/** A generated window read at `now`: as the spec writes it, and as the engine's rule. */
+function windowAt(w: GeneratedWindow, now: number) {
+  const hhmm = (m: number) =>
+    `${String(Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}`;
+  const blackoutDates = w.blackoutDays.map((d) =>
+    new Date(now + d * 86_400_000).toISOString().slice(0, 10)
+  );
+  return {
+    spec: { days: w.days, start: hhmm(w.startMinute), duration: `${w.minutes}m` },
+    blackoutDates,
+    rule: { days: w.days, startMinute: w.startMinute, minutes: w.minutes, blackoutDates },
+  };
+}
+
+/**
+ * Whether the window lets a replacement start at `now` in `zone`: open, before the cut-off. The
+ * window's own answer (windowsState: windows longer than a day overlap the next day's), which its
+ * property checks against a walk of the zone's clock.
+ */
+function admitsAt(w: GeneratedWindow, zone: string, now: number): boolean {
+  const state = windowsState([{ ...windowAt(w, now).rule, timeZone: zone }], now);
+  return state.open && now < state.closesAt - w.cutoffMinutes * minute;
+}
+
+/** `c` with its rolling update replaced by `rollingUpdate`. */
+function withRollingUpdate(c: f.Cluster, rollingUpdate: object): f.Cluster {
+  const s = structuredClone(c.snapshot);
+  (s.set.spec as { updateStrategy: { rollingUpdate: object } }).updateStrategy.rollingUpdate =
+    rollingUpdate;
+  return { snapshot: s, serial: c.serial };
+}
+
+/** The image and readiness of each pod on `node`. */
+const podsOn = (c: f.Cluster, node: string) =>
+  c.snapshot.pods.filter((p) => podNodeName(p) === node).map((p) => [
+    p.spec.containers[0].image,
+    p.status?.conditions?.find((x) => x.type === "Ready")?.status,
+  ]);
+
+/** The nodes on which the plan starts replacing an old pod (placement's creations are not). */
+function startedOn(p: Plan, c: f.Cluster): string[] {
+  return p.actions.flatMap((a) =>
+    a.type === "createPod" && a.reason.startsWith("update")
+      ? [a.node]
+      : (a.type === "deletePod" || a.type === "patchPod") && a.reason.startsWith("update")
+      ? [podNodeName(podNamed(c, a.name))!]
+      : []
+  ).sort();
+}
+
 Deno.test("property: a pod is replaced only while its window is open and before the cut-off", () => {
   const settled = f.settledThenV2(windowed(nightly, f.nodes(2)), f.t0).c;
   fc.assert(
-    fc.property(
-      fc.constantFrom(...zones),
-      fc.subarray([...weekdays]),
-      fc.integer({ min: 0, max: 24 * 60 - 1 }),
-      fc.integer({ min: 1, max: 36 * 60 }),
-      fc.integer({ min: 0, max: 30 }),
-      fc.integer({ min: at("2026-01-01T00:00:00Z"), max: at("2027-01-01T00:00:00Z") }),
-      (zone, days, startMinute, minutes, cutoffMinutes, now) => {
-        const hhmm = (m: number) =>
-          `${String(Math.floor(m / 60)).padStart(2, "0")}:${String(m % 60).padStart(2, "0")}`;
-        const s = structuredClone(settled.snapshot);
-        const rolling = (s.set.spec as { updateStrategy: { rollingUpdate: object } })
-          .updateStrategy;
-        rolling.rollingUpdate = {
-          maintenance: {
-            timeZone: zone,
-            windows: [{ days, start: hhmm(startMinute), duration: `${minutes}m` }],
-            cutoffMinutes,
-          },
-        };
-        // Windows longer than a day overlap the next day's: one stretch (windowsState).
-        const state = windowsState(
-          [{ days, startMinute, minutes, blackoutDates: [], timeZone: zone }],
-          now,
-        );
-        const admits = state.open && now < state.closesAt - cutoffMinutes * minute;
-        const p = plan(s, now);
-        assertEquals(replaced(p).length, admits ? 1 : 0);
-        assertEquals(p.status.maintenance?.open, admits);
-      },
-    ),
+    fc.property(fc.constantFrom(...zones), generatedWindow, instant2026, (zone, w, now) => {
+      const { spec, blackoutDates } = windowAt(w, now);
+      const c = withRollingUpdate(settled, {
+        maintenance: {
+          timeZone: zone,
+          windows: [spec],
+          blackoutDates,
+          cutoffMinutes: w.cutoffMinutes,
+        },
+      });
+      const admits = admitsAt(w, zone, now);
+      const p = plan(c.snapshot, now);
+      assertEquals(replaced(p).length, admits ? 1 : 0);
+      assertEquals(p.status.maintenance?.open, admits);
+    }),
     { numRuns: 150 },
   );
+});
+
+Deno.test("property: three domains in three zones, each replaced only within its own window", () => {
+  const sites = ["north", "east", "south"];
+  const zoneLabel = "edgeroll.dev/time-zone";
+  const nodes = sites.flatMap((site) =>
+    [1, 2].map((i) => f.node(`${site}-${i}`, { labels: { site } }))
+  );
+  const settled = f.settledThenV2(windowed(nightly, nodes), f.t0).c;
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(fc.constantFrom(...zones), { minLength: 3, maxLength: 3 }),
+      // The same local hours in each zone (each domain's own night), or a window of each's own.
+      fc.oneof(
+        generatedWindow.map((w) => [w, w, w]),
+        fc.tuple(generatedWindow, generatedWindow, generatedWindow),
+      ),
+      instant2026,
+      (siteZones, windows, now) => {
+        const zoneOf = new Map(sites.map((site, i) => [site, siteZones[i]]));
+        // Blackout dates and the cut-off are the set's: the first window's, for every domain.
+        const { blackoutDays, cutoffMinutes } = windows[0];
+        const c = withRollingUpdate(settled, {
+          maxUnavailable: "100%",
+          plan: {
+            domainLabel: "site",
+            maxConcurrentDomains: 3,
+            domainMaxUnavailable: 1,
+            steps: [{ nodes: "100%" }],
+          },
+          maintenance: {
+            timeZoneLabel: zoneLabel,
+            windows: windows.map((w, i) => ({ ...windowAt(w, now).spec, domains: [sites[i]] })),
+            blackoutDates: windowAt(windows[0], now).blackoutDates,
+            cutoffMinutes,
+          },
+        });
+        for (const n of c.snapshot.nodes) {
+          n.metadata.labels![zoneLabel] = zoneOf.get(n.metadata.labels!.site)!;
+        }
+        const admitting = sites.filter((site, i) =>
+          admitsAt({ ...windows[i], blackoutDays, cutoffMinutes }, zoneOf.get(site)!, now)
+        );
+        const p = plan(c.snapshot, now);
+        // One node of each domain whose window is open (domainMaxUnavailable 1), none of the others.
+        assertEquals(startedOn(p, c).map((node) => node.split("-")[0]).sort(), admitting.sort());
+        assertEquals(
+          p.status.maintenance?.groups.map((g) => [g.domain, g.timeZone, g.state === "Open"])
+            .sort(),
+          sites.map((site) => [site, zoneOf.get(site), admitting.includes(site)]).sort(),
+        );
+      },
+    ),
+    { numRuns: 100 },
+  );
+});
+
+Deno.test("property: pods in flight at a close finish on the new revision; none starts after it or within the cut-off", () => {
+  const nodes = f.nodes(4);
+  const settled = f.settledThenV2(windowed(nightly, nodes), f.t0).c;
+  let runsWithPodsInFlight = 0;
+  fc.assert(
+    fc.property(
+      fc.constantFrom(...zones),
+      generatedWindow,
+      instant2026,
+      // How many seconds before the stop (the close less the cut-off) the rollout begins.
+      fc.integer({ min: 1, max: 6 }),
+      fc.constantFrom(
+        { maxUnavailable: 1 },
+        { maxUnavailable: 2 },
+        { maxSurge: 1, maxUnavailable: 0 },
+      ),
+      (zone, w, now, lead, budget) => {
+        const { spec, rule, blackoutDates } = windowAt(w, now);
+        const rules = [{ ...rule, timeZone: zone }];
+        // The window's next stretch from now, and when the one after it opens.
+        const state = windowsState(rules, now);
+        const stretch = state.open
+          ? state
+          : state.opensAt !== undefined
+          ? windowsState(rules, state.opensAt)
+          : undefined;
+        fc.pre(stretch?.open === true);
+        const stopAt = stretch.closesAt - w.cutoffMinutes * minute;
+        const begin = stopAt - lead * 1000;
+        fc.pre(begin >= stretch.openedAt);
+        // A window open every minute of every day never closes.
+        const after = windowsState(rules, stretch.closesAt);
+        fc.pre(!after.open);
+        const reopensAt = after.opensAt ?? Infinity;
+        // A second apart up to ten seconds past the stop, then at the close itself.
+        const instants = [
+          ...Array.from({ length: lead + 10 }, (_, i) => begin + i * 1000),
+          stretch.closesAt - 1000,
+          stretch.closesAt,
+        ].filter((t, i, all) => t < reopensAt && (i === 0 || t > all[i - 1]));
+        let c = withRollingUpdate(settled, {
+          ...budget,
+          maintenance: {
+            timeZone: zone,
+            windows: [spec],
+            blackoutDates,
+            cutoffMinutes: w.cutoffMinutes,
+          },
+        });
+        const started = new Set<string>();
+        let stopped = false;
+        for (const t of instants) {
+          if (t >= stopAt && !stopped) {
+            stopped = true;
+            // Begun and not done: the node does not yet run one pod alone, of v2 and ready.
+            const done = (node: string) =>
+              JSON.stringify(podsOn(c, node)) === JSON.stringify([["agent:v2", "True"]]);
+            if ([...started].some((node) => !done(node))) runsWithPodsInFlight++;
+          }
+          const p = plan(c.snapshot, t);
+          const starts = startedOn(p, c);
+          if (t >= stopAt) assertEquals(starts, [], `started at ${new Date(t).toISOString()}`);
+          for (const node of starts) started.add(node);
+          c = f.kubelet(f.apply(c, p, t), t);
+        }
+        assert(started.size > 0, "the rollout began before the stop");
+        // Nothing half done nor rolled back: one pod a node, ready, on v2 where it began, else v1.
+        for (const n of nodes) {
+          const name = n.metadata.name!;
+          assertEquals(
+            podsOn(c, name),
+            [[started.has(name) ? "agent:v2" : "agent:v1", "True"]],
+            name,
+          );
+        }
+      },
+    ),
+    { numRuns: 60 },
+  );
+  assert(runsWithPodsInFlight > 0, "some runs had pods in flight at the stop");
 });
 
 Deno.test("the override lifts every window until its instant, and an Event names who wrote it", () => {
@@ -280,14 +484,10 @@ Deno.test("OTA: pods are marked only while their node's window is open; a mark i
 Deno.test("a bad window is InvalidSpec with its field path, and nothing is touched", () => {
   const bad = {
     timeZone: "Mars/Olympus_Mons",
-    windows: [{ start: "01:00", end: "01:10", domains: ["a"] }],
+    windows: [{ start: "01:00", end: "01:10", domains: ["a"] }, { start: "01:00", duration: "0m" }],
   };
   const { c, now } = f.settledThenV2(windowed(nightly, f.nodes(2)), f.t0);
-  const s = structuredClone(c.snapshot);
-  (s.set.spec as { updateStrategy: { rollingUpdate: object } }).updateStrategy.rollingUpdate = {
-    maintenance: bad,
-  };
-  const p = plan(s, now);
+  const p = plan(withRollingUpdate(c, { maintenance: bad }).snapshot, now);
   assertEquals(p.actions, []);
   const invalid = p.conditions.find((x) => x.type === "InvalidSpec");
   assertEquals(invalid?.status, "True");
@@ -295,8 +495,62 @@ Deno.test("a bad window is InvalidSpec with its field path, and nothing is touch
     const path of [
       "spec.updateStrategy.rollingUpdate.maintenance.timeZone",
       "spec.updateStrategy.rollingUpdate.maintenance.windows[0].domains",
+      "spec.updateStrategy.rollingUpdate.maintenance.windows[1].duration",
     ]
   ) assert(invalid?.message?.includes(path), `${invalid?.message} names ${path}`);
+});
+
+Deno.test("a day that is no day in the annotation of a Kruise or OpenYurt set is InvalidSpec naming its field path", () => {
+  const annotation = "apps.edgeroll.dev/maintenance";
+  const windows = { windows: [{ days: ["Mon", "Funday"], start: "01:00", end: "02:00" }] };
+  const kruise = {
+    ...f.advancedDaemonSet({ updateStrategy: { type: "RollingUpdate" } }),
+    apiVersion: "apps.kruise.io/v1beta1",
+    kind: "DaemonSet",
+  };
+  for (
+    const s of [
+      f.yurtCluster("AdvancedRollingUpdate", f.nodes(2)).snapshot,
+      { kind: "KruiseDaemonSet", set: kruise, pods: [], nodes: f.nodes(2), revisions: [] },
+    ] as Snapshot[]
+  ) {
+    s.set.metadata.annotations = {
+      ...s.set.metadata.annotations,
+      [annotation]: JSON.stringify(windows),
+    };
+    const p = plan(s, at("2026-03-02T01:30:00Z"));
+    const invalid = p.conditions.find((x) => x.type === "InvalidSpec");
+    assertEquals(invalid?.status, "True", s.kind);
+    const path = `metadata.annotations[${annotation}].windows[0].days[1]`;
+    assert(invalid?.message?.includes(path), `${s.kind}: ${invalid?.message} names ${path}`);
+    assertEquals(p.actions.filter((a) => a.type !== "createRevision"), [], s.kind);
+  }
+});
+
+Deno.test("pre-download pulls first for the nodes whose window opens first, parallelism at a time", () => {
+  const zoneLabel = "edgeroll.dev/time-zone";
+  // Kruise's order (names descending) would take the west first; its window opens 13 hours later.
+  const nodes = [
+    ...[0, 1, 2].map((i) => f.node(`east-${i}`, { labels: { [zoneLabel]: "Asia/Tokyo" } })),
+    ...[0, 1, 2].map((i) => f.node(`west-${i}`, { labels: { [zoneLabel]: "America/New_York" } })),
+  ];
+  const maintenance = { timeZoneLabel: zoneLabel, windows: [{ start: "01:00", end: "02:00" }] };
+  const { c } = f.settledThenV2(
+    windowed(maintenance, nodes, { maxUnavailable: 1 }),
+    at("2026-07-01T12:00:00Z"),
+  );
+  const pulledFirst = (parallelism: number) => {
+    const s = structuredClone(c.snapshot);
+    s.set.metadata.annotations = {
+      "apps.kruise.io/image-predownload-parallelism": String(parallelism),
+    };
+    const p = plan(s, at("2026-07-01T12:00:10Z"));
+    assertEquals(replaced(p), []);
+    assertEquals(p.status.maintenance?.nextOpening, "2026-07-01T16:00:00Z");
+    return p.actions.flatMap((a) => a.type === "createJob" ? [a.node] : []);
+  };
+  assertEquals(pulledFirst(2), ["east-2", "east-1"]);
+  assertEquals(pulledFirst(4), ["east-2", "east-1", "east-0", "west-2"]);
 });
 
 Deno.test("OTA with a plan: at the opening the plan's first node is marked, the others' window reason is taken back", () => {
