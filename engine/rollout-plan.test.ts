@@ -276,6 +276,77 @@ Deno.test("rollout plan: failures are counted per domain; abort rolls back when 
   );
 });
 
+/** Reconciles with the kubelets failing the new pods on `failing` until the rollout stops. */
+function untilStopped(c: f.Cluster, now: number, failing: string[]) {
+  let p = plan(c.snapshot, now);
+  for (let i = 0; i < 10 && !p.status.rolloutStop; i++) {
+    c = f.kubelet(f.apply(c, p, now), now, new Set(failing));
+    now += stepMillis;
+    p = plan(c.snapshot, now);
+  }
+  assert(p.status.rolloutStop, "the rollout stops");
+  return { p, c, now };
+}
+
+const stateOf = (p: Plan) => p.status.plan?.domains.map((d) => [d.name, d.state]);
+
+Deno.test("rollout plan: a stopped rollout's plan says Stopped and why, the domain over its budget or those in flight Stopped, until a resume or a new revision", () => {
+  // Zones a and b at once; of a's three new pods two fail: more than the 1 its 20% allows.
+  const zones = onV1ThenV2(plannedSet({ maxConcurrentDomains: 2, steps: [{ nodes: "100%" }] }, {
+    maxUnavailable: 6,
+    failurePolicy: { maxFailed: "20%" },
+  }));
+  const overBudget = untilStopped(zones.c, zones.now, ["a-1", "a-2"]);
+  const hash = overBudget.p.status.daemonSetHash!;
+  assertEquals(overBudget.p.status.plan?.state, "Stopped");
+  assertEquals(overBudget.p.status.plan?.stop, { reason: "FailureBudgetExceeded", domain: "a" });
+  assertEquals(stateOf(overBudget.p), [
+    ["a", "Stopped"],
+    ["b", "Done"],
+    ["c", "Pending"],
+    ["(no topology.kubernetes.io/zone)", "Pending"],
+  ]);
+  const stopped = overBudget.p.conditions.find((x) => x.type === "RolloutStopped");
+  assertEquals(stopped?.status, "True");
+  // Told once, by RolloutStopped: the plan written, the next look says nothing of the plan again.
+  const again = plan(f.apply(overBudget.c, overBudget.p, overBudget.now).snapshot, overBudget.now);
+  assertEquals(again.status.plan, overBudget.p.status.plan);
+  assertEquals(again.events.filter((e) => e.reason.startsWith("Plan")), []);
+
+  // Resumed: the failures are acknowledged, the plan and its domains roll again.
+  const resumed = plan(
+    annotate(f.apply(overBudget.c, overBudget.p, overBudget.now), {
+      "apps.edgeroll.dev/resume-revision": `${hash}/1`,
+    }).snapshot,
+    overBudget.now,
+  );
+  assertEquals(resumed.status.rolloutStop, undefined);
+  assertEquals([resumed.status.plan?.state, resumed.status.plan?.stop], ["Rolling", undefined]);
+  assertEquals(stateOf(resumed)?.slice(0, 2), [["a", "Rolling"], ["b", "Done"]]);
+
+  // A whole-set stop (no failure allowed at all) at the canary: its domain is Stopped, the
+  // domains not begun stay Pending.
+  const canary = onV1ThenV2(plannedSet({
+    steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }],
+  }, { failurePolicy: { maxFailed: 0 } }));
+  const wholeSet = untilStopped(canary.c, canary.now, ["a-3"]);
+  assertEquals(wholeSet.p.status.plan?.state, "Stopped");
+  assertEquals(wholeSet.p.status.plan?.stop, { reason: "FailureBudgetExceeded" });
+  assertEquals(stateOf(wholeSet.p), [
+    ["a", "Stopped"],
+    ["b", "Pending"],
+    ["c", "Pending"],
+    ["(no topology.kubernetes.io/zone)", "Pending"],
+  ]);
+  // A new revision ends the stop: its plan starts over.
+  const v3 = plan(
+    f.withTemplate(f.apply(wholeSet.c, wholeSet.p, wholeSet.now), "agent:v3", 3).snapshot,
+    wholeSet.now,
+  );
+  assertEquals([v3.status.plan?.state, v3.status.plan?.step], ["Rolling", 1]);
+  assertEquals(v3.status.plan?.stop, undefined);
+});
+
 Deno.test("rollout plan: a cut node in a finished domain does not hold the plan, and is updated on its return", () => {
   const snapshot = plannedSet({
     steps: [{ domains: 1, pause: { approval: true } }, { nodes: "100%" }],

@@ -15,6 +15,7 @@ import {
   type PlanState,
   type RolloutPlan,
   type RolloutPlanStatus,
+  type StopReason,
   unlabelledDomain,
 } from "../api/rollout-plan.ts";
 import type { Awaited, EpochMillis, PlanEvent } from "../api/plan.ts";
@@ -40,10 +41,13 @@ export interface PlanProgress {
   aborted: boolean;
   /** The domain a desired node is in, for the failure budget counted per domain. */
   domainOf(node: string): string;
+  /** The plan as walked: `reportPlan` gives it the rollout's stop, judged after this phase. */
   status: RolloutPlanStatus;
   awaited: Awaited[];
   wakeUps: EpochMillis[];
   events: PlanEvent[];
+  /** The Event of the state the walk came to, when it changed. */
+  told?: PlanEvent;
 }
 
 export type PlanReading = { ok: true; progress: PlanProgress } | {
@@ -144,6 +148,7 @@ export function planRollout(
     target: targets[walked.index],
     state: walked.state,
     ...(walked.doneSince !== undefined ? { doneSince: formatTime(walked.doneSince) } : {}),
+    ...(walked.stopReason ? { stop: { reason: walked.stopReason } } : {}),
     domains: tally.map((t) => ({
       name: t.name,
       state: input.rolledBack?.has(t.name)
@@ -170,7 +175,58 @@ export function planRollout(
   const { awaited, wakeUps } = walked.waits;
   return {
     ok: true,
-    progress: { covered, gate, aborted, domainOf, status, awaited, wakeUps, events },
+    progress: {
+      covered,
+      gate,
+      aborted,
+      domainOf,
+      status,
+      awaited,
+      wakeUps,
+      events,
+      ...(walked.told ? { told: walked.told } : {}),
+    },
+  };
+}
+
+/** What the plan's report needs of the rollout's stop (ADR 0035), when one is in force. */
+export interface RolloutStop {
+  reason: StopReason;
+  /** The domain over its own failure budget, when that stopped the rollout. */
+  domain?: { name: string };
+}
+
+/** The domain states of a domain being updated, as `domainState` gives them. */
+const inFlightStates: ReadonlySet<DomainState> = new Set([
+  "Rolling",
+  "Analyzing",
+  "Soaking",
+  "AwaitingApproval",
+]);
+
+/**
+ * The plan's status and Events, given the rollout's stop: the failure budget is judged after the
+ * plan's phase (it counts failures by the plan's domains), so its stop comes in here. Stopped,
+ * with the stop's reason; the domain over its budget and every domain in flight Stopped, since
+ * no old pod is replaced anywhere. The walk's state Event is left out while stopped: the
+ * RolloutStopped condition's Event tells the stop, and a resume tells the state again.
+ */
+export function reportPlan(
+  progress: PlanProgress,
+  stop: RolloutStop | undefined,
+): { status: RolloutPlanStatus; events: PlanEvent[] } {
+  const { status, events, told } = progress;
+  if (!stop) return { status, events: told ? [...events, told] : events };
+  return {
+    status: {
+      ...status,
+      state: "Stopped",
+      stop: { reason: stop.reason, ...(stop.domain ? { domain: stop.domain.name } : {}) },
+      domains: status.domains.map((d) =>
+        d.name === stop.domain?.name || inFlightStates.has(d.state) ? { ...d, state: "Stopped" } : d
+      ),
+    },
+    events,
   };
 }
 
@@ -280,13 +336,20 @@ function walkSteps(input: PlanInput, fleet: {
     doneSince = undefined;
   }
   const step = index + 1;
+  const stopReason: StopReason | undefined = state !== "Stopped"
+    ? undefined
+    : aborted
+    ? "Aborted"
+    : "AnalysisFailed";
   // Done is told once a rollout of old pods has finished, not for a revision that had none.
-  const told = state === "AwaitingApproval" || state === "Stopped" ||
+  const tells = state === "AwaitingApproval" || state === "Stopped" ||
     (state === "Done" && previous !== undefined);
-  if (told && (state !== previous?.state || step !== previous?.step)) {
-    events.push(stateEvent(hash, state, step, aborted ? [] : [...stopped]));
-  }
-  return { index, state, doneSince, waits, events, previous, outdated };
+  const changed = state !== previous?.state || step !== previous?.step ||
+    stopReason !== previous?.stop?.reason;
+  const told = tells && changed
+    ? stateEvent(hash, state, step, aborted ? [] : [...stopped])
+    : undefined;
+  return { index, state, doneSince, stopReason, waits, events, told, previous, outdated };
 }
 
 function stateEvent(
