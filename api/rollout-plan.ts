@@ -217,6 +217,8 @@ export const RolloutPlanStatus = z.object({
   doneSince: z.string().optional(),
   /** Why the plan is Stopped, and the domain over its own failure budget when that stopped it. */
   stop: z.object({ reason: StopReason, domain: z.string().optional() }).optional(),
+  /** The revision whose stopped rollout was rolled back to this one: no step holds the return. */
+  rollbackFrom: z.string().optional(),
   domains: z.array(z.object({
     name: z.string(),
     state: DomainState,

@@ -173,6 +173,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
         now,
         ...(book ? { analysis: book } : {}),
         ...(pins ? { rolledBack: pins.domains } : {}),
+        ...(previous.rollback?.to === hash ? { rollbackFrom: previous.rollback.from } : {}),
       },
       settled,
       available,

@@ -347,6 +347,79 @@ Deno.test("rollout plan: a stopped rollout's plan says Stopped and why, the doma
   assertEquals(v3.status.plan?.stop, undefined);
 });
 
+/** The kubelets, with the new pods on `nodes` crash-looping: Running, never Ready. */
+function crashLooping(c: f.Cluster, now: number, hash: string, nodes: string[]): f.Cluster {
+  const s = f.kubelet(c, now).snapshot;
+  for (const pod of s.pods) {
+    if (
+      !nodes.includes(podNodeName(pod) ?? "") || pod.metadata.labels?.[Keys.revisionHash] !== hash
+    ) {
+      continue;
+    }
+    pod.status = {
+      phase: "Running",
+      conditions: [{ type: "Ready", status: "False" }],
+      containerStatuses: [{ name: "agent", state: { waiting: { reason: "CrashLoopBackOff" } } }],
+    };
+  }
+  return { snapshot: s, serial: c.serial };
+}
+
+Deno.test("rollout plan: a rollback is held by no step: the crash-looping domain goes back first, no approval awaited", () => {
+  const approvals = [
+    { domains: 1, pause: { approval: true } },
+    { domains: 1, pause: { approval: true } },
+    { nodes: "100%" },
+  ];
+  const start = onV1ThenV2(plannedSet({ steps: approvals }, {
+    failurePolicy: { maxFailed: 0, rollback: true },
+  }));
+  const v2 = settle(start.c, start.now);
+  const complete = v2.p.status.daemonSetHash!;
+  const promoted = settle(
+    annotate(v2.c, { "apps.edgeroll.dev/promoted": complete }),
+    v2.now,
+  );
+  assertEquals(promoted.p.status.lastCompleteRevision, complete);
+
+  // v3: zone a approved, then zone b's new pods crash-loop and the rollout stops there.
+  const canary = settle(f.withTemplate(promoted.c, "agent:v3", 3), promoted.now + stepMillis);
+  const v3 = canary.p.status.daemonSetHash!;
+  let c = annotate(canary.c, { "apps.edgeroll.dev/approved-step": `${v3}/1` });
+  let now = canary.now;
+  let p = plan(c.snapshot, now);
+  for (let i = 0; i < 10 && !p.status.rolloutStop; i++) {
+    c = crashLooping(f.apply(c, p, now), now, v3, ["b-1", "b-2", "b-3"]);
+    now += stepMillis;
+    p = plan(c.snapshot, now);
+  }
+  assert(p.actions.some((a) => a.type === "rollbackTemplate"), "the template goes back");
+  assertEquals([p.status.plan?.revision, p.status.plan?.state], [v3, "Stopped"]);
+  assertEquals(stateOf(p)?.slice(0, 2), [["a", "Done"], ["b", "Stopped"]]);
+
+  // The template back on v2: the plan of the return is at its last step, and every node is
+  // back on v2 without an approval, the crash-looping pods first.
+  c = f.withTemplate(f.apply(c, p, now), "agent:v2", 4);
+  const states: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    now += stepMillis;
+    p = plan(c.snapshot, now);
+    states.push(p.status.plan!.state);
+    if (i === 0) {
+      assertEquals(p.status.plan?.rollbackFrom, v3);
+      assertEquals(p.status.plan?.step, 3);
+      const replaced = p.actions.flatMap((a) => a.type === "deletePod" ? [a.node] : []);
+      assert(replaced.every((n) => n?.startsWith("b-")), `b first: ${replaced}`);
+    }
+    if (p.actions.length === 0) break;
+    c = f.kubelet(f.apply(c, p, now), now);
+  }
+  assertEquals(p.status.daemonSetHash, complete);
+  assertEquals(nodesOn(c, complete).length, 9);
+  assertEquals(p.status.plan?.state, "Done");
+  assert(!states.includes("AwaitingApproval"), `no approval awaited: ${states}`);
+});
+
 Deno.test("rollout plan: a cut node in a finished domain does not hold the plan, and is updated on its return", () => {
   const snapshot = plannedSet({
     steps: [{ domains: 1, pause: { approval: true } }, { nodes: "100%" }],

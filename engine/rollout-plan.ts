@@ -81,6 +81,12 @@ export interface PlanInput {
   analysis?: AnalysisBook;
   /** Stopped domains whose nodes go back to the last complete revision, within their budget. */
   rolledBack?: ReadonlySet<string>;
+  /**
+   * The revision whose stopped rollout the set was rolled back from, to this one (ADR 0035): the
+   * return is not a new rollout, so no step, pause or check holds it, and the failed pods are
+   * replaced first, in whichever domain.
+   */
+  rollbackFrom?: string;
 }
 
 export function planRollout(
@@ -116,9 +122,11 @@ export function planRollout(
     events.unshift({
       type: "Normal",
       reason: "PlanStarted",
-      message: `revision ${hash}: ${plural(plan.steps.length, "step")} over ${
-        plural(order.length, "node")
-      } in ${plural(domains.length, "domain")}`,
+      message: `revision ${hash}: ${
+        input.rollbackFrom !== undefined
+          ? `back from ${input.rollbackFrom}, held by no step,`
+          : plural(plan.steps.length, "step")
+      } over ${plural(order.length, "node")} in ${plural(domains.length, "domain")}`,
     });
   }
   const covered = order.slice(0, aborted ? 0 : targets[walked.index]);
@@ -149,6 +157,7 @@ export function planRollout(
     state: walked.state,
     ...(walked.doneSince !== undefined ? { doneSince: formatTime(walked.doneSince) } : {}),
     ...(walked.stopReason ? { stop: { reason: walked.stopReason } } : {}),
+    ...(input.rollbackFrom !== undefined ? { rollbackFrom: input.rollbackFrom } : {}),
     domains: tally.map((t) => ({
       name: t.name,
       state: input.rolledBack?.has(t.name)
@@ -251,16 +260,18 @@ function walkSteps(input: PlanInput, fleet: {
   const firstPending = order.findIndex((v) => v.ready && !updated(v) && !stopped.has(domainOf(v)));
   const stepDone = (index: number) => firstPending === -1 || firstPending >= targets[index];
   const previous = input.previous?.revision === hash ? input.previous : undefined;
-  const promoted = input.answers.promoted === hash;
+  const rollingBack = input.rollbackFrom !== undefined;
+  // A return to the last complete revision passes every pause and check, as a promote does.
+  const promoted = input.answers.promoted === hash || rollingBack;
   // Steps are numbered from 1 in status, Events and approvals, as Kruise Rollout numbers them;
   // `index` is the step's place in `plan.steps`.
   const approvedUpTo = input.answers.approved?.revision === hash ? input.answers.approved.step : 0;
   const last = plan.steps.length - 1;
   // A fleet with no old pod left (a first rollout, a plan added after the rollout, nodes that
-  // came updated) has nothing to pause for; else an edited plan goes on from the step the status
-  // records (ADR 0050).
+  // came updated) has nothing to pause for, nor has a rollback; else an edited plan goes on from
+  // the step the status records (ADR 0050).
   const outdated = order.some((v) => hasOldPod(v, hash));
-  let index = outdated ? Math.min((previous?.step ?? 1) - 1, last) : last;
+  let index = outdated && !rollingBack ? Math.min((previous?.step ?? 1) - 1, last) : last;
   let doneSince = previous?.step === index + 1 ? parseTime(previous.doneSince) : undefined;
   const waits = new WaitList(now);
   const events: PlanEvent[] = [];
