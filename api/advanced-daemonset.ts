@@ -16,7 +16,7 @@ import {
   PodTemplateSpec,
   SetCondition,
 } from "./kube-objects.ts";
-import { RolloutPlan, RolloutPlanStatus } from "./rollout-plan.ts";
+import { RolloutPlan, RolloutPlanStatus, StopReason } from "./rollout-plan.ts";
 import { Maintenance, MaintenanceStatus } from "./maintenance.ts";
 import { Analysis, AnalysisStatus } from "./analysis.ts";
 
@@ -175,7 +175,7 @@ export const AdvancedDaemonSetStatus = z.object({
   /** The rollout of `revision` stopped itself (ADR 0035): why, when, and the failed pods. */
   rolloutStop: z.object({
     revision: z.string(),
-    reason: z.enum(["FailureBudgetExceeded", "ProgressDeadlineExceeded", "AnalysisFailed"]),
+    reason: StopReason.exclude(["Aborted"]),
     at: z.string(),
     pods: z.array(z.object({ name: z.string(), node: z.string(), reason: z.string() })).max(20),
     /** A rollout plan's domain over its own budget, when that stopped it (ADR 0050). */

@@ -173,9 +173,22 @@ export const PlanState = z.enum([
 export type PlanState = z.infer<typeof PlanState>;
 
 /**
+ * Why a rollout stopped: by itself (ADR 0035: its failure budget, a plan's domain over its own, its
+ * progress deadline, a failed check), or, under a plan, by an operator's abort.
+ */
+export const StopReason = z.enum([
+  "FailureBudgetExceeded",
+  "ProgressDeadlineExceeded",
+  "AnalysisFailed",
+  "Aborted",
+]);
+export type StopReason = z.infer<typeof StopReason>;
+
+/**
  * A domain's state: not started, being updated, waiting on the step's checks or pause with some
- * of its nodes updated (the canary's domain), every Ready node updated, stopped by an abort or a
- * failed check, or going back to the last complete revision after a failed check.
+ * of its nodes updated (the canary's domain), every Ready node updated, stopped (the rollout's
+ * stop, an abort or a failed check), or going back to the last complete revision after a failed
+ * check.
  */
 export const DomainState = z.enum([
   "Pending",
@@ -202,6 +215,10 @@ export const RolloutPlanStatus = z.object({
   state: PlanState,
   /** RFC 3339: since when the current step has been done, its soak counted from then. */
   doneSince: z.string().optional(),
+  /** Why the plan is Stopped, and the domain over its own failure budget when that stopped it. */
+  stop: z.object({ reason: StopReason, domain: z.string().optional() }).optional(),
+  /** The revision whose stopped rollout was rolled back to this one: no step holds the return. */
+  rollbackFrom: z.string().optional(),
   domains: z.array(z.object({
     name: z.string(),
     state: DomainState,

@@ -8,6 +8,13 @@ import { readChart, RolloutHistory } from "./rollout-chart.ts";
 
 const ref = { kind: "advanceddaemonsets" as const, namespace: "edge", name: "agent" };
 
+/** `count` lines of `text`, from the first that starts with `heading`. */
+function section(text: string, heading: string, count: number): string[] {
+  const lines = text.split("\n");
+  const from = lines.findIndex((l) => l.startsWith(heading));
+  return lines.slice(from, from + count);
+}
+
 function fleet(nodes: number): f.Cluster {
   return f.cluster({
     kind: "AdvancedDaemonSet",
@@ -85,6 +92,32 @@ Deno.test("status --watch draws the rollout's course under the plan, per domain,
   assertEquals(renderStatus(ref, c.snapshot, planned).includes("over time:"), false);
 });
 
+Deno.test("status of a plan stopped by a domain over its failure budget names the reason and the domain", () => {
+  const zone = "topology.kubernetes.io/zone";
+  let { c, now } = f.settledThenV2(
+    f.cluster(f.plannedSnapshot(
+      { domainLabel: zone, maxConcurrentDomains: 2, steps: [{ nodes: "100%" }] },
+      { maxUnavailable: 4, failurePolicy: { maxFailed: "40%" } },
+      ["a-1", "a-2", "b-1", "b-2", "c-1"].map((n) =>
+        f.node(n, { labels: { [zone]: `zone-${n[0]}` } })
+      ),
+    )),
+    f.t0,
+  );
+  // Both of zone-a's new pods fail: within the set's 2 of 4, more than zone-a's 1 of 2.
+  let planned = plan(c.snapshot, now);
+  for (let i = 0; i < 6 && !planned.status.rolloutStop; i++, now += 1000) {
+    c = f.kubelet(f.apply(c, planned, now), now, new Set(["a-1", "a-2"]));
+    planned = plan(c.snapshot, now);
+  }
+  assertEquals(section(renderStatus(ref, c.snapshot, planned), "plan:", 4), [
+    "plan: step 1 of 1 (5 nodes), Stopped (FailureBudgetExceeded in zone-a)",
+    "  zone-a  Stopped  0/2 updated",
+    "  zone-b  Done     2/2 updated",
+    "  zone-c  Pending  0/1 updated",
+  ]);
+});
+
 Deno.test("status shows the maintenance windows the outdated nodes wait for", () => {
   const windowed = f.cluster({
     kind: "AdvancedDaemonSet",
@@ -158,9 +191,7 @@ Deno.test("status of a fleet in three time zones, each waiting for its own night
   const sunday = Date.parse("2026-11-29T14:00:00Z");
   const { c, now } = f.settledThenV2(fleet, sunday);
   const text = renderStatus(ref, c.snapshot, plan(c.snapshot, now));
-  const lines = text.split("\n");
-  const from = lines.findIndex((l) => l.startsWith("maintenance:"));
-  assertEquals(lines.slice(from, from + 4), [
+  assertEquals(section(text, "maintenance:", 4), [
     "maintenance: closed, next opening 2026-11-29T16:00:00Z",
     "  ap-northeast (Asia/Tokyo)   Closed      2 nodes outdated  opens 2026-11-29T16:00:00Z",
     "  eu-central (Europe/Berlin)  Closed      2 nodes outdated  opens 2026-11-30T00:00:00Z",
@@ -213,7 +244,7 @@ Deno.test("status of a fleet whose zone-b fails its error-ratio check after its 
   const from = lines.findIndex((l) => l.startsWith("plan:"));
   const to = lines.findIndex((l) => l.startsWith("conditions:"));
   assertEquals(lines.slice(from, to + 2), [
-    "plan: step 2 of 2 (6 nodes), Stopped",
+    "plan: step 2 of 2 (6 nodes), Stopped (AnalysisFailed)",
     "  zone-a  Done        2/2 updated",
     "  zone-b  RolledBack  0/2 updated",
     "  zone-c  Done        2/2 updated",

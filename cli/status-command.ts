@@ -12,6 +12,7 @@ import type { RolloutPlanStatus } from "../api/rollout-plan.ts";
 import type { MaintenanceStatus } from "../api/maintenance.ts";
 import { groupLabel, groupTimes, windowsHeadline } from "./maintenance-text.ts";
 import { checkCounts, checkLabel } from "./analysis-text.ts";
+import { planHeadline } from "./plan-text.ts";
 import { plural } from "../engine/conditions.ts";
 import { clientNodeApi } from "../kube/api.ts";
 import { KubeClient } from "../kube/client.ts";
@@ -87,8 +88,7 @@ function planLines(plan: RolloutPlanStatus): string[] {
   const width = Math.max(...plan.domains.map((d) => d.name.length));
   const stateWidth = Math.max(...plan.domains.map((d) => d.state.length));
   return [
-    `plan: step ${plan.step} of ${plan.steps} (${plural(plan.target, "node")}), ${plan.state}` +
-    (plan.doneSince ? `, step done since ${plan.doneSince}` : ""),
+    `plan: ${planHeadline(plan)}`,
     ...plan.domains.map((d) =>
       `  ${d.name.padEnd(width)}  ${d.state.padEnd(stateWidth)}  ${d.updated}/${d.nodes} updated` +
       (d.unreachable > 0 ? `, ${d.unreachable} unreachable` : "")

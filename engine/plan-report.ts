@@ -458,7 +458,7 @@ const progressingRules: {
   },
   {
     name: "aborted by the operator",
-    applies: (facts) => facts.outcome.rolloutPlan?.state === "Stopped",
+    applies: (facts) => facts.outcome.rolloutPlan?.stop?.reason === "Aborted",
     state: (facts) => ({
       status: false,
       reason: "Aborted",

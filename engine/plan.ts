@@ -70,7 +70,7 @@ import {
 } from "./revisions.ts";
 import type { Action, EpochMillis, Plan, Snapshot } from "../api/plan.ts";
 import { budgetUse, planBudgetedUpdate, planOta, updateOrder } from "./updates.ts";
-import { planRollout, type UpdateGate } from "./rollout-plan.ts";
+import { planRollout, reportPlan, type UpdateGate } from "./rollout-plan.ts";
 import { type MaintenanceProgress, planMaintenance } from "./maintenance.ts";
 import { AnalysisBook, rollbackPins } from "./analysis.ts";
 import type { FieldIssue } from "../api/label-selector.ts";
@@ -173,6 +173,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
         now,
         ...(book ? { analysis: book } : {}),
         ...(pins ? { rolledBack: pins.domains } : {}),
+        ...(previous.rollback?.to === hash ? { rollbackFrom: previous.rollback.from } : {}),
       },
       settled,
       available,
@@ -186,11 +187,6 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const stepped = planned?.ok ? planned.progress : undefined;
   const order = stepped?.covered ??
     updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
-  const stepping = decided({
-    awaited: stepped?.awaited ?? [],
-    wakeUps: [...stepped?.wakeUps ?? [], ...book?.wakeUps ?? []],
-    events: [...stepped?.events ?? [], ...book?.events ?? []],
-  });
   // 2b. Maintenance windows: which nodes' pods may be replaced now (ADR 0054); outside the burst.
   const windows = config.maintenance &&
     planMaintenance({
@@ -216,6 +212,13 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     ...(book ? { analysisFailed: book.setFailed() !== undefined } : {}),
   });
   const stopped = judged?.stop !== undefined;
+  // The plan as the stop leaves it: Stopped, with its reason, until a resume or a new revision.
+  const reportedPlan = stepped && reportPlan(stepped, judged?.stop);
+  const stepping = decided({
+    awaited: stepped?.awaited ?? [],
+    wakeUps: [...stepped?.wakeUps ?? [], ...book?.wakeUps ?? []],
+    events: [...reportedPlan?.events ?? [], ...book?.events ?? []],
+  });
   // An operator's abort of a plan stops the rollout as its failures would, rollback included.
   const rollback = planRollback(
     config,
@@ -306,7 +309,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     judged,
     rollback: rollback?.record ?? (previous.rollback?.to === hash ? previous.rollback : undefined),
     budget: budgetUse(config, hash, settled, available),
-    ...(stepped ? { rolloutPlan: stepped.status } : {}),
+    ...(reportedPlan ? { rolloutPlan: reportedPlan.status } : {}),
     ...(windows?.status ? { maintenance: windows.status } : {}),
     ...(book ? { analysis: book.status(), analysisPending: book.pending() } : {}),
   });

@@ -15,6 +15,7 @@ import {
   type PlanState,
   type RolloutPlan,
   type RolloutPlanStatus,
+  type StopReason,
   unlabelledDomain,
 } from "../api/rollout-plan.ts";
 import type { Awaited, EpochMillis, PlanEvent } from "../api/plan.ts";
@@ -40,10 +41,13 @@ export interface PlanProgress {
   aborted: boolean;
   /** The domain a desired node is in, for the failure budget counted per domain. */
   domainOf(node: string): string;
+  /** The plan as walked: `reportPlan` gives it the rollout's stop, judged after this phase. */
   status: RolloutPlanStatus;
   awaited: Awaited[];
   wakeUps: EpochMillis[];
   events: PlanEvent[];
+  /** The Event of the state the walk came to, when it changed. */
+  told?: PlanEvent;
 }
 
 export type PlanReading = { ok: true; progress: PlanProgress } | {
@@ -77,6 +81,12 @@ export interface PlanInput {
   analysis?: AnalysisBook;
   /** Stopped domains whose nodes go back to the last complete revision, within their budget. */
   rolledBack?: ReadonlySet<string>;
+  /**
+   * The revision whose stopped rollout the set was rolled back from, to this one (ADR 0035): the
+   * return is not a new rollout, so no step, pause or check holds it, and the failed pods are
+   * replaced first, in whichever domain.
+   */
+  rollbackFrom?: string;
 }
 
 export function planRollout(
@@ -112,9 +122,11 @@ export function planRollout(
     events.unshift({
       type: "Normal",
       reason: "PlanStarted",
-      message: `revision ${hash}: ${plural(plan.steps.length, "step")} over ${
-        plural(order.length, "node")
-      } in ${plural(domains.length, "domain")}`,
+      message: `revision ${hash}: ${
+        input.rollbackFrom !== undefined
+          ? `back from ${input.rollbackFrom}, held by no step,`
+          : plural(plan.steps.length, "step")
+      } over ${plural(order.length, "node")} in ${plural(domains.length, "domain")}`,
     });
   }
   const covered = order.slice(0, aborted ? 0 : targets[walked.index]);
@@ -144,6 +156,8 @@ export function planRollout(
     target: targets[walked.index],
     state: walked.state,
     ...(walked.doneSince !== undefined ? { doneSince: formatTime(walked.doneSince) } : {}),
+    ...(walked.stopReason ? { stop: { reason: walked.stopReason } } : {}),
+    ...(input.rollbackFrom !== undefined ? { rollbackFrom: input.rollbackFrom } : {}),
     domains: tally.map((t) => ({
       name: t.name,
       state: input.rolledBack?.has(t.name)
@@ -170,7 +184,58 @@ export function planRollout(
   const { awaited, wakeUps } = walked.waits;
   return {
     ok: true,
-    progress: { covered, gate, aborted, domainOf, status, awaited, wakeUps, events },
+    progress: {
+      covered,
+      gate,
+      aborted,
+      domainOf,
+      status,
+      awaited,
+      wakeUps,
+      events,
+      ...(walked.told ? { told: walked.told } : {}),
+    },
+  };
+}
+
+/** What the plan's report needs of the rollout's stop (ADR 0035), when one is in force. */
+export interface RolloutStop {
+  reason: StopReason;
+  /** The domain over its own failure budget, when that stopped the rollout. */
+  domain?: { name: string };
+}
+
+/** The domain states of a domain being updated, as `domainState` gives them. */
+const inFlightStates: ReadonlySet<DomainState> = new Set([
+  "Rolling",
+  "Analyzing",
+  "Soaking",
+  "AwaitingApproval",
+]);
+
+/**
+ * The plan's status and Events, given the rollout's stop: the failure budget is judged after the
+ * plan's phase (it counts failures by the plan's domains), so its stop comes in here. Stopped,
+ * with the stop's reason; the domain over its budget and every domain in flight Stopped, since
+ * no old pod is replaced anywhere. The walk's state Event is left out while stopped: the
+ * RolloutStopped condition's Event tells the stop, and a resume tells the state again.
+ */
+export function reportPlan(
+  progress: PlanProgress,
+  stop: RolloutStop | undefined,
+): { status: RolloutPlanStatus; events: PlanEvent[] } {
+  const { status, events, told } = progress;
+  if (!stop) return { status, events: told ? [...events, told] : events };
+  return {
+    status: {
+      ...status,
+      state: "Stopped",
+      stop: { reason: stop.reason, ...(stop.domain ? { domain: stop.domain.name } : {}) },
+      domains: status.domains.map((d) =>
+        d.name === stop.domain?.name || inFlightStates.has(d.state) ? { ...d, state: "Stopped" } : d
+      ),
+    },
+    events,
   };
 }
 
@@ -195,16 +260,18 @@ function walkSteps(input: PlanInput, fleet: {
   const firstPending = order.findIndex((v) => v.ready && !updated(v) && !stopped.has(domainOf(v)));
   const stepDone = (index: number) => firstPending === -1 || firstPending >= targets[index];
   const previous = input.previous?.revision === hash ? input.previous : undefined;
-  const promoted = input.answers.promoted === hash;
+  const rollingBack = input.rollbackFrom !== undefined;
+  // A return to the last complete revision passes every pause and check, as a promote does.
+  const promoted = input.answers.promoted === hash || rollingBack;
   // Steps are numbered from 1 in status, Events and approvals, as Kruise Rollout numbers them;
   // `index` is the step's place in `plan.steps`.
   const approvedUpTo = input.answers.approved?.revision === hash ? input.answers.approved.step : 0;
   const last = plan.steps.length - 1;
   // A fleet with no old pod left (a first rollout, a plan added after the rollout, nodes that
-  // came updated) has nothing to pause for; else an edited plan goes on from the step the status
-  // records (ADR 0050).
+  // came updated) has nothing to pause for, nor has a rollback; else an edited plan goes on from
+  // the step the status records (ADR 0050).
   const outdated = order.some((v) => hasOldPod(v, hash));
-  let index = outdated ? Math.min((previous?.step ?? 1) - 1, last) : last;
+  let index = outdated && !rollingBack ? Math.min((previous?.step ?? 1) - 1, last) : last;
   let doneSince = previous?.step === index + 1 ? parseTime(previous.doneSince) : undefined;
   const waits = new WaitList(now);
   const events: PlanEvent[] = [];
@@ -280,13 +347,20 @@ function walkSteps(input: PlanInput, fleet: {
     doneSince = undefined;
   }
   const step = index + 1;
+  const stopReason: StopReason | undefined = state !== "Stopped"
+    ? undefined
+    : aborted
+    ? "Aborted"
+    : "AnalysisFailed";
   // Done is told once a rollout of old pods has finished, not for a revision that had none.
-  const told = state === "AwaitingApproval" || state === "Stopped" ||
+  const tells = state === "AwaitingApproval" || state === "Stopped" ||
     (state === "Done" && previous !== undefined);
-  if (told && (state !== previous?.state || step !== previous?.step)) {
-    events.push(stateEvent(hash, state, step, aborted ? [] : [...stopped]));
-  }
-  return { index, state, doneSince, waits, events, previous, outdated };
+  const changed = state !== previous?.state || step !== previous?.step ||
+    stopReason !== previous?.stop?.reason;
+  const told = tells && changed
+    ? stateEvent(hash, state, step, aborted ? [] : [...stopped])
+    : undefined;
+  return { index, state, doneSince, stopReason, waits, events, told, previous, outdated };
 }
 
 function stateEvent(

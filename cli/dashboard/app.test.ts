@@ -215,6 +215,30 @@ Deno.test("a set with a plan shows its step, each domain's state and chart, and 
   assertEquals(acted, ["approve edge/agent"]);
 });
 
+Deno.test("a set whose rollout stopped shows its plan Stopped, why, and the domain over its budget; rolled back, where from", async () => {
+  const view = plannedView();
+  const stopped: SetView = {
+    ...view,
+    stopped: "FailureBudgetExceeded (revision abc)",
+    plan: {
+      ...view.plan!,
+      state: "Stopped",
+      stop: { reason: "FailureBudgetExceeded", domain: "zone-b" },
+      domains: [{ ...view.plan!.domains[0], state: "Stopped" }, view.plan!.domains[1]],
+    },
+  };
+  const page = await (await dashboard(stopped).app.request("/sets/advanceddaemonsets/edge/agent"))
+    .text();
+  assertStringIncludes(page, 'data-plan-state="Stopped"');
+  assertStringIncludes(page, "step 1 of 2 (1 node), Stopped (FailureBudgetExceeded in zone-b)");
+  assertStringIncludes(page, 'data-domain="zone-b" data-domain-state="Stopped"');
+  // Rolled back: the plan of the revision returned to says which one it came back from.
+  const back: SetView = { ...view, plan: { ...view.plan!, state: "Rolling", rollbackFrom: "def" } };
+  const after = await (await dashboard(back).app.request("/sets/advanceddaemonsets/edge/agent"))
+    .text();
+  assertStringIncludes(after, "step 1 of 2 (1 node), Rolling, rolled back from def");
+});
+
 Deno.test("a set whose outdated nodes wait for their maintenance windows shows each group, its state and its opening", async () => {
   const view: SetView = {
     ...viewWith({ "edge-1": "old", "edge-2": "old" }),

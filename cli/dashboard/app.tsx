@@ -19,6 +19,7 @@ import { budgetText } from "../../api/plan.ts";
 import type { MaintenanceStatus } from "../../api/maintenance.ts";
 import { groupLabel, groupTimes, windowsHeadline } from "../maintenance-text.ts";
 import { checkCounts, checkLabel } from "../analysis-text.ts";
+import { planHeadline } from "../plan-text.ts";
 import type { AnalysisStatus } from "../../api/analysis.ts";
 import type { Fleet, SetSummary } from "./fleet.ts";
 import { changedTiles, type SetView, tileStates } from "./tiles.ts";
@@ -113,8 +114,7 @@ const PlanSummary: FC<{ view: SetView; history?: RolloutHistory }> = ({ view, hi
     <>
       <h3>Plan</h3>
       <p class="plan" data-plan-state={plan.state} data-plan-step={plan.step}>
-        step {plan.step} of {plan.steps} ({plural(plan.target, "node")}), {plan.state}
-        {plan.doneSince ? `, step done since ${plan.doneSince}` : ""}
+        {planHeadline(plan)}
       </p>
       <ul class="domains">
         {plan.domains.map((d) => {
