@@ -335,10 +335,10 @@ Deno.test("bad checks are InvalidSpec naming the field, before any pod is touche
   delete strategy.rollingUpdate.plan;
   const message = invalid(planless);
   assert(message.includes(`${path}.checks[0].prometheus.query`), message);
-  // A query Prometheus refuses when the generation changed: its own words, and nothing done.
+  // A query Prometheus refuses when the queries changed: its own words, and nothing done.
   const refusedQuery = gatedSet({});
   refusedQuery.analysis!.validation = {
-    generation: 1,
+    queriesHash: "changed",
     refusals: [{ check: "errors", message: 'parse error: unexpected "}"' }],
   };
   const words = invalid(refusedQuery);
@@ -346,10 +346,16 @@ Deno.test("bad checks are InvalidSpec naming the field, before any pod is touche
     words.includes(`${path}.checks[0].prometheus.query: Prometheus refuses it: parse error`),
     words,
   );
-  // Accepted: the generation is recorded, so the queries are not sent again until it changes.
+  // Accepted: their hash is recorded, so the queries are not sent again until they change.
   const accepted = gatedSet({});
-  accepted.analysis!.validation = { generation: 1, refusals: [] };
-  assertEquals(plan(accepted, f.t0).status.analysis?.validatedGeneration, 1);
+  accepted.analysis!.validation = { queriesHash: "changed", refusals: [] };
+  const recorded = plan(accepted, f.t0).status;
+  assertEquals(recorded.analysis?.validatedQueriesHash, "changed");
+  // And kept by the plans after, which send nothing.
+  const next = structuredClone(accepted);
+  next.set.status = recorded;
+  delete next.analysis!.validation;
+  assertEquals(plan(next, f.t0 + 1000).status.analysis?.validatedQueriesHash, "changed");
 });
 
 Deno.test("property: a failed check never lets a later step start; an inconclusive one never passes", () => {

@@ -116,8 +116,8 @@ export interface AnalysisInput {
   measurements: readonly Measurement[];
   /** The operator's resume value (`<revision>/<anything>`): clears the revision's failures. */
   resume?: string;
-  /** The generation whose queries Prometheus accepted this call, when they were sent. */
-  validated?: number;
+  /** The `queriesHash` of the queries Prometheus accepted this call, when they were sent. */
+  validatedQueriesHash?: string;
   now: EpochMillis;
 }
 
@@ -345,12 +345,12 @@ export class AnalysisBook {
     const checks = [...this.standing.entries()]
       .filter(([key, s]) => this.asked.has(key) || s.phase === "Failed")
       .map(([, s]) => s);
-    const validated = this.input.validated ?? this.input.previous?.validatedGeneration;
+    const validated = this.input.validatedQueriesHash ?? this.input.previous?.validatedQueriesHash;
     return {
       revision: this.input.hash,
       checks,
       ...(this.resumedWith !== undefined ? { resumedWith: this.resumedWith } : {}),
-      ...(validated !== undefined ? { validatedGeneration: validated } : {}),
+      ...(validated !== undefined ? { validatedQueriesHash: validated } : {}),
     };
   }
 }

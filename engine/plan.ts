@@ -122,7 +122,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
       measurements: snapshot.analysis?.measurements ?? [],
       ...(config.resumeRevision !== undefined ? { resume: config.resumeRevision } : {}),
       ...(validation && validation.refusals.length === 0
-        ? { validated: validation.generation }
+        ? { validatedQueriesHash: validation.queriesHash }
         : {}),
       now,
     });
