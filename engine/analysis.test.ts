@@ -249,20 +249,34 @@ Deno.test("a ratio rising in a zone's bake after every node is updated still rol
   assertEquals(nodesOn(out.c, hash), ["a-1", "a-2", "c-1", "c-2"]);
 });
 
+/**
+ * `c` given a progress deadline of `seconds`, and `failurePolicy` on its rolling update when one
+ * is given: the template, and so the revision, unchanged.
+ */
+function withDeadline(c: f.Cluster, seconds: number, failurePolicy?: object): f.Cluster {
+  const s = structuredClone(c.snapshot);
+  const spec = s.set.spec as {
+    progressDeadlineSeconds?: number;
+    updateStrategy: { rollingUpdate: Record<string, unknown> };
+  };
+  spec.progressDeadlineSeconds = seconds;
+  if (failurePolicy) spec.updateStrategy.rollingUpdate.failurePolicy = failurePolicy;
+  return { snapshot: s, serial: c.serial };
+}
+
+const unreachable: f.MeasureSource = () => ({
+  error: "Prometheus unreachable: connect ECONNREFUSED",
+});
+
+const progressing = (p: Plan) => p.conditions.find((c) => c.type === "Progressing");
+
 Deno.test("no answer from Prometheus: the gate waits, says so, and the deadline still runs", () => {
   const start = onV1ThenV2(gatedSet(
     { steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }] },
     {},
     {},
   ));
-  const s = structuredClone(start.c.snapshot);
-  (s.set.spec as { progressDeadlineSeconds?: number }).progressDeadlineSeconds = 60;
-  const out = run(
-    { snapshot: s, serial: start.c.serial },
-    start.now,
-    () => ({ error: "Prometheus unreachable: connect ECONNREFUSED" }),
-    40,
-  );
+  const out = run(withDeadline(start.c, 60), start.now, unreachable, 40);
   const hash = out.last.status.daemonSetHash!;
   assertEquals(nodesOn(out.c, hash), ["a-1", "a-2"]);
   assertEquals(out.last.status.plan?.state, "Analyzing");
@@ -279,6 +293,76 @@ Deno.test("no answer from Prometheus: the gate waits, says so, and the deadline 
     out.last.conditions.find((c) => c.type === "Progressing")?.reason,
     "ProgressDeadlineExceeded",
   );
+});
+
+Deno.test("an inconclusive last gate after every node is updated reaches the progress deadline; with stopOnProgressDeadline it stops", () => {
+  const deadlineSeconds = 60;
+  const start = onV1ThenV2(gatedSet({
+    maxConcurrentDomains: 3,
+    steps: [{ nodes: "100%", checks: ["errors"] }],
+  }));
+  for (const stopOnProgressDeadline of [false, true]) {
+    const policy = { maxFailed: 10, stopOnProgressDeadline };
+    const out = run(withDeadline(start.c, deadlineSeconds, policy), start.now, unreachable, 60);
+    const hash = out.last.status.daemonSetHash!;
+    const at = (i: number) => start.now + i * stepMillis;
+    const exceeded = out.plans.findIndex((p) =>
+      progressing(p)?.reason === "ProgressDeadlineExceeded"
+    );
+    assert(exceeded > 0, `no deadline (stop ${stopOnProgressDeadline})`);
+    const late = out.plans[exceeded];
+    // Reached with every node updated and available: only the gate held the rollout.
+    assertEquals(late.status.updatedNumberScheduled, 6);
+    assertEquals(late.status.numberAvailable, 6);
+    assertEquals(late.status.plan?.state, "Analyzing");
+    // At the deadline counted from the last node that became available, not before.
+    const lastProgress = Date.parse(late.status.progress!.at);
+    assert(at(exceeded) >= lastProgress + deadlineSeconds * 1000);
+    assert(at(exceeded - 1) < lastProgress + deadlineSeconds * 1000);
+    assertEquals(nodesOn(out.c, hash).length, 6);
+    assertEquals(out.last.conditions.find((c) => c.type === "Complete")?.status, "False");
+    const stopped = out.last.conditions.find((c) => c.type === "RolloutStopped");
+    if (stopOnProgressDeadline) {
+      assertEquals([stopped?.status, stopped?.reason], ["True", "ProgressDeadlineExceeded"]);
+      assertEquals(out.last.status.rolloutStop?.reason, "ProgressDeadlineExceeded");
+    } else {
+      assertEquals(stopped?.status, "False");
+      assertEquals(progressing(out.last)?.reason, "ProgressDeadlineExceeded");
+      const message = progressing(out.last)?.message;
+      assert(message?.includes("no check counted a measurement for 60 s"), message);
+    }
+  }
+});
+
+Deno.test("a bake longer than the deadline whose measurements pass never reaches it, nor does the rollout once complete", () => {
+  const deadlineSeconds = 60;
+  const bake = { count: 12, intervalSeconds: 10 };
+  const start = onV1ThenV2(gatedSet({ maxConcurrentDomains: 3 }, {
+    checks: [{
+      name: "errors",
+      prometheus: { address: prometheus, query: 'ratio{zone="{{domain}}"}' },
+      successCondition: { max: 0.05 },
+      ...bake,
+    }],
+    background: ["errors"],
+  }));
+  const policy = { maxFailed: 10, stopOnProgressDeadline: true };
+  const out = run(withDeadline(start.c, deadlineSeconds, policy), start.now, ratios({}), 100);
+  const updated = out.plans.findIndex((p) =>
+    p.status.numberAvailable === 6 &&
+    p.status.updatedNumberScheduled === 6
+  );
+  const complete = out.plans.findIndex((p) => progressing(p)?.reason === "Complete");
+  assert(updated > 0 && complete > updated, `updated ${updated}, complete ${complete}`);
+  // The bake outlasted the deadline: its counted measurements were the progress.
+  assert((complete - updated) * stepMillis > deadlineSeconds * 1000, `${complete - updated}`);
+  // Complete, then five minutes more with nothing pending: no deadline, no stop, no wake-up.
+  assert((out.plans.length - complete) * stepMillis >= 5 * deadlineSeconds * 1000);
+  for (const p of out.plans) {
+    assert(progressing(p)?.reason !== "ProgressDeadlineExceeded", progressing(p)?.message);
+    assertEquals(p.status.rolloutStop, undefined);
+  }
+  assertEquals(out.last.status.nextCheckAt, undefined);
 });
 
 Deno.test("a check of the whole set that fails stops the rollout, and rolls it back when asked", () => {

@@ -134,6 +134,8 @@ export class AnalysisBook {
   private readonly resumedWith?: string;
   /** Standings asked for this call: the others (earlier steps' gates) are dropped. */
   private readonly asked = new Set<string>();
+  /** A measurement of this call was counted (passed or failed) by an undecided standing. */
+  private countedOne = false;
 
   constructor(private readonly input: AnalysisInput) {
     const { analysis, previous, hash } = input;
@@ -165,6 +167,7 @@ export class AnalysisBook {
       if (judged.phase === "Passed") s.passed++;
       else if (judged.phase === "Failed") s.failed++;
       else s.inconclusive++;
+      if (judged.phase !== "Inconclusive") this.countedOne = true;
       s.measurements = [
         ...s.measurements,
         {
@@ -324,6 +327,11 @@ export class AnalysisBook {
       if (this.asked.has(key) && (s.phase === "Running" || s.phase === "Inconclusive")) return true;
     }
     return false;
+  }
+
+  /** A check counted a measurement this call: it moved toward its verdict. */
+  counted(): boolean {
+    return this.countedOne;
   }
 
   /** Domains with a failed check of this revision: no node of theirs is updated further. */

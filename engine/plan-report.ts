@@ -452,8 +452,9 @@ const progressingRules: {
     state: (facts) => ({
       status: false,
       reason: "ProgressDeadlineExceeded",
-      message:
-        `no updated pod became available for ${facts.outcome.config.progressDeadlineSeconds} s; ${facts.counts}`,
+      message: `no updated pod became available${
+        facts.outcome.analysisPending ? " and no check counted a measurement" : ""
+      } for ${facts.outcome.config.progressDeadlineSeconds} s; ${facts.counts}`,
     }),
   },
   {

@@ -213,7 +213,15 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const judged = judgeFailures(config, hash, desired, previous, now, available, {
     ...(stepped ? { domainOf: stepped.domainOf } : {}),
     ...(windows ? { windowed: windows.deadline } : {}),
-    ...(book ? { analysisFailed: book.setFailed() !== undefined } : {}),
+    ...(book
+      ? {
+        analysis: {
+          setFailed: book.setFailed() !== undefined,
+          pending: book.pending(),
+          counted: book.counted(),
+        },
+      }
+      : {}),
   });
   const stopped = judged?.stop !== undefined;
   // An operator's abort of a plan stops the rollout as its failures would, rollback included.
