@@ -218,35 +218,59 @@ Deno.test("onFailure Rollback: the failed zone's nodes go back to the last compl
   assertEquals(nodesOn(later.c, v1), ["b-1", "b-2"]);
 });
 
-Deno.test("a ratio rising in a zone's bake after every node is updated still rolls it back: the revision was never complete", () => {
-  const start = onV1ThenV2(gatedSet({ maxConcurrentDomains: 3 }, {
+/**
+ * `start` rolled on, every measurement passing, until every node runs the revision and is
+ * available while its background checks still bake: not complete, the last complete revision
+ * still the way back.
+ */
+function updatedWhileBaking(start: { c: f.Cluster; now: number }) {
+  const v1 = (start.c.snapshot.set.status as AdvancedDaemonSetStatus).lastCompleteRevision ?? "";
+  let c = start.c;
+  let now = start.now;
+  for (let i = 0; i < 40; i++, now += stepMillis) {
+    const [p, next] = f.measuredStep(c, now, ratios({}));
+    c = next;
+    if (nodesOn(c, p.status.daemonSetHash!).length === 6) break;
+  }
+  const baking = plan(c.snapshot, now);
+  assertEquals([baking.status.updatedNumberScheduled, baking.status.numberAvailable], [6, 6]);
+  assertEquals(baking.status.plan?.state, "Analyzing");
+  assertEquals(conditionOf(baking, "Complete")?.status, "False");
+  assertEquals(baking.status.lastCompleteRevision, v1);
+  return { c, now, v1 };
+}
+
+/** A background check of `query` baking 12 measurements, 10 s apart, over zones a, b and c. */
+const baked = (query: string, onFailure: "Pause" | "Rollback") =>
+  onV1ThenV2(gatedSet({ maxConcurrentDomains: 3 }, {
     checks: [{
       name: "errors",
-      prometheus: { address: prometheus, query: 'ratio{zone="{{domain}}"}' },
+      prometheus: { address: prometheus, query },
       successCondition: { max: 0.05 },
       intervalSeconds: 10,
       count: 12,
     }],
     background: ["errors"],
-    onFailure: "Rollback",
+    onFailure,
   }));
-  const v1 = (start.c.snapshot.set.status as AdvancedDaemonSetStatus).lastCompleteRevision ?? "";
-  let c = start.c;
-  let now = start.now;
-  let last: Plan | undefined;
-  for (let i = 0; i < 40; i++, now += stepMillis) {
-    [last, c] = f.measuredStep(c, now, ratios({}));
-    if (nodesOn(c, last.status.daemonSetHash!).length === 6) break;
-  }
-  // Every node on v2, available, while the checks bake: not complete, v1 still the way back.
-  last = plan(c.snapshot, now);
-  assertEquals(last.status.plan?.state, "Analyzing");
-  assertEquals(last.conditions.find((c) => c.type === "Complete")?.status, "False");
-  assertEquals(last.status.lastCompleteRevision, v1);
-  const out = run(c, now, ratios({ b: 0.4 }), 20);
+
+const conditionOf = (p: Plan, type: string) => p.conditions.find((c) => c.type === type);
+
+Deno.test("a ratio rising in a zone's bake after every node is updated still rolls it back: the revision was never complete", () => {
+  const { c, now, v1 } = updatedWhileBaking(baked('ratio{zone="{{domain}}"}', "Rollback"));
+  const out = run(c, now, ratios({ b: 0.4 }), 40);
   const hash = out.last.status.daemonSetHash!;
   assertEquals(nodesOn(out.c, v1), ["b-1", "b-2"]);
   assertEquals(nodesOn(out.c, hash), ["a-1", "a-2", "c-1", "c-2"]);
+  // Once a's and c's bakes passed too: b's check failed, so the revision is still not complete.
+  assertEquals(
+    out.last.status.analysis?.checks.map((s) => [s.domain, s.phase]),
+    [["a", "Passed"], ["b", "Failed"], ["c", "Passed"]],
+  );
+  for (const p of out.plans) {
+    assertEquals(conditionOf(p, "Complete")?.status, "False");
+    assertEquals(p.status.lastCompleteRevision, v1);
+  }
 });
 
 /**
@@ -389,6 +413,92 @@ Deno.test("a check of the whole set that fails stops the rollout, and rolls it b
   const deletes = out.plans.slice(first).flatMap((p) => p.actions)
     .filter((a) => a.type === "deletePod");
   assertEquals(deletes, []);
+});
+
+Deno.test("a check of the whole set failing in its bake after every node is updated stops the rollout, never complete; rolled back when asked", () => {
+  const rising: f.MeasureSource = () => ({ values: [0.3] });
+  for (const onFailure of ["Pause", "Rollback"] as const) {
+    const { c, now, v1 } = updatedWhileBaking(baked("sum(errors) / sum(requests)", onFailure));
+    const out = run(c, now, rising, 4);
+    const v2 = out.last.status.daemonSetHash!;
+    assert(v1 !== "" && v1 !== v2);
+    const first = out.plans.findIndex((p) => p.status.rolloutStop?.reason === "AnalysisFailed");
+    assert(first >= 0, `no stop (${onFailure})`);
+    // No node outdated, nothing measuring: stopped all the same, and v2 never recorded complete.
+    for (const p of out.plans) {
+      assertEquals(p.status.updatedNumberScheduled, 6);
+      assertEquals(conditionOf(p, "Complete")?.status, "False");
+      assertEquals(p.status.lastCompleteRevision, v1);
+    }
+    const stopped = conditionOf(out.last, "RolloutStopped");
+    assertEquals([stopped?.status, stopped?.reason], ["True", "AnalysisFailed"]);
+    assertEquals(progressing(out.last)?.reason, "AnalysisFailed");
+    // The plan is not Done: it says which check stopped it, once.
+    assertEquals(out.last.status.plan?.state, "Stopped");
+    const events = out.plans.flatMap((p) => p.events);
+    assertEquals(events.filter((e) => e.reason === "PlanDone"), []);
+    assertEquals(
+      events.filter((e) => e.reason === "PlanStopped").map((e) =>
+        e.message.includes("errors of the whole set failed")
+      ),
+      [true],
+    );
+    const rollbacks = out.plans.flatMap((p) => p.actions).filter((a) =>
+      a.type === "rollbackTemplate"
+    );
+    if (onFailure === "Pause") {
+      assertEquals(rollbacks, []);
+      assertEquals(nodesOn(out.c, v2).length, 6);
+      continue;
+    }
+    assert(rollbacks.length > 0);
+    for (const a of rollbacks) assertEquals(a.type === "rollbackTemplate" && a.revision, v1);
+    // The API server applies the patch: v1's pods replace v2's within the budget, and it completes.
+    const back = run(f.withTemplate(out.c, "agent:v1", 3), out.now, ratios({}), 60);
+    assertEquals(back.last.status.daemonSetHash, v1);
+    assertEquals(nodesOn(back.c, v1).length, 6);
+    for (const p of back.plans) {
+      assert((p.status.numberUnavailable ?? 0) <= 1, JSON.stringify(p.status.numberUnavailable));
+    }
+    assertEquals(conditionOf(back.last, "Complete")?.status, "True");
+    assertEquals(back.last.status.lastCompleteRevision, v1);
+  }
+});
+
+Deno.test("a zone's bake failing after every node is updated: never complete, so Rollback set after the stop still takes that zone back, the others kept", () => {
+  const { c, now, v1 } = updatedWhileBaking(baked('ratio{zone="{{domain}}"}', "Pause"));
+  const out = run(c, now, ratios({ b: 0.4 }), 40);
+  const v2 = out.last.status.daemonSetHash!;
+  // a's and c's bakes passed, b's failed: stopped there, kept on v2 (Pause), and not complete.
+  assertEquals(
+    out.last.status.analysis?.checks.map((s) => [s.domain, s.phase]),
+    [["a", "Passed"], ["b", "Failed"], ["c", "Passed"]],
+  );
+  assertEquals(
+    out.last.status.plan?.domains.map((d) => [d.name, d.state]),
+    [["a", "Done"], ["b", "Stopped"], ["c", "Done"]],
+  );
+  assertEquals(nodesOn(out.c, v2).length, 6);
+  for (const p of out.plans) {
+    assertEquals(conditionOf(p, "Complete")?.status, "False");
+    assertEquals(p.status.lastCompleteRevision, v1);
+  }
+  // The operator asks for Rollback: b goes back to v1, within the budget; a and c stay on v2.
+  const s = structuredClone(out.c.snapshot);
+  (s.set.spec as { updateStrategy: { rollingUpdate: { analysis: { onFailure: string } } } })
+    .updateStrategy.rollingUpdate.analysis.onFailure = "Rollback";
+  const later = run({ snapshot: s, serial: out.c.serial }, out.now, ratios({}), 20);
+  assertEquals(later.last.status.daemonSetHash, v2);
+  assertEquals(nodesOn(later.c, v1), ["b-1", "b-2"]);
+  assertEquals(nodesOn(later.c, v2), ["a-1", "a-2", "c-1", "c-2"]);
+  assertEquals(
+    later.last.status.plan?.domains.map((d) => [d.name, d.state]),
+    [["a", "Done"], ["b", "RolledBack"], ["c", "Done"]],
+  );
+  for (const p of later.plans) {
+    assert((p.status.numberUnavailable ?? 0) <= 1, JSON.stringify(p.status.numberUnavailable));
+    assertEquals(p.status.lastCompleteRevision, v1);
+  }
 });
 
 Deno.test("bad checks are InvalidSpec naming the field, before any pod is touched", () => {

@@ -329,6 +329,15 @@ export class AnalysisBook {
     return false;
   }
 
+  /**
+   * A check of the revision failed (a domain's or the whole set's, a gate or a bake): the
+   * revision is not complete, however its pods stand, and is never the one a rollback returns to.
+   */
+  failed(): boolean {
+    for (const s of this.standing.values()) if (s.phase === "Failed") return true;
+    return false;
+  }
+
   /** A check counted a measurement this call: it moved toward its verdict. */
   counted(): boolean {
     return this.countedOne;

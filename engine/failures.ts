@@ -124,11 +124,15 @@ export function judgeFailures(
 
   const allowed = policy ? resolve(policy.maxFailed, updated, true) : Infinity;
   let newlyStopped = false;
-  if (!stop && unfinished) {
-    const domain = policy && domainOf && failed.length <= allowed
-      ? domainOverBudget(desired, hash, failed, domainOf, policy)
+  // A failed check of the whole set stops the rollout once no node is outdated and nothing
+  // measures too (a bake that failed after the last node): its revision is not complete, and goes
+  // back when asked (ADR 0055). The budget and the deadline judge an unfinished rollout only.
+  if (!stop && (unfinished || analysis?.setFailed)) {
+    const budgeted = unfinished ? policy : undefined;
+    const domain = budgeted && domainOf && failed.length <= allowed
+      ? domainOverBudget(desired, hash, failed, domainOf, budgeted)
       : undefined;
-    const reason = policy && (failed.length > allowed || domain)
+    const reason = budgeted && (failed.length > allowed || domain)
       ? "FailureBudgetExceeded"
       : analysis?.setFailed
       ? "AnalysisFailed"

@@ -316,7 +316,9 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     budget: budgetUse(config, hash, settled, available),
     ...(stepped ? { rolloutPlan: stepped.status } : {}),
     ...(windows?.status ? { maintenance: windows.status } : {}),
-    ...(book ? { analysis: book.status(), analysisPending: book.pending() } : {}),
+    ...(book
+      ? { analysis: book.status(), analysisPending: book.pending(), analysisFailed: book.failed() }
+      : {}),
   });
   if (planned && !planned.ok) {
     return invalidWithCounts(snapshot, planned.issues, previous, report, pending, now);

@@ -190,6 +190,9 @@ function walkSteps(input: PlanInput, fleet: {
 }) {
   const { plan, hash, now } = input;
   const { order, targets, updated, aborted, domainOf, stopped } = fleet;
+  // A failed check of the whole set (ADR 0055): the rollout stopped, the plan neither goes on nor
+  // is Done, after its last node too.
+  const setFailed = input.analysis?.setFailed()?.check;
   // The first Ready node of the order not yet updated, outside a stopped domain: every step whose
   // target ends at or before it is done.
   const firstPending = order.findIndex((v) => v.ready && !updated(v) && !stopped.has(domainOf(v)));
@@ -221,14 +224,14 @@ function walkSteps(input: PlanInput, fleet: {
       const reached = [...new Set(order.slice(0, targets[index]).map(domainOf))]
         .filter((d) => !stopped.has(d));
       const verdict = input.analysis.gate(number, reached);
-      if (!verdict.passed) {
+      if (!verdict.passed && setFailed === undefined) {
         state = "Analyzing";
         waits.wait(`step ${number} checks`, verdict.why ?? "the checks of every reached domain");
         break;
       }
     }
     // A failed check lets no later step start: the step's other domains finished, the plan stops.
-    if (stopped.size > 0) {
+    if (stopped.size > 0 || setFailed !== undefined) {
       state = "Stopped";
       doneSince = undefined;
       break;
@@ -284,7 +287,9 @@ function walkSteps(input: PlanInput, fleet: {
   const told = state === "AwaitingApproval" || state === "Stopped" ||
     (state === "Done" && previous !== undefined);
   if (told && (state !== previous?.state || step !== previous?.step)) {
-    events.push(stateEvent(hash, state, step, aborted ? [] : [...stopped]));
+    events.push(
+      stateEvent(hash, state, step, aborted ? [] : [...stopped], aborted ? undefined : setFailed),
+    );
   }
   return { index, state, doneSince, waits, events, previous, outdated };
 }
@@ -294,6 +299,8 @@ function stateEvent(
   state: PlanState,
   step: number,
   stoppedDomains: readonly string[],
+  /** The failed check of the whole set, when one stopped the plan. */
+  setFailed?: string,
 ): PlanEvent {
   if (state === "AwaitingApproval") {
     return {
@@ -301,6 +308,14 @@ function stateEvent(
       reason: "PlanAwaitingApproval",
       message:
         `revision ${hash}: step ${step} done; the next step waits for kubectl edgeroll approve`,
+    };
+  }
+  if (state === "Stopped" && setFailed !== undefined) {
+    return {
+      type: "Warning",
+      reason: "PlanStopped",
+      message:
+        `revision ${hash}: stopped at step ${step}: check ${setFailed} of the whole set failed; no later step starts and no old pod is replaced (kubectl edgeroll resume measures again)`,
     };
   }
   if (state === "Stopped" && stoppedDomains.length > 0) {
