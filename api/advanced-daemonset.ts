@@ -118,7 +118,8 @@ export const AdvancedDaemonSetSpec = z.object({
   revisionHistoryLimit: z.number().int().default(10),
   progressDeadlineSeconds: z.number().int().min(1).optional().describe(
     "As a Deployment's: no updated pod becoming available for this long sets Progressing False " +
-      "with reason ProgressDeadlineExceeded (ADR 0035).",
+      "with reason ProgressDeadlineExceeded (ADR 0035). While an analysis check still measures, " +
+      "after the last node too, a measurement it counts is progress as well (ADR 0055).",
   ),
   lifecycle: Lifecycle.optional(),
   scaleStrategy: z.object({

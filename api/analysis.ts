@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import type { FieldIssue } from "./label-selector.ts";
+import { canonicalJson, nameSuffix } from "./hash.ts";
 import { annotationPath, readJsonAnnotation } from "./json-annotation.ts";
 import { maxPlanDomains, type RolloutPlan } from "./rollout-plan.ts";
 
@@ -335,10 +336,23 @@ export const AnalysisStatus = z.object({
   checks: z.array(CheckStatus).max(maxChecks * (maxPlanDomains + 1) * 2),
   /** The `resume` value whose acknowledgement cleared this revision's failed checks. */
   resumedWith: z.string().optional(),
-  /** The set's generation whose queries Prometheus accepted (each sent once when it changed). */
-  validatedGeneration: z.number().int().optional(),
+  /**
+   * `queriesHash` of the queries Prometheus accepted: they are sent again once it differs. (An
+   * edgeroll before it wrote `validatedGeneration`, read as none: the queries are sent once more.)
+   */
+  validatedQueriesHash: z.string().optional(),
 });
 export type AnalysisStatus = z.infer<typeof AnalysisStatus>;
+
+/**
+ * What validating the queries covers: each Prometheus check's address and query, hashed in an
+ * order of their own (a reordering is no change). The spec's field and the annotation carry the
+ * same checks, and an annotation edit does not bump the generation: this changes with either.
+ */
+export function queriesHash(analysis: Analysis): string {
+  const queries = analysis.checks.flatMap((c) => c.prometheus ? [canonicalJson(c.prometheus)] : []);
+  return nameSuffix(JSON.stringify(queries.sort()));
+}
 
 /** The key of a check's standing: a gate's is its step's, a background check's has none. */
 export const standingKey = (check: string, domain: string | undefined, step: number | undefined) =>

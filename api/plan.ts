@@ -67,10 +67,11 @@ interface SnapshotObjects {
     allowedHosts: string[];
     measurements: Measurement[];
     /**
-     * Each Prometheus query sent once because the set's generation changed since the status'
-     * `validatedGeneration`: the checks Prometheus refused as bad_data, in its own words.
+     * Each Prometheus query sent once because the checks' `queriesHash` differs from the status'
+     * `validatedQueriesHash`: the hash sent, and the checks Prometheus refused as bad_data, in
+     * its own words.
      */
-    validation?: { generation: number; refusals: { check: string; message: string }[] };
+    validation?: { queriesHash: string; refusals: { check: string; message: string }[] };
   };
 }
 

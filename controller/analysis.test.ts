@@ -5,8 +5,15 @@
  * The real Prometheus is the e2e scenarios'.
  */
 import { assert, assertEquals } from "@std/assert";
-import type { AnalysisInput, AnalysisStatus } from "../api/analysis.ts";
+import {
+  Analysis,
+  analysisAnnotation,
+  type AnalysisInput,
+  type AnalysisStatus,
+  queriesHash,
+} from "../api/analysis.ts";
 import type { Snapshot } from "../api/plan.ts";
+import { kruiseSetKind } from "../api/set-ref.ts";
 import { createAnalyzer } from "./analysis.ts";
 
 const now = Date.parse("2026-11-29T12:00:00Z");
@@ -48,18 +55,16 @@ const vector = (...values: number[]) =>
     },
   });
 
-/** A set with `analysis`, whose last status has a standing per domain due at `dueAt`. */
-function setWith(
-  analysis: AnalysisInput,
+/** The status a plan wrote: a standing per domain, and the queries' hash it recorded, if any. */
+function statusWith(
   standings: { check: string; domain?: string; nextAt?: string }[],
-  generation = 1,
-  validatedGeneration = 1,
-): Snapshot {
-  const status: { daemonSetHash: string; analysis: AnalysisStatus } = {
+  validated: Record<string, unknown>,
+): { daemonSetHash: string; analysis: AnalysisStatus } {
+  return {
     daemonSetHash: "abc",
     analysis: {
       revision: "abc",
-      validatedGeneration,
+      ...validated,
       checks: standings.map((s) => ({
         ...s,
         phase: "Running",
@@ -70,18 +75,85 @@ function setWith(
       })),
     },
   };
+}
+
+const hashOf = (analysis: AnalysisInput) => queriesHash(Analysis.parse(analysis));
+/** The hash a plan recorded once Prometheus accepted `analysis`'s queries. */
+const validatedAs = (analysis: AnalysisInput) => ({ validatedQueriesHash: hashOf(analysis) });
+
+/**
+ * An AdvancedDaemonSet with `analysis` in its spec, whose last status has a standing per domain
+ * and, by default, `analysis`'s queries validated.
+ */
+function setWith(
+  analysis: AnalysisInput,
+  standings: { check: string; domain?: string; nextAt?: string }[],
+  validated: Record<string, unknown> = validatedAs(analysis),
+  generation = 1,
+): Snapshot {
   return {
     kind: "AdvancedDaemonSet",
     set: {
       metadata: { name: "agent", namespace: "edge", generation },
       spec: { updateStrategy: { rollingUpdate: { analysis } } },
-      status,
+      status: statusWith(standings, validated),
     },
     pods: [],
     nodes: [],
     revisions: [],
   };
 }
+
+/**
+ * A Kruise or OpenYurt DaemonSet with `analysis` in its annotation, its generation 1 whatever the
+ * annotation says (an annotation edit does not bump it), its last status validating `validated`.
+ */
+function annotatedSetWith(
+  kind: "daemonsets" | typeof kruiseSetKind,
+  analysis: AnalysisInput,
+  validated: AnalysisInput,
+): Snapshot {
+  const metadata = {
+    name: "agent",
+    namespace: "edge",
+    uid: "uid-agent",
+    generation: 1,
+    annotations: { [analysisAnnotation]: JSON.stringify(analysis) },
+  };
+  const { daemonSetHash, ...rest } = statusWith([], validatedAs(validated));
+  const objects = { pods: [], nodes: [], revisions: [] };
+  if (kind === kruiseSetKind) {
+    // Kruise's status names the revision updateRevision.
+    const set = { metadata, spec: {}, status: { updateRevision: daemonSetHash, ...rest } };
+    return { kind: "KruiseDaemonSet", set, ...objects };
+  }
+  return {
+    kind: "DaemonSet",
+    set: {
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      metadata,
+      spec: {
+        selector: { matchLabels: { app: "agent" } },
+        template: { metadata: { labels: { app: "agent" } }, spec: { containers: [] } },
+      },
+    },
+    rolloutStatus: {
+      metadata: { ownerReferences: [{ uid: metadata.uid }] },
+      status: { daemonSetHash, ...rest },
+    },
+    ...objects,
+  };
+}
+
+/** A Prometheus that refuses any query with `((` as bad_data, and answers 0 to the others. */
+const refusingParseErrors = (url: URL) =>
+  url.searchParams.get("query")!.includes("((")
+    ? Response.json(
+      { status: "error", errorType: "bad_data", error: 'parse error: unexpected "("' },
+      { status: 400 },
+    )
+    : vector(0);
 
 const ratioCheck = (address: string) => ({
   name: "errors",
@@ -114,40 +186,89 @@ Deno.test("measurer: each due domain asked once, every series read, the others l
   }
 });
 
-Deno.test("measurer: a new generation sends each query once; Prometheus's refusal in its words", async () => {
-  const prom = serve((url) =>
-    url.searchParams.get("query")!.includes("((")
-      ? Response.json(
-        { status: "error", errorType: "bad_data", error: 'parse error: unexpected "("' },
-        { status: 400 },
-      )
-      : vector(0)
-  );
+const badCheck = (address: string) => ({
+  ...ratioCheck(address),
+  name: "bad",
+  prometheus: { address, query: "sum((" },
+});
+
+/** What a controller that may reach `prom` measures of an AdvancedDaemonSet now. */
+const measuredVia = (prom: Served, snapshot: Snapshot) =>
+  createAnalyzer({ allowedHosts: [prom.host] }).measure("advanceddaemonsets", snapshot, now);
+
+Deno.test("measurer: changed queries are each sent once; Prometheus's refusal in its words", async () => {
+  const prom = serve(refusingParseErrors);
+  const before = { checks: [ratioCheck(prom.url)] };
+  const after = { checks: [ratioCheck(prom.url), badCheck(prom.url)] };
   try {
-    const analyzer = createAnalyzer({ allowedHosts: [prom.host] });
-    const bad = { ...ratioCheck(prom.url), name: "bad" };
-    bad.prometheus = { address: prom.url, query: "sum((" };
-    const got = await analyzer.measure(
-      "advanceddaemonsets",
-      setWith({ checks: [ratioCheck(prom.url), bad] }, [], 2, 1),
-      now,
-    );
+    const got = await measuredVia(prom, setWith(after, [], validatedAs(before), 2));
     assertEquals(got?.validation, {
-      generation: 2,
+      queriesHash: hashOf(after),
       refusals: [{ check: "bad", message: 'bad_data: parse error: unexpected "("' }],
     });
     assertEquals(prom.asked.length, 2);
   } finally {
     await prom.close();
   }
-  // Prometheus unreachable: nothing is known of the queries, the generation is not recorded.
-  const gone = createAnalyzer({ allowedHosts: [prom.host] });
-  const got = await gone.measure(
-    "advanceddaemonsets",
-    setWith({ checks: [ratioCheck(prom.url)] }, [], 2, 1),
-    now,
-  );
+  // Prometheus unreachable: nothing is known of the queries, the hash is not recorded.
+  const got = await measuredVia(prom, setWith(after, [], validatedAs(before), 2));
   assertEquals(got?.validation, undefined);
+});
+
+Deno.test("measurer: an AdvancedDaemonSet's queries are sent again when its checks change, not when only its generation does", async () => {
+  const prom = serve(() => vector(0));
+  try {
+    const before = { checks: [ratioCheck(prom.url)] };
+    // A new template: generation 2, the same checks; nothing to send.
+    const template = await measuredVia(prom, setWith(before, [], validatedAs(before), 2));
+    assertEquals([template?.validation, prom.asked.length], [undefined, 0]);
+    // The check's query changed: sent once, accepted, its hash for the plan to record.
+    const changed = {
+      checks: [{ ...ratioCheck(prom.url), prometheus: { address: prom.url, query: "up" } }],
+    };
+    const got = await measuredVia(prom, setWith(changed, [], validatedAs(before), 3));
+    assertEquals(got?.validation, { queriesHash: hashOf(changed), refusals: [] });
+    assertEquals(prom.asked.map((u) => u.searchParams.get("query")), ["up"]);
+  } finally {
+    await prom.close();
+  }
+});
+
+Deno.test("measurer: a Kruise or OpenYurt set's annotation edited, its generation unchanged, sends the new query", async () => {
+  for (const kind of ["daemonsets", kruiseSetKind] as const) {
+    const prom = serve(refusingParseErrors);
+    try {
+      const analyzer = createAnalyzer({ allowedHosts: [prom.host] });
+      const before = { checks: [ratioCheck(prom.url)] };
+      const after = { checks: [ratioCheck(prom.url), badCheck(prom.url)] };
+      // At rest: the annotation as validated, nothing sent.
+      const rest = await analyzer.measure(kind, annotatedSetWith(kind, before, before), now);
+      assertEquals([rest?.validation, prom.asked.length], [undefined, 0], kind);
+      const got = await analyzer.measure(kind, annotatedSetWith(kind, after, before), now);
+      assertEquals(got?.validation?.refusals.map((r) => r.check), ["bad"], kind);
+      assertEquals(prom.asked.length, 2, kind);
+    } finally {
+      await prom.close();
+    }
+  }
+});
+
+Deno.test("measurer: a status an earlier edgeroll wrote (validatedGeneration) has its queries sent once, then not again", async () => {
+  const prom = serve(() => vector(0));
+  try {
+    const analysis = { checks: [ratioCheck(prom.url)] };
+    const old = await measuredVia(prom, setWith(analysis, [], { validatedGeneration: 1 }));
+    assertEquals(old?.validation, { queriesHash: hashOf(analysis), refusals: [] });
+    assertEquals(prom.asked.length, 1);
+    // The plan recorded that hash: the next call sends nothing.
+    const recorded = await measuredVia(
+      prom,
+      setWith(analysis, [], { validatedGeneration: 1, ...validatedAs(analysis) }),
+    );
+    assertEquals([recorded?.validation, prom.asked.length], [undefined, 1]);
+  } finally {
+    await prom.close();
+  }
 });
 
 Deno.test("measurer: no answer to judge is an error the planner reads as inconclusive", async () => {

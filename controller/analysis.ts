@@ -1,9 +1,9 @@
 /**
  * The analysis checks' measurements (ADR 0055): before a set is planned, what its previous status
  * says is due is measured here, each request only to a host on `--analysis-hosts`, bounded in time
- * and size, redirects not followed; when the set's generation changed, each Prometheus query is
- * sent once so that a query Prometheus refuses is InvalidSpec before any pod is touched. The
- * answers go to the planner unjudged, in the snapshot: judging them is the engine's.
+ * and size, redirects not followed; when the queries changed (in the spec or the annotation),
+ * each is sent once so that a query Prometheus refuses is InvalidSpec before any pod is touched.
+ * The answers go to the planner unjudged, in the snapshot: judging them is the engine's.
  */
 import {
   Analysis,
@@ -13,6 +13,7 @@ import {
   expandCheck,
   hostPort,
   type Measurement,
+  queriesHash,
   readAnalysisAnnotation,
 } from "../api/analysis.ts";
 import type { Snapshot } from "../api/plan.ts";
@@ -90,9 +91,10 @@ export function createAnalyzer(options: AnalyzerOptions): Analyzer {
       await forEachConcurrently(due, measureConcurrency, async (d) => {
         measurements.push(await ask(d.check, d.domain));
       });
-      const generation = snapshot.set.metadata.generation ?? 0;
+      // Keyed on the queries, not the generation: an annotation edit does not bump it.
+      const hashNow = queriesHash(analysis);
       const queries = analysis.checks.filter((c) => c.prometheus);
-      if (standing?.validatedGeneration === generation || queries.length === 0) {
+      if (standing?.validatedQueriesHash === hashNow || queries.length === 0) {
         return { allowedHosts: [...allowed], measurements };
       }
       // A domain's value only fills a string literal: any one shows whether the query parses.
@@ -104,13 +106,13 @@ export function createAnalyzer(options: AnalyzerOptions): Analyzer {
       const refusals = answers.flatMap((m) =>
         m.refused !== undefined ? [{ check: m.check, message: m.refused }] : []
       );
-      // A query unanswered (Prometheus unreachable) is unknown: the generation is not recorded
-      // unless another was refused, and the queries are sent again next time.
+      // A query unanswered (Prometheus unreachable) is unknown: the hash is not recorded unless
+      // another was refused, and the queries are sent again next time.
       const known = refusals.length > 0 || answers.every((m) => m.error === undefined);
       return {
         allowedHosts: [...allowed],
         measurements,
-        ...(known ? { validation: { generation, refusals } } : {}),
+        ...(known ? { validation: { queriesHash: hashNow, refusals } } : {}),
       };
     },
   };

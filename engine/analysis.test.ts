@@ -218,36 +218,81 @@ Deno.test("onFailure Rollback: the failed zone's nodes go back to the last compl
   assertEquals(nodesOn(later.c, v1), ["b-1", "b-2"]);
 });
 
-Deno.test("a ratio rising in a zone's bake after every node is updated still rolls it back: the revision was never complete", () => {
-  const start = onV1ThenV2(gatedSet({ maxConcurrentDomains: 3 }, {
+/**
+ * `start` rolled on, every measurement passing, until every node runs the revision and is
+ * available while its background checks still bake: not complete, the last complete revision
+ * still the way back.
+ */
+function updatedWhileBaking(start: { c: f.Cluster; now: number }) {
+  const v1 = (start.c.snapshot.set.status as AdvancedDaemonSetStatus).lastCompleteRevision ?? "";
+  let c = start.c;
+  let now = start.now;
+  for (let i = 0; i < 40; i++, now += stepMillis) {
+    const [p, next] = f.measuredStep(c, now, ratios({}));
+    c = next;
+    if (nodesOn(c, p.status.daemonSetHash!).length === 6) break;
+  }
+  const baking = plan(c.snapshot, now);
+  assertEquals([baking.status.updatedNumberScheduled, baking.status.numberAvailable], [6, 6]);
+  assertEquals(baking.status.plan?.state, "Analyzing");
+  assertEquals(conditionOf(baking, "Complete")?.status, "False");
+  assertEquals(baking.status.lastCompleteRevision, v1);
+  return { c, now, v1 };
+}
+
+/** A background check of `query` baking 12 measurements, 10 s apart, over zones a, b and c. */
+const baked = (query: string, onFailure: "Pause" | "Rollback") =>
+  onV1ThenV2(gatedSet({ maxConcurrentDomains: 3 }, {
     checks: [{
       name: "errors",
-      prometheus: { address: prometheus, query: 'ratio{zone="{{domain}}"}' },
+      prometheus: { address: prometheus, query },
       successCondition: { max: 0.05 },
       intervalSeconds: 10,
       count: 12,
     }],
     background: ["errors"],
-    onFailure: "Rollback",
+    onFailure,
   }));
-  const v1 = (start.c.snapshot.set.status as AdvancedDaemonSetStatus).lastCompleteRevision ?? "";
-  let c = start.c;
-  let now = start.now;
-  let last: Plan | undefined;
-  for (let i = 0; i < 40; i++, now += stepMillis) {
-    [last, c] = f.measuredStep(c, now, ratios({}));
-    if (nodesOn(c, last.status.daemonSetHash!).length === 6) break;
-  }
-  // Every node on v2, available, while the checks bake: not complete, v1 still the way back.
-  last = plan(c.snapshot, now);
-  assertEquals(last.status.plan?.state, "Analyzing");
-  assertEquals(last.conditions.find((c) => c.type === "Complete")?.status, "False");
-  assertEquals(last.status.lastCompleteRevision, v1);
-  const out = run(c, now, ratios({ b: 0.4 }), 20);
+
+const conditionOf = (p: Plan, type: string) => p.conditions.find((c) => c.type === type);
+
+Deno.test("a ratio rising in a zone's bake after every node is updated still rolls it back: the revision was never complete", () => {
+  const { c, now, v1 } = updatedWhileBaking(baked('ratio{zone="{{domain}}"}', "Rollback"));
+  const out = run(c, now, ratios({ b: 0.4 }), 40);
   const hash = out.last.status.daemonSetHash!;
   assertEquals(nodesOn(out.c, v1), ["b-1", "b-2"]);
   assertEquals(nodesOn(out.c, hash), ["a-1", "a-2", "c-1", "c-2"]);
+  // Once a's and c's bakes passed too: b's check failed, so the revision is still not complete.
+  assertEquals(
+    out.last.status.analysis?.checks.map((s) => [s.domain, s.phase]),
+    [["a", "Passed"], ["b", "Failed"], ["c", "Passed"]],
+  );
+  for (const p of out.plans) {
+    assertEquals(conditionOf(p, "Complete")?.status, "False");
+    assertEquals(p.status.lastCompleteRevision, v1);
+  }
 });
+
+/**
+ * `c` given a progress deadline of `seconds`, and `failurePolicy` on its rolling update when one
+ * is given: the template, and so the revision, unchanged.
+ */
+function withDeadline(c: f.Cluster, seconds: number, failurePolicy?: object): f.Cluster {
+  const s = structuredClone(c.snapshot);
+  const spec = s.set.spec as {
+    progressDeadlineSeconds?: number;
+    updateStrategy: { rollingUpdate: Record<string, unknown> };
+  };
+  spec.progressDeadlineSeconds = seconds;
+  if (failurePolicy) spec.updateStrategy.rollingUpdate.failurePolicy = failurePolicy;
+  return { snapshot: s, serial: c.serial };
+}
+
+const unreachable: f.MeasureSource = () => ({
+  error: "Prometheus unreachable: connect ECONNREFUSED",
+});
+
+const progressing = (p: Plan) => p.conditions.find((c) => c.type === "Progressing");
 
 Deno.test("no answer from Prometheus: the gate waits, says so, and the deadline still runs", () => {
   const start = onV1ThenV2(gatedSet(
@@ -255,14 +300,7 @@ Deno.test("no answer from Prometheus: the gate waits, says so, and the deadline 
     {},
     {},
   ));
-  const s = structuredClone(start.c.snapshot);
-  (s.set.spec as { progressDeadlineSeconds?: number }).progressDeadlineSeconds = 60;
-  const out = run(
-    { snapshot: s, serial: start.c.serial },
-    start.now,
-    () => ({ error: "Prometheus unreachable: connect ECONNREFUSED" }),
-    40,
-  );
+  const out = run(withDeadline(start.c, 60), start.now, unreachable, 40);
   const hash = out.last.status.daemonSetHash!;
   assertEquals(nodesOn(out.c, hash), ["a-1", "a-2"]);
   assertEquals(out.last.status.plan?.state, "Analyzing");
@@ -279,6 +317,77 @@ Deno.test("no answer from Prometheus: the gate waits, says so, and the deadline 
     out.last.conditions.find((c) => c.type === "Progressing")?.reason,
     "ProgressDeadlineExceeded",
   );
+});
+
+Deno.test("an inconclusive last gate after every node is updated reaches the progress deadline; with stopOnProgressDeadline it stops", () => {
+  const deadlineSeconds = 60;
+  const start = onV1ThenV2(gatedSet({
+    maxConcurrentDomains: 3,
+    steps: [{ nodes: "100%", checks: ["errors"] }],
+  }));
+  for (const stopOnProgressDeadline of [false, true]) {
+    const policy = { maxFailed: 10, stopOnProgressDeadline };
+    const out = run(withDeadline(start.c, deadlineSeconds, policy), start.now, unreachable, 60);
+    const hash = out.last.status.daemonSetHash!;
+    const at = (i: number) => start.now + i * stepMillis;
+    const exceeded = out.plans.findIndex((p) =>
+      progressing(p)?.reason === "ProgressDeadlineExceeded"
+    );
+    assert(exceeded > 0, `no deadline (stop ${stopOnProgressDeadline})`);
+    const late = out.plans[exceeded];
+    // Reached with every node updated and available: only the gate held the rollout.
+    assertEquals(late.status.updatedNumberScheduled, 6);
+    assertEquals(late.status.numberAvailable, 6);
+    // Still measuring; stopped by the deadline when the policy says so (the plan then Stopped).
+    assertEquals(late.status.plan?.state, stopOnProgressDeadline ? "Stopped" : "Analyzing");
+    // At the deadline counted from the last node that became available, not before.
+    const lastProgress = Date.parse(late.status.progress!.at);
+    assert(at(exceeded) >= lastProgress + deadlineSeconds * 1000);
+    assert(at(exceeded - 1) < lastProgress + deadlineSeconds * 1000);
+    assertEquals(nodesOn(out.c, hash).length, 6);
+    assertEquals(out.last.conditions.find((c) => c.type === "Complete")?.status, "False");
+    const stopped = out.last.conditions.find((c) => c.type === "RolloutStopped");
+    if (stopOnProgressDeadline) {
+      assertEquals([stopped?.status, stopped?.reason], ["True", "ProgressDeadlineExceeded"]);
+      assertEquals(out.last.status.rolloutStop?.reason, "ProgressDeadlineExceeded");
+    } else {
+      assertEquals(stopped?.status, "False");
+      assertEquals(progressing(out.last)?.reason, "ProgressDeadlineExceeded");
+      const message = progressing(out.last)?.message;
+      assert(message?.includes("no check counted a measurement for 60 s"), message);
+    }
+  }
+});
+
+Deno.test("a bake longer than the deadline whose measurements pass never reaches it, nor does the rollout once complete", () => {
+  const deadlineSeconds = 60;
+  const bake = { count: 12, intervalSeconds: 10 };
+  const start = onV1ThenV2(gatedSet({ maxConcurrentDomains: 3 }, {
+    checks: [{
+      name: "errors",
+      prometheus: { address: prometheus, query: 'ratio{zone="{{domain}}"}' },
+      successCondition: { max: 0.05 },
+      ...bake,
+    }],
+    background: ["errors"],
+  }));
+  const policy = { maxFailed: 10, stopOnProgressDeadline: true };
+  const out = run(withDeadline(start.c, deadlineSeconds, policy), start.now, ratios({}), 100);
+  const updated = out.plans.findIndex((p) =>
+    p.status.numberAvailable === 6 &&
+    p.status.updatedNumberScheduled === 6
+  );
+  const complete = out.plans.findIndex((p) => progressing(p)?.reason === "Complete");
+  assert(updated > 0 && complete > updated, `updated ${updated}, complete ${complete}`);
+  // The bake outlasted the deadline: its counted measurements were the progress.
+  assert((complete - updated) * stepMillis > deadlineSeconds * 1000, `${complete - updated}`);
+  // Complete, then five minutes more with nothing pending: no deadline, no stop, no wake-up.
+  assert((out.plans.length - complete) * stepMillis >= 5 * deadlineSeconds * 1000);
+  for (const p of out.plans) {
+    assert(progressing(p)?.reason !== "ProgressDeadlineExceeded", progressing(p)?.message);
+    assertEquals(p.status.rolloutStop, undefined);
+  }
+  assertEquals(out.last.status.nextCheckAt, undefined);
 });
 
 Deno.test("a check of the whole set that fails stops the rollout, and rolls it back when asked", () => {
@@ -305,6 +414,95 @@ Deno.test("a check of the whole set that fails stops the rollout, and rolls it b
   const deletes = out.plans.slice(first).flatMap((p) => p.actions)
     .filter((a) => a.type === "deletePod");
   assertEquals(deletes, []);
+});
+
+Deno.test("a check of the whole set failing in its bake after every node is updated stops the rollout, never complete; rolled back when asked", () => {
+  const rising: f.MeasureSource = () => ({ values: [0.3] });
+  for (const onFailure of ["Pause", "Rollback"] as const) {
+    const { c, now, v1 } = updatedWhileBaking(baked("sum(errors) / sum(requests)", onFailure));
+    const out = run(c, now, rising, 4);
+    const v2 = out.last.status.daemonSetHash!;
+    assert(v1 !== "" && v1 !== v2);
+    const first = out.plans.findIndex((p) => p.status.rolloutStop?.reason === "AnalysisFailed");
+    assert(first >= 0, `no stop (${onFailure})`);
+    // No node outdated, nothing measuring: stopped all the same, and v2 never recorded complete.
+    for (const p of out.plans) {
+      assertEquals(p.status.updatedNumberScheduled, 6);
+      assertEquals(conditionOf(p, "Complete")?.status, "False");
+      assertEquals(p.status.lastCompleteRevision, v1);
+    }
+    const stopped = conditionOf(out.last, "RolloutStopped");
+    assertEquals([stopped?.status, stopped?.reason], ["True", "AnalysisFailed"]);
+    assertEquals(progressing(out.last)?.reason, "AnalysisFailed");
+    // The plan is not Done but Stopped, by the check (the plan's own state Event is left out
+    // while the rollout is stopped: reportPlan).
+    assertEquals(out.last.status.plan?.state, "Stopped");
+    assertEquals(out.last.status.plan?.stop?.reason, "AnalysisFailed");
+    const events = out.plans.flatMap((p) => p.events);
+    assertEquals(events.filter((e) => e.reason === "PlanDone"), []);
+    // The verdict, then the stop, each told once and naming the check.
+    assertEquals(
+      events.filter((e) => e.reason === "AnalysisFailed").map((e) =>
+        e.message.includes("check errors failed") || e.message.startsWith("failed checks: errors;")
+      ),
+      [true, true],
+    );
+    const rollbacks = out.plans.flatMap((p) => p.actions).filter((a) =>
+      a.type === "rollbackTemplate"
+    );
+    if (onFailure === "Pause") {
+      assertEquals(rollbacks, []);
+      assertEquals(nodesOn(out.c, v2).length, 6);
+      continue;
+    }
+    assert(rollbacks.length > 0);
+    for (const a of rollbacks) assertEquals(a.type === "rollbackTemplate" && a.revision, v1);
+    // The API server applies the patch: v1's pods replace v2's within the budget, and it completes.
+    const back = run(f.withTemplate(out.c, "agent:v1", 3), out.now, ratios({}), 60);
+    assertEquals(back.last.status.daemonSetHash, v1);
+    assertEquals(nodesOn(back.c, v1).length, 6);
+    for (const p of back.plans) {
+      assert((p.status.numberUnavailable ?? 0) <= 1, JSON.stringify(p.status.numberUnavailable));
+    }
+    assertEquals(conditionOf(back.last, "Complete")?.status, "True");
+    assertEquals(back.last.status.lastCompleteRevision, v1);
+  }
+});
+
+Deno.test("a zone's bake failing after every node is updated: never complete, so Rollback set after the stop still takes that zone back, the others kept", () => {
+  const { c, now, v1 } = updatedWhileBaking(baked('ratio{zone="{{domain}}"}', "Pause"));
+  const out = run(c, now, ratios({ b: 0.4 }), 40);
+  const v2 = out.last.status.daemonSetHash!;
+  // a's and c's bakes passed, b's failed: stopped there, kept on v2 (Pause), and not complete.
+  assertEquals(
+    out.last.status.analysis?.checks.map((s) => [s.domain, s.phase]),
+    [["a", "Passed"], ["b", "Failed"], ["c", "Passed"]],
+  );
+  assertEquals(
+    out.last.status.plan?.domains.map((d) => [d.name, d.state]),
+    [["a", "Done"], ["b", "Stopped"], ["c", "Done"]],
+  );
+  assertEquals(nodesOn(out.c, v2).length, 6);
+  for (const p of out.plans) {
+    assertEquals(conditionOf(p, "Complete")?.status, "False");
+    assertEquals(p.status.lastCompleteRevision, v1);
+  }
+  // The operator asks for Rollback: b goes back to v1, within the budget; a and c stay on v2.
+  const s = structuredClone(out.c.snapshot);
+  (s.set.spec as { updateStrategy: { rollingUpdate: { analysis: { onFailure: string } } } })
+    .updateStrategy.rollingUpdate.analysis.onFailure = "Rollback";
+  const later = run({ snapshot: s, serial: out.c.serial }, out.now, ratios({}), 20);
+  assertEquals(later.last.status.daemonSetHash, v2);
+  assertEquals(nodesOn(later.c, v1), ["b-1", "b-2"]);
+  assertEquals(nodesOn(later.c, v2), ["a-1", "a-2", "c-1", "c-2"]);
+  assertEquals(
+    later.last.status.plan?.domains.map((d) => [d.name, d.state]),
+    [["a", "Done"], ["b", "RolledBack"], ["c", "Done"]],
+  );
+  for (const p of later.plans) {
+    assert((p.status.numberUnavailable ?? 0) <= 1, JSON.stringify(p.status.numberUnavailable));
+    assertEquals(p.status.lastCompleteRevision, v1);
+  }
 });
 
 Deno.test("bad checks are InvalidSpec naming the field, before any pod is touched", () => {
@@ -335,10 +533,10 @@ Deno.test("bad checks are InvalidSpec naming the field, before any pod is touche
   delete strategy.rollingUpdate.plan;
   const message = invalid(planless);
   assert(message.includes(`${path}.checks[0].prometheus.query`), message);
-  // A query Prometheus refuses when the generation changed: its own words, and nothing done.
+  // A query Prometheus refuses when the queries changed: its own words, and nothing done.
   const refusedQuery = gatedSet({});
   refusedQuery.analysis!.validation = {
-    generation: 1,
+    queriesHash: "changed",
     refusals: [{ check: "errors", message: 'parse error: unexpected "}"' }],
   };
   const words = invalid(refusedQuery);
@@ -346,10 +544,16 @@ Deno.test("bad checks are InvalidSpec naming the field, before any pod is touche
     words.includes(`${path}.checks[0].prometheus.query: Prometheus refuses it: parse error`),
     words,
   );
-  // Accepted: the generation is recorded, so the queries are not sent again until it changes.
+  // Accepted: their hash is recorded, so the queries are not sent again until they change.
   const accepted = gatedSet({});
-  accepted.analysis!.validation = { generation: 1, refusals: [] };
-  assertEquals(plan(accepted, f.t0).status.analysis?.validatedGeneration, 1);
+  accepted.analysis!.validation = { queriesHash: "changed", refusals: [] };
+  const recorded = plan(accepted, f.t0).status;
+  assertEquals(recorded.analysis?.validatedQueriesHash, "changed");
+  // And kept by the plans after, which send nothing.
+  const next = structuredClone(accepted);
+  next.set.status = recorded;
+  delete next.analysis!.validation;
+  assertEquals(plan(next, f.t0 + 1000).status.analysis?.validatedQueriesHash, "changed");
 });
 
 Deno.test("property: a failed check never lets a later step start; an inconclusive one never passes", () => {

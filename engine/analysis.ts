@@ -116,8 +116,8 @@ export interface AnalysisInput {
   measurements: readonly Measurement[];
   /** The operator's resume value (`<revision>/<anything>`): clears the revision's failures. */
   resume?: string;
-  /** The generation whose queries Prometheus accepted this call, when they were sent. */
-  validated?: number;
+  /** The `queriesHash` of the queries Prometheus accepted this call, when they were sent. */
+  validatedQueriesHash?: string;
   now: EpochMillis;
 }
 
@@ -134,6 +134,8 @@ export class AnalysisBook {
   private readonly resumedWith?: string;
   /** Standings asked for this call: the others (earlier steps' gates) are dropped. */
   private readonly asked = new Set<string>();
+  /** A measurement of this call was counted (passed or failed) by an undecided standing. */
+  private countedOne = false;
 
   constructor(private readonly input: AnalysisInput) {
     const { analysis, previous, hash } = input;
@@ -165,6 +167,7 @@ export class AnalysisBook {
       if (judged.phase === "Passed") s.passed++;
       else if (judged.phase === "Failed") s.failed++;
       else s.inconclusive++;
+      if (judged.phase !== "Inconclusive") this.countedOne = true;
       s.measurements = [
         ...s.measurements,
         {
@@ -326,6 +329,20 @@ export class AnalysisBook {
     return false;
   }
 
+  /**
+   * A check of the revision failed (a domain's or the whole set's, a gate or a bake): the
+   * revision is not complete, however its pods stand, and is never the one a rollback returns to.
+   */
+  failed(): boolean {
+    for (const s of this.standing.values()) if (s.phase === "Failed") return true;
+    return false;
+  }
+
+  /** A check counted a measurement this call: it moved toward its verdict. */
+  counted(): boolean {
+    return this.countedOne;
+  }
+
   /** Domains with a failed check of this revision: no node of theirs is updated further. */
   stoppedDomains(): Set<string> {
     const stopped = new Set<string>();
@@ -345,12 +362,12 @@ export class AnalysisBook {
     const checks = [...this.standing.entries()]
       .filter(([key, s]) => this.asked.has(key) || s.phase === "Failed")
       .map(([, s]) => s);
-    const validated = this.input.validated ?? this.input.previous?.validatedGeneration;
+    const validated = this.input.validatedQueriesHash ?? this.input.previous?.validatedQueriesHash;
     return {
       revision: this.input.hash,
       checks,
       ...(this.resumedWith !== undefined ? { resumedWith: this.resumedWith } : {}),
-      ...(validated !== undefined ? { validatedGeneration: validated } : {}),
+      ...(validated !== undefined ? { validatedQueriesHash: validated } : {}),
     };
   }
 }

@@ -80,17 +80,21 @@ export function judgeFailures(
      * and runs from the opening of the open ones (ADR 0054).
      */
     windowed?: { held: boolean; since?: EpochMillis };
-    /**
-     * The set has analysis checks (ADR 0055), and whether one measured for the whole set failed:
-     * that stops the rollout as a spent budget does.
-     */
-    analysisFailed?: boolean;
+    /** The set has analysis checks (ADR 0055): what this call's `AnalysisBook` says of them. */
+    analysis?: {
+      /** A check measured for the whole set failed: it stops the rollout as a spent budget does. */
+      setFailed: boolean;
+      /** A check still measures (a gate, a bake): the rollout is unfinished. */
+      pending: boolean;
+      /** A check counted a measurement this call (passed or failed). */
+      counted: boolean;
+    };
   } = {},
 ): Judgement | undefined {
-  const { domainOf, windowed, analysisFailed } = context;
+  const { domainOf, windowed, analysis } = context;
   const policy = config.failurePolicy;
   const deadline = config.progressDeadlineSeconds;
-  if (!policy && deadline === undefined && analysisFailed === undefined) return undefined;
+  if (!policy && deadline === undefined && !analysis) return undefined;
   let { stop, acknowledged, progress } = carriedOver(previous, config.resumeRevision, hash);
   const timeout = policy?.podStartTimeoutSeconds ?? 600;
   const known = new Set(acknowledged?.pods ?? []);
@@ -102,23 +106,35 @@ export function judgeFailures(
     isAvailable,
     timeout,
   );
-  const grew = !progress || updatedAvailable > progress.updatedAvailable;
+  // A counted measurement is progress too: its check moved toward a verdict it reaches within
+  // `count` of them, so a bake longer than the deadline that keeps deciding is not cut short;
+  // an inconclusive one decides nothing, and the clock runs on (ADR 0055).
+  const grew = !progress || updatedAvailable > progress.updatedAvailable ||
+    analysis?.counted === true;
   progress = { revision: hash, updatedAvailable, at: grew ? formatTime(now) : progress!.at };
   const clockFrom = Math.max(parseTime(progress.at) ?? now, windowed?.since ?? -Infinity);
   const deadlineAt = deadline !== undefined ? clockFrom + deadline * 1000 : 0;
-  const clockRuns = deadline !== undefined && outdated > 0 && !windowed?.held;
+  // Unfinished while a node is outdated or a check still measures: a last step's gate or a bake
+  // that stays inconclusive after the last node is updated still reaches the deadline, and may
+  // stop the rollout. A finished one runs no clock and stops for nothing.
+  const unfinished = outdated > 0 || analysis?.pending === true;
+  const clockRuns = deadline !== undefined && unfinished && !windowed?.held;
   const deadlineExceeded = clockRuns && now >= deadlineAt;
   if (clockRuns && !deadlineExceeded) wakeUps.push(deadlineAt);
 
   const allowed = policy ? resolve(policy.maxFailed, updated, true) : Infinity;
   let newlyStopped = false;
-  if (!stop && outdated > 0) {
-    const domain = policy && domainOf && failed.length <= allowed
-      ? domainOverBudget(desired, hash, failed, domainOf, policy)
+  // A failed check of the whole set stops the rollout once no node is outdated and nothing
+  // measures too (a bake that failed after the last node): its revision is not complete, and goes
+  // back when asked (ADR 0055). The budget and the deadline judge an unfinished rollout only.
+  if (!stop && (unfinished || analysis?.setFailed)) {
+    const budgeted = unfinished ? policy : undefined;
+    const domain = budgeted && domainOf && failed.length <= allowed
+      ? domainOverBudget(desired, hash, failed, domainOf, budgeted)
       : undefined;
-    const reason = policy && (failed.length > allowed || domain)
+    const reason = budgeted && (failed.length > allowed || domain)
       ? "FailureBudgetExceeded"
-      : analysisFailed
+      : analysis?.setFailed
       ? "AnalysisFailed"
       : policy?.stopOnProgressDeadline && deadlineExceeded
       ? "ProgressDeadlineExceeded"

@@ -135,6 +135,8 @@ export interface Outcome {
   analysis?: AnalysisStatus;
   /** A check of the revision still measures: the rollout is not complete. */
   analysisPending?: boolean;
+  /** A check of the revision failed (a domain's or the whole set's): it is not complete. */
+  analysisFailed?: boolean;
 }
 
 /** The condition of a set with a failure budget or a progress deadline (present only then). */
@@ -452,8 +454,9 @@ const progressingRules: {
     state: (facts) => ({
       status: false,
       reason: "ProgressDeadlineExceeded",
-      message:
-        `no updated pod became available for ${facts.outcome.config.progressDeadlineSeconds} s; ${facts.counts}`,
+      message: `no updated pod became available${
+        facts.outcome.analysisPending ? " and no check counted a measurement" : ""
+      } for ${facts.outcome.config.progressDeadlineSeconds} s; ${facts.counts}`,
     }),
   },
   {
@@ -748,9 +751,10 @@ export function finish(outcome: Outcome): Plan {
   const { nextCheckAt, requeueAfterSeconds } = nextLooks(outcome, report);
   const waiting = waitsForRevision(outcome);
   // A revision whose checks still measure (a gate, a bake) is not complete: a failure may yet
-  // roll it back, so it is not the revision a rollback returns to (ADR 0055).
+  // roll it back, so it is not the revision a rollback returns to (ADR 0055). Nor is one whose
+  // check failed, after its last node was updated too: it stopped, or goes back.
   const complete = !waiting && n.outdated === 0 && n.available === n.desired &&
-    expectations.length === 0 && !outcome.analysisPending;
+    expectations.length === 0 && !outcome.analysisPending && !outcome.analysisFailed;
   const podActions = decisions.actions.filter((a) =>
     a.type.endsWith("Pod") || a.type === "setPodCondition"
   );

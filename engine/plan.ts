@@ -122,7 +122,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
       measurements: snapshot.analysis?.measurements ?? [],
       ...(config.resumeRevision !== undefined ? { resume: config.resumeRevision } : {}),
       ...(validation && validation.refusals.length === 0
-        ? { validated: validation.generation }
+        ? { validatedQueriesHash: validation.queriesHash }
         : {}),
       now,
     });
@@ -209,7 +209,15 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const judged = judgeFailures(config, hash, desired, previous, now, available, {
     ...(stepped ? { domainOf: stepped.domainOf } : {}),
     ...(windows ? { windowed: windows.deadline } : {}),
-    ...(book ? { analysisFailed: book.setFailed() !== undefined } : {}),
+    ...(book
+      ? {
+        analysis: {
+          setFailed: book.setFailed() !== undefined,
+          pending: book.pending(),
+          counted: book.counted(),
+        },
+      }
+      : {}),
   });
   const stopped = judged?.stop !== undefined;
   // The plan as the stop leaves it: Stopped, with its reason, until a resume or a new revision.
@@ -311,7 +319,9 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     budget: budgetUse(config, hash, settled, available),
     ...(reportedPlan ? { rolloutPlan: reportedPlan.status } : {}),
     ...(windows?.status ? { maintenance: windows.status } : {}),
-    ...(book ? { analysis: book.status(), analysisPending: book.pending() } : {}),
+    ...(book
+      ? { analysis: book.status(), analysisPending: book.pending(), analysisFailed: book.failed() }
+      : {}),
   });
   if (planned && !planned.ok) {
     return invalidWithCounts(snapshot, planned.issues, previous, report, pending, now);

@@ -255,6 +255,9 @@ function walkSteps(input: PlanInput, fleet: {
 }) {
   const { plan, hash, now } = input;
   const { order, targets, updated, aborted, domainOf, stopped } = fleet;
+  // A failed check of the whole set (ADR 0055): the rollout stopped, the plan neither goes on nor
+  // is Done, after its last node too.
+  const setFailed = input.analysis?.setFailed()?.check;
   // The first Ready node of the order not yet updated, outside a stopped domain: every step whose
   // target ends at or before it is done.
   const firstPending = order.findIndex((v) => v.ready && !updated(v) && !stopped.has(domainOf(v)));
@@ -288,14 +291,14 @@ function walkSteps(input: PlanInput, fleet: {
       const reached = [...new Set(order.slice(0, targets[index]).map(domainOf))]
         .filter((d) => !stopped.has(d));
       const verdict = input.analysis.gate(number, reached);
-      if (!verdict.passed) {
+      if (!verdict.passed && setFailed === undefined) {
         state = "Analyzing";
         waits.wait(`step ${number} checks`, verdict.why ?? "the checks of every reached domain");
         break;
       }
     }
     // A failed check lets no later step start: the step's other domains finished, the plan stops.
-    if (stopped.size > 0) {
+    if (stopped.size > 0 || setFailed !== undefined) {
       state = "Stopped";
       doneSince = undefined;
       break;
