@@ -1,9 +1,10 @@
 /**
  * Maintenance windows (ADR 0054) as an operator sets them, minutes from the scenario's start (no
  * clock is sped up on a real API server): a new image outside the window waits while its image is
- * pulled on every node ahead of the opening; a window that closes mid-rollout stops it with pods
- * in flight finished; the next window, opened by the clock alone (the tick wakes the set at its
- * `nextCheckAt`), finishes it.
+ * pulled on every node ahead of the opening; one spec, written once, holds a window open now
+ * that closes by the clock mid-rollout (pods in flight finish, no more start) and the next
+ * window, opened by the clock alone (the tick wakes the set at its `nextCheckAt`), which
+ * finishes it.
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { maintenanceAnnotation, type MaintenanceStatus } from "../../api/maintenance.ts";
@@ -27,11 +28,43 @@ const minute = 60_000;
 /** `HH:MM` in UTC of `instant`. */
 const hhmm = (instant: number) => new Date(instant).toISOString().slice(11, 16);
 
-/** One window in UTC from `start` (rounded down to its minute) for `minutes`. */
-const windowAt = (start: number, minutes: number) => ({
+/** Windows in UTC, each from `start` (rounded down to its minute) for `minutes`. */
+const windowsAt = (...windows: { start: number; minutes: number }[]) => ({
   timeZone: "UTC",
-  windows: [{ start: hhmm(start), duration: `${minutes}m` }],
+  windows: windows.map((w) => ({ start: hhmm(w.start), duration: `${w.minutes}m` })),
 });
+
+/** One window in UTC from `start` (rounded down to its minute) for `minutes`. */
+const windowAt = (start: number, minutes: number) => windowsAt({ start, minutes });
+
+/** An instant as the controller writes it in status and Events (whole seconds). */
+const instant = (at: number) => new Date(at).toISOString().replace(".000Z", "Z");
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/**
+ * The timing of the window closing mid-rollout (windows are whole minutes, so it closes at a
+ * minute boundary): the spec is written `closeAtMost` s before the boundary (or at once when it is
+ * `closeAtLeast`…`closeAtMost` s away; the scenario sleeps until then, under a minute). With
+ * maxUnavailable 1, each replacement waits for the last to be available, `minReadySeconds` after it
+ * turned Ready: the first starts on the watch event (a fraction of a second), so before the close;
+ * the third at least 2 × 5 s after the write, so never before it, however fast pods start. The
+ * second lands on either side (sim: about 6 s in; later on cluster/, where pods start in 1–2 s),
+ * so 1 or 2 of the 3 nodes are on v2 at the close. The next window opens a minute after (the
+ * least a closed spell can last).
+ */
+const minReadySeconds = 5;
+const closeAtLeast = 4;
+const closeAtMost = 7;
+
+/** Sleeps until the next minute boundary is `closeAtLeast`…`closeAtMost` s ahead; returns it. */
+async function closeAhead(): Promise<number> {
+  const now = Date.now();
+  let close = Math.floor(now / minute) * minute + minute;
+  if (close - now < closeAtLeast * 1000) close += minute;
+  await sleep(close - closeAtMost * 1000 - now);
+  return close;
+}
 
 type WindowedStatus = SetStatus & {
   maintenance?: MaintenanceStatus;
@@ -61,7 +94,6 @@ export const maintenanceScenario: Scenario = {
     await kube.createNamespace(ns);
     await withEdgeroll(target.kubeconfigPath, { serveArgs: ["--tick=1s"] }, async () => {
       const set = advancedDaemonSet(ns, "v1");
-      const closed = () => windowAt(Date.now() + 120 * minute, 60);
       await kube.apply({
         ...set,
         metadata: {
@@ -70,11 +102,13 @@ export const maintenanceScenario: Scenario = {
         },
         spec: {
           ...set.spec,
-          // Each replacement holds the next one 4 s: the window can close between two.
-          minReadySeconds: 4,
+          minReadySeconds,
           updateStrategy: {
             type: "RollingUpdate",
-            rollingUpdate: { maxUnavailable: 1, maintenance: closed() },
+            rollingUpdate: {
+              maxUnavailable: 1,
+              maintenance: windowAt(Date.now() + 120 * minute, 60),
+            },
           },
         },
       });
@@ -105,18 +139,21 @@ export const maintenanceScenario: Scenario = {
       const shown = await kubectlEdgeroll(target.kubeconfigPath, ["status", cliRef]);
       assertStringIncludes(shown, "maintenance: closed, next opening ");
 
-      // The window opens (written open now), a node is replaced, then it closes again.
-      await setMaintenance(kube, ns, windowAt(Date.now() - minute, 60));
-      await eventually("a node on v2", async () => {
-        const on = await nodesOn(kube, ns, "v2");
-        return on.length > 0 ? on : undefined;
-      });
-      await setMaintenance(kube, ns, closed());
+      // The windows, written once: one open now until `closesAt` (4–7 s ahead, see
+      // minReadySeconds), the next from the minute after. Only the clock moves the rollout now.
+      const closesAt = await closeAhead();
+      const opensAt = closesAt + minute;
+      await setMaintenance(
+        kube,
+        ns,
+        windowsAt({ start: closesAt - minute, minutes: 1 }, { start: opensAt, minutes: 30 }),
+      );
       await eventually(
         "MaintenanceWindowClosed",
         async () =>
           (await kube.eventsAbout(ns, "edge-agent")).some((e) =>
-            e.reason === "MaintenanceWindowClosed"
+            e.reason === "MaintenanceWindowClosed" &&
+            e.message?.includes(`closed until ${instant(opensAt)}`)
           ) || undefined,
       );
       // Pods in flight finish: every node runs a Ready pod; no new replacement starts.
@@ -129,17 +166,19 @@ export const maintenanceScenario: Scenario = {
       });
       const updated = stopped.filter((p) => p.spec.containers[0].image === image("v2")).length;
       assert(updated > 0 && updated < target.nodes.length, `${updated} nodes on v2 at the close`);
-      await new Promise((resolve) => setTimeout(resolve, 6_000));
-      assertEquals((await nodesOn(kube, ns, "v2")).length, updated, "nothing more after the close");
-
-      // The next window opens at the next minute by the clock: the tick alone wakes the set.
-      const opensAt = Math.ceil((Date.now() + 1000) / minute) * minute;
-      await setMaintenance(kube, ns, windowAt(opensAt, 30));
       const next = await eventually("the next opening in status", async () => {
         const status = await setStatus(kube, ns) as WindowedStatus;
-        return status.maintenance?.nextOpening ? status.maintenance : undefined;
+        return status.maintenance?.open === false && status.maintenance.nextOpening
+          ? status.maintenance
+          : undefined;
       });
       assertEquals(Date.parse(next.nextOpening!), opensAt);
+      // Nothing more is replaced while closed: looked at just before the next opening.
+      await sleep(opensAt - 2_000 - Date.now());
+      assertEquals((await nodesOn(kube, ns, "v2")).length, updated, "nothing more after the close");
+      assert(Date.now() < opensAt, "looked at before the next opening");
+
+      // The next window opens by the clock: the tick alone wakes the set.
       await completeOn(target, kube, ns, "v2");
       const created = (await kube.pods(ns, "app=edge-agent"))
         .map((p) =>
@@ -147,8 +186,14 @@ export const maintenanceScenario: Scenario = {
         );
       const afterOpening = created.filter((t) => t >= opensAt).length;
       assertEquals(afterOpening, target.nodes.length - updated, "the rest replaced in the window");
-      const reasons = new Set((await kube.eventsAbout(ns, "edge-agent")).map((e) => e.reason));
-      assert(reasons.has("MaintenanceWindowOpened"), [...reasons].join(", "));
+      const events = await kube.eventsAbout(ns, "edge-agent");
+      assert(
+        events.some((e) =>
+          e.reason === "MaintenanceWindowOpened" &&
+          e.message?.includes(`open until ${instant(opensAt + 30 * minute)}`)
+        ),
+        events.map((e) => `${e.reason}: ${e.message}`).join("\n"),
+      );
     });
     await kube.run(["delete", "namespace", ns, "--wait=false"]);
   },
