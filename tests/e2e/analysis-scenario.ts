@@ -3,8 +3,9 @@
  * ratio per zone the scenario sets, and against an HTTP health page the scenario serves: a gate
  * that passes while the ratio stays low; a zone whose ratio rises after its pods update, stopped
  * and rolled back while the other zones finish; Prometheus stopped mid-rollout, the gate waiting
- * and the deadline passing, then going on once it answers again; an HTTP gate the same; a host
- * off the list refused before any pod is touched.
+ * and the rollout stopped at the progress deadline, going on only once it answers again and an
+ * operator resumes it; an HTTP gate the same; a host off the list refused before any pod is
+ * touched.
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { type AnalysisInput, type AnalysisStatus, credentialsLabel } from "../../api/analysis.ts";
@@ -48,8 +49,17 @@ const ratioCheck = (prometheus: string, count = 2) => ({
   count,
 });
 
-/** A set under `plan` with `analysis`, its rolling update one node at a time. */
-function analyzedSet(ns: string, plan: RolloutPlanInput, analysis: AnalysisInput, spec = {}) {
+/**
+ * A set under `plan` with `analysis`, its rolling update one node at a time; `spec` and
+ * `rollingUpdate` add to its own.
+ */
+function analyzedSet(
+  ns: string,
+  plan: RolloutPlanInput,
+  analysis: AnalysisInput,
+  spec = {},
+  rollingUpdate = {},
+) {
   const set = plannedSet(ns, plan);
   return {
     ...set,
@@ -58,11 +68,14 @@ function analyzedSet(ns: string, plan: RolloutPlanInput, analysis: AnalysisInput
       ...spec,
       updateStrategy: {
         ...set.spec.updateStrategy,
-        rollingUpdate: { ...set.spec.updateStrategy.rollingUpdate, analysis },
+        rollingUpdate: { ...set.spec.updateStrategy.rollingUpdate, ...rollingUpdate, analysis },
       },
     },
   };
 }
+
+/** A failure policy that spends no budget and stops the rollout at its progress deadline. */
+const stopAtDeadline = { failurePolicy: { maxFailed: 0, stopOnProgressDeadline: true } };
 
 /**
  * `body` with an exporter and Prometheus scraping it, the nodes in zones and edgeroll serving with
@@ -112,6 +125,21 @@ function statusWhen(
 }
 
 const progressing = (s: AnalyzedStatus) => s.conditions?.find((c) => c.type === "Progressing");
+
+/** The RolloutStopped condition while it is True (the rollout stopped), else undefined. */
+const stoppedNow = (s: AnalyzedStatus) => {
+  const c = s.conditions?.find((c) => c.type === "RolloutStopped");
+  return c?.status === "True" ? c : undefined;
+};
+
+/** The status once the rollout stopped at its progress deadline (RolloutStopped, as Progressing). */
+async function stoppedAtDeadline(kube: Kube, ns: string, what: string) {
+  const stopped = await statusWhen(kube, ns, what, (s) => stoppedNow(s) !== undefined);
+  assertEquals(stoppedNow(stopped)?.reason, "ProgressDeadlineExceeded");
+  assertEquals(progressing(stopped)?.reason, "ProgressDeadlineExceeded");
+  assertEquals(stopped.plan?.state, "Stopped");
+  return stopped;
+}
 
 export const analysisZonesScenario: Scenario = {
   name:
@@ -188,10 +216,11 @@ export const analysisZonesScenario: Scenario = {
 
 export const analysisInconclusiveScenario: Scenario = {
   name:
-    "analysis inconclusive: Prometheus stopped mid-rollout leaves the gate waiting past the progress deadline; answering again, it passes and the rollout finishes",
+    "analysis inconclusive: Prometheus stopped mid-rollout leaves the gate waiting, then the rollout stopped at the progress deadline, no node updated after; answering again, it stays stopped until kubectl edgeroll resume, then the gate passes and the rollout finishes",
   async run(target, kube) {
     const ns = "e2e-analysis-down";
-    const [one, two] = target.nodes;
+    const [one, two, three] = target.nodes;
+    const cliRef = `ads/${ns}/edge-agent`;
     await withAnalysis(target, kube, ns, async (prometheus) => {
       await kube.apply(analyzedSet(
         ns,
@@ -200,30 +229,42 @@ export const analysisInconclusiveScenario: Scenario = {
           steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }],
         },
         { checks: [ratioCheck(prometheus.url)] },
-        { progressDeadlineSeconds: 8 },
+        { progressDeadlineSeconds: 6 },
+        stopAtDeadline,
       ));
       await completeOn(target, kube, ns, "v1");
       await prometheus.stop();
       await setImage(kube, ns, "v2");
-      const waiting = await statusWhen(
-        kube,
-        ns,
-        "the gate inconclusive past the deadline",
-        (s) =>
-          s.plan?.state === "Analyzing" && progressing(s)?.reason === "ProgressDeadlineExceeded",
-      );
+      // The gate waits, saying why (a stopped rollout keeps no gate in its status: read before).
+      const waiting = await statusWhen(kube, ns, "the gate inconclusive", (s) => {
+        const gate = s.analysis?.checks.find((c) => c.step === 1);
+        return s.plan?.state === "Analyzing" && gate?.phase === "Inconclusive";
+      });
       const gate = waiting.analysis?.checks.find((c) => c.step === 1);
-      assertEquals([gate?.phase, gate?.passed], ["Inconclusive", 0]);
+      assertEquals(gate?.passed, 0);
       assertStringIncludes(gate?.measurements.at(-1)?.message ?? "", "unreachable");
-      assertEquals((await imagesByNode(kube, ns))[two], image("v1"), "zone-b waits");
-      assertEquals((await imagesByNode(kube, ns))[one], image("v2"));
+      await stoppedAtDeadline(kube, ns, "the rollout stopped at the deadline");
+      const onlyZoneA = expected(target, { [one]: "v2", [two]: "v1", [three]: "v1" });
+      assertEquals(await imagesByNode(kube, ns), onlyZoneA, "no node updated past zone-a's");
       const events = await kube.eventsAbout(ns, "edge-agent");
       assert(events.some((e) => e.reason === "AnalysisInconclusive"));
 
+      // Prometheus answers again: the stop holds, no node is updated (the gate is measured again
+      // only once resumed). 3 s: time enough for the gate's two measurements and zone-b's node.
       await prometheus.start();
+      await prometheus.scraped("zone-b", 0.01);
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const held = await setStatus(kube, ns) as AnalyzedStatus;
+      assertEquals(stoppedNow(held)?.reason, "ProgressDeadlineExceeded", "still stopped");
+      assertEquals(held.plan?.state, "Stopped");
+      assertEquals(await imagesByNode(kube, ns), onlyZoneA, "nothing updated while stopped");
+
+      const resumed = await kubectlEdgeroll(target.kubeconfigPath, ["resume", cliRef]);
+      assertStringIncludes(resumed, "resumed");
       await completeOn(target, kube, ns, "v2");
       const done = await setStatus(kube, ns) as AnalyzedStatus;
       assertEquals(done.plan?.state, "Done");
+      assertEquals(stoppedNow(done), undefined);
     });
   },
 };
@@ -261,7 +302,7 @@ function healthPage() {
 
 export const analysisHttpScenario: Scenario = {
   name:
-    "analysis over HTTP: a health page's JSON field gates each zone with a token from a labelled Secret, waits while the Secret is unlabelled or the page does not answer, and passes once both are there; a host off the list is InvalidSpec before any pod is touched",
+    "analysis over HTTP: a health page's JSON field gates each zone with a token from a labelled Secret, waits while the Secret is unlabelled or the page does not answer, stops at the progress deadline, and resumed with both there, passes; a host off the list is InvalidSpec before any pod is touched",
   async run(target, kube) {
     const ns = "e2e-analysis-http";
     const [one, two] = target.nodes;
@@ -276,10 +317,18 @@ export const analysisHttpScenario: Scenario = {
           count: 2,
           secretRef: { name: "health-token" },
         };
-        await kube.apply(analyzedSet(ns, {
-          domainLabel: zoneLabel,
-          steps: [{ domains: 1, checks: ["health"] }, { nodes: "100%" }],
-        }, { checks: [health] }));
+        // A short deadline, stopping the rollout: it passes while the page does not answer (about
+        // 3 s after zone-a's node is available on sim, the deadline's clock starts then).
+        await kube.apply(analyzedSet(
+          ns,
+          {
+            domainLabel: zoneLabel,
+            steps: [{ domains: 1, checks: ["health"] }, { nodes: "100%" }],
+          },
+          { checks: [health] },
+          { progressDeadlineSeconds: 6 },
+          stopAtDeadline,
+        ));
         await completeOn(target, kube, ns, "v1");
         // The token's Secret, not yet labelled for the controller to read.
         await kube.apply({
@@ -307,8 +356,14 @@ export const analysisHttpScenario: Scenario = {
         assertEquals(waiting.analysis?.checks.find((c) => c.step === 1)?.passed, 0);
         const images = await imagesByNode(kube, ns);
         assertEquals([images[one], images[two]], [image("v2"), image("v1")]);
+        // Still unreachable at the deadline: stopped, no node updated past zone-a's.
+        await stoppedAtDeadline(kube, ns, "the rollout stopped at the deadline");
+        const stoppedImages = await imagesByNode(kube, ns);
+        assertEquals([stoppedImages[one], stoppedImages[two]], [image("v2"), image("v1")]);
 
+        // The page back and the rollout resumed: the gate measures again and passes.
         page.start();
+        await kubectlEdgeroll(target.kubeconfigPath, ["resume", `ads/${ns}/edge-agent`]);
         await completeOn(target, kube, ns, "v2");
         assertEquals((await setStatus(kube, ns) as AnalyzedStatus).plan?.state, "Done");
 
