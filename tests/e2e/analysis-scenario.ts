@@ -35,7 +35,11 @@ import type { E2eTarget } from "./target.ts";
 
 const zoneLabel = "topology.kubernetes.io/zone";
 
-type AnalyzedStatus = PlannedStatus & { analysis?: AnalysisStatus };
+type AnalyzedStatus = PlannedStatus & {
+  analysis?: AnalysisStatus;
+  rolloutStop?: { revision: string; reason: string; at: string };
+  progress?: { revision: string; updatedAvailable: number; at: string };
+};
 
 /**
  * The zone's error ratio, judged every second: at most 5% passes; `count` measurements pass a
@@ -76,6 +80,26 @@ function analyzedSet(
 
 /** A failure policy that spends no budget and stops the rollout at its progress deadline. */
 const stopAtDeadline = { failurePolicy: { maxFailed: 0, stopOnProgressDeadline: true } };
+
+/**
+ * The progress deadline a set starts with when a scenario reads its gate from status before the
+ * deadline stops it: longer than those reads may take (each gives up after 120 s), so the stop
+ * cannot come first, however slow the API server; `cutDeadline` then brings the deadline down.
+ */
+const readingDeadlineSeconds = 600;
+
+/** The progress deadline a scenario cuts to once it read what it waits for. */
+const deadlineSeconds = 6;
+
+/**
+ * The set's progress deadline cut to `deadlineSeconds`: the rollout stops once that long has
+ * passed since its clock started (the last updated pod available), at once if it has already.
+ */
+async function cutDeadline(kube: Kube, ns: string) {
+  await kube.patch(ns, "advanceddaemonsets", "edge-agent", "merge", {
+    spec: { progressDeadlineSeconds: deadlineSeconds },
+  });
+}
 
 /**
  * `body` with an exporter and Prometheus scraping it, the nodes in zones and edgeroll serving with
@@ -132,12 +156,31 @@ const stoppedNow = (s: AnalyzedStatus) => {
   return c?.status === "True" ? c : undefined;
 };
 
-/** The status once the rollout stopped at its progress deadline (RolloutStopped, as Progressing). */
+/** The standing of step 1's gate in `s`, while the plan analyzes and nothing stopped it. */
+function gateBeforeStop(s: AnalyzedStatus) {
+  const gate = s.analysis?.checks.find((c) => c.step === 1);
+  return s.plan?.state === "Analyzing" && stoppedNow(s) === undefined ? gate : undefined;
+}
+
+/**
+ * The status once the rollout stopped at its progress deadline (RolloutStopped, as Progressing),
+ * no sooner than `deadlineSeconds` after its clock started, and the Warning Event that says so.
+ */
 async function stoppedAtDeadline(kube: Kube, ns: string, what: string) {
   const stopped = await statusWhen(kube, ns, what, (s) => stoppedNow(s) !== undefined);
   assertEquals(stoppedNow(stopped)?.reason, "ProgressDeadlineExceeded");
   assertEquals(progressing(stopped)?.reason, "ProgressDeadlineExceeded");
   assertEquals(stopped.plan?.state, "Stopped");
+  const { rolloutStop, progress } = stopped;
+  assertEquals(rolloutStop?.revision, stopped.daemonSetHash);
+  assertEquals(progress?.revision, stopped.daemonSetHash);
+  const waited = Date.parse(rolloutStop!.at) - Date.parse(progress!.at);
+  assert(waited >= deadlineSeconds * 1000, `stopped ${waited} ms after the clock started`);
+  await eventually("the stop's Warning Event", async () => {
+    const events = await kube.eventsAbout(ns, "edge-agent");
+    return events.some((e) => e.type === "Warning" && e.reason === "ProgressDeadlineExceeded") ||
+      undefined;
+  });
   return stopped;
 }
 
@@ -229,25 +272,36 @@ export const analysisInconclusiveScenario: Scenario = {
           steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }],
         },
         { checks: [ratioCheck(prometheus.url)] },
-        { progressDeadlineSeconds: 6 },
+        { progressDeadlineSeconds: readingDeadlineSeconds },
         stopAtDeadline,
       ));
       await completeOn(target, kube, ns, "v1");
       await prometheus.stop();
       await setImage(kube, ns, "v2");
-      // The gate waits, saying why (a stopped rollout keeps no gate in its status: read before).
-      const waiting = await statusWhen(kube, ns, "the gate inconclusive", (s) => {
-        const gate = s.analysis?.checks.find((c) => c.step === 1);
-        return s.plan?.state === "Analyzing" && gate?.phase === "Inconclusive";
-      });
-      const gate = waiting.analysis?.checks.find((c) => c.step === 1);
+      // The gate waits, saying why. A stopped rollout keeps no gate in its status: it is read
+      // under a deadline it cannot outlast, and only then is the deadline cut.
+      const waiting = await statusWhen(
+        kube,
+        ns,
+        "the gate inconclusive",
+        (s) => gateBeforeStop(s)?.phase === "Inconclusive",
+      );
+      const gate = gateBeforeStop(waiting);
       assertEquals(gate?.passed, 0);
       assertStringIncludes(gate?.measurements.at(-1)?.message ?? "", "unreachable");
+      await cutDeadline(kube, ns);
       await stoppedAtDeadline(kube, ns, "the rollout stopped at the deadline");
       const onlyZoneA = expected(target, { [one]: "v2", [two]: "v1", [three]: "v1" });
       assertEquals(await imagesByNode(kube, ns), onlyZoneA, "no node updated past zone-a's");
+      // What the gate said is kept in an Event, the stop having dropped it from the status.
       const events = await kube.eventsAbout(ns, "edge-agent");
-      assert(events.some((e) => e.reason === "AnalysisInconclusive"));
+      const told = events.filter((e) => e.reason === "AnalysisInconclusive");
+      assert(
+        told.some((e) =>
+          e.message?.includes("step 1's check errors in zone-a decides nothing: unreachable")
+        ),
+        JSON.stringify(told),
+      );
 
       // Prometheus answers again: the stop holds, no node is updated (the gate is measured again
       // only once resumed). 3 s: time enough for the gate's two measurements and zone-b's node.
@@ -317,8 +371,8 @@ export const analysisHttpScenario: Scenario = {
           count: 2,
           secretRef: { name: "health-token" },
         };
-        // A short deadline, stopping the rollout: it passes while the page does not answer (about
-        // 3 s after zone-a's node is available on sim, the deadline's clock starts then).
+        // The gate is read from status under a deadline it cannot outlast (a stopped rollout
+        // keeps no gate in its status), then the deadline is cut while the page does not answer.
         await kube.apply(analyzedSet(
           ns,
           {
@@ -326,7 +380,7 @@ export const analysisHttpScenario: Scenario = {
             steps: [{ domains: 1, checks: ["health"] }, { nodes: "100%" }],
           },
           { checks: [health] },
-          { progressDeadlineSeconds: 6 },
+          { progressDeadlineSeconds: readingDeadlineSeconds },
           stopAtDeadline,
         ));
         await completeOn(target, kube, ns, "v1");
@@ -341,8 +395,8 @@ export const analysisHttpScenario: Scenario = {
         // The gate waits, saying why: first the Secret's label, then a page that does not answer.
         const gateSays = (what: string, words: string) =>
           statusWhen(kube, ns, what, (s) => {
-            const gate = s.analysis?.checks.find((c) => c.step === 1);
-            return s.plan?.state === "Analyzing" && gate?.phase === "Inconclusive" &&
+            const gate = gateBeforeStop(s);
+            return gate?.phase === "Inconclusive" &&
               (gate.measurements.at(-1)?.message ?? "").includes(words);
           });
         await setImage(kube, ns, "v2");
@@ -353,13 +407,26 @@ export const analysisHttpScenario: Scenario = {
         await page.stop();
         await kube.run(["label", "secret", "-n", ns, "health-token", `${credentialsLabel}=true`]);
         const waiting = await gateSays("the page not answering", "unreachable");
-        assertEquals(waiting.analysis?.checks.find((c) => c.step === 1)?.passed, 0);
+        assertEquals(gateBeforeStop(waiting)?.passed, 0);
         const images = await imagesByNode(kube, ns);
         assertEquals([images[one], images[two]], [image("v2"), image("v1")]);
         // Still unreachable at the deadline: stopped, no node updated past zone-a's.
+        await cutDeadline(kube, ns);
         await stoppedAtDeadline(kube, ns, "the rollout stopped at the deadline");
         const stoppedImages = await imagesByNode(kube, ns);
         assertEquals([stoppedImages[one], stoppedImages[two]], [image("v2"), image("v1")]);
+        // The Event of the gate first deciding nothing, kept after the stop. Only that once: the
+        // page's silence came while the gate was already Inconclusive, so the status read above
+        // is what shows it.
+        const told = (await kube.eventsAbout(ns, "edge-agent"))
+          .filter((e) => e.reason === "AnalysisInconclusive");
+        assert(
+          told.some((e) =>
+            e.message?.includes("step 1's check health in zone-a decides nothing") &&
+            e.message.includes("not labelled")
+          ),
+          JSON.stringify(told),
+        );
 
         // The page back and the rollout resumed: the gate measures again and passes.
         page.start();
