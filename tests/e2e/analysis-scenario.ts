@@ -3,8 +3,9 @@
  * ratio per zone the scenario sets, and against an HTTP health page the scenario serves: a gate
  * that passes while the ratio stays low; a zone whose ratio rises after its pods update, stopped
  * and rolled back while the other zones finish; Prometheus stopped mid-rollout, the gate waiting
- * and the deadline passing, then going on once it answers again; an HTTP gate the same; a host
- * off the list refused before any pod is touched.
+ * and the rollout stopped at the progress deadline, going on only once it answers again and an
+ * operator resumes it; an HTTP gate the same; a host off the list refused before any pod is
+ * touched.
  */
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { type AnalysisInput, type AnalysisStatus, credentialsLabel } from "../../api/analysis.ts";
@@ -34,7 +35,11 @@ import type { E2eTarget } from "./target.ts";
 
 const zoneLabel = "topology.kubernetes.io/zone";
 
-type AnalyzedStatus = PlannedStatus & { analysis?: AnalysisStatus };
+type AnalyzedStatus = PlannedStatus & {
+  analysis?: AnalysisStatus;
+  rolloutStop?: { revision: string; reason: string; at: string };
+  progress?: { revision: string; updatedAvailable: number; at: string };
+};
 
 /**
  * The zone's error ratio, judged every second: at most 5% passes; `count` measurements pass a
@@ -48,8 +53,17 @@ const ratioCheck = (prometheus: string, count = 2) => ({
   count,
 });
 
-/** A set under `plan` with `analysis`, its rolling update one node at a time. */
-function analyzedSet(ns: string, plan: RolloutPlanInput, analysis: AnalysisInput, spec = {}) {
+/**
+ * A set under `plan` with `analysis`, its rolling update one node at a time; `spec` and
+ * `rollingUpdate` add to its own.
+ */
+function analyzedSet(
+  ns: string,
+  plan: RolloutPlanInput,
+  analysis: AnalysisInput,
+  spec = {},
+  rollingUpdate = {},
+) {
   const set = plannedSet(ns, plan);
   return {
     ...set,
@@ -58,10 +72,33 @@ function analyzedSet(ns: string, plan: RolloutPlanInput, analysis: AnalysisInput
       ...spec,
       updateStrategy: {
         ...set.spec.updateStrategy,
-        rollingUpdate: { ...set.spec.updateStrategy.rollingUpdate, analysis },
+        rollingUpdate: { ...set.spec.updateStrategy.rollingUpdate, ...rollingUpdate, analysis },
       },
     },
   };
+}
+
+/** A failure policy that spends no budget and stops the rollout at its progress deadline. */
+const stopAtDeadline = { failurePolicy: { maxFailed: 0, stopOnProgressDeadline: true } };
+
+/**
+ * The progress deadline a set starts with when a scenario reads its gate from status before the
+ * deadline stops it: longer than those reads may take (each gives up after 120 s), so the stop
+ * cannot come first, however slow the API server; `cutDeadline` then brings the deadline down.
+ */
+const readingDeadlineSeconds = 600;
+
+/** The progress deadline a scenario cuts to once it read what it waits for. */
+const deadlineSeconds = 6;
+
+/**
+ * The set's progress deadline cut to `deadlineSeconds`: the rollout stops once that long has
+ * passed since its clock started (the last updated pod available), at once if it has already.
+ */
+async function cutDeadline(kube: Kube, ns: string) {
+  await kube.patch(ns, "advanceddaemonsets", "edge-agent", "merge", {
+    spec: { progressDeadlineSeconds: deadlineSeconds },
+  });
 }
 
 /**
@@ -112,6 +149,40 @@ function statusWhen(
 }
 
 const progressing = (s: AnalyzedStatus) => s.conditions?.find((c) => c.type === "Progressing");
+
+/** The RolloutStopped condition while it is True (the rollout stopped), else undefined. */
+const stoppedNow = (s: AnalyzedStatus) => {
+  const c = s.conditions?.find((c) => c.type === "RolloutStopped");
+  return c?.status === "True" ? c : undefined;
+};
+
+/** The standing of step 1's gate in `s`, while the plan analyzes and nothing stopped it. */
+function gateBeforeStop(s: AnalyzedStatus) {
+  const gate = s.analysis?.checks.find((c) => c.step === 1);
+  return s.plan?.state === "Analyzing" && stoppedNow(s) === undefined ? gate : undefined;
+}
+
+/**
+ * The status once the rollout stopped at its progress deadline (RolloutStopped, as Progressing),
+ * no sooner than `deadlineSeconds` after its clock started, and the Warning Event that says so.
+ */
+async function stoppedAtDeadline(kube: Kube, ns: string, what: string) {
+  const stopped = await statusWhen(kube, ns, what, (s) => stoppedNow(s) !== undefined);
+  assertEquals(stoppedNow(stopped)?.reason, "ProgressDeadlineExceeded");
+  assertEquals(progressing(stopped)?.reason, "ProgressDeadlineExceeded");
+  assertEquals(stopped.plan?.state, "Stopped");
+  const { rolloutStop, progress } = stopped;
+  assertEquals(rolloutStop?.revision, stopped.daemonSetHash);
+  assertEquals(progress?.revision, stopped.daemonSetHash);
+  const waited = Date.parse(rolloutStop!.at) - Date.parse(progress!.at);
+  assert(waited >= deadlineSeconds * 1000, `stopped ${waited} ms after the clock started`);
+  await eventually("the stop's Warning Event", async () => {
+    const events = await kube.eventsAbout(ns, "edge-agent");
+    return events.some((e) => e.type === "Warning" && e.reason === "ProgressDeadlineExceeded") ||
+      undefined;
+  });
+  return stopped;
+}
 
 export const analysisZonesScenario: Scenario = {
   name:
@@ -188,10 +259,11 @@ export const analysisZonesScenario: Scenario = {
 
 export const analysisInconclusiveScenario: Scenario = {
   name:
-    "analysis inconclusive: Prometheus stopped mid-rollout leaves the gate waiting past the progress deadline; answering again, it passes and the rollout finishes",
+    "analysis inconclusive: Prometheus stopped mid-rollout leaves the gate waiting, then the rollout stopped at the progress deadline, no node updated after; answering again, it stays stopped until kubectl edgeroll resume, then the gate passes and the rollout finishes",
   async run(target, kube) {
     const ns = "e2e-analysis-down";
-    const [one, two] = target.nodes;
+    const [one, two, three] = target.nodes;
+    const cliRef = `ads/${ns}/edge-agent`;
     await withAnalysis(target, kube, ns, async (prometheus) => {
       await kube.apply(analyzedSet(
         ns,
@@ -200,30 +272,53 @@ export const analysisInconclusiveScenario: Scenario = {
           steps: [{ domains: 1, checks: ["errors"] }, { nodes: "100%" }],
         },
         { checks: [ratioCheck(prometheus.url)] },
-        { progressDeadlineSeconds: 8 },
+        { progressDeadlineSeconds: readingDeadlineSeconds },
+        stopAtDeadline,
       ));
       await completeOn(target, kube, ns, "v1");
       await prometheus.stop();
       await setImage(kube, ns, "v2");
+      // The gate waits, saying why. A stopped rollout keeps no gate in its status: it is read
+      // under a deadline it cannot outlast, and only then is the deadline cut.
       const waiting = await statusWhen(
         kube,
         ns,
-        "the gate inconclusive past the deadline",
-        (s) =>
-          s.plan?.state === "Analyzing" && progressing(s)?.reason === "ProgressDeadlineExceeded",
+        "the gate inconclusive",
+        (s) => gateBeforeStop(s)?.phase === "Inconclusive",
       );
-      const gate = waiting.analysis?.checks.find((c) => c.step === 1);
-      assertEquals([gate?.phase, gate?.passed], ["Inconclusive", 0]);
+      const gate = gateBeforeStop(waiting);
+      assertEquals(gate?.passed, 0);
       assertStringIncludes(gate?.measurements.at(-1)?.message ?? "", "unreachable");
-      assertEquals((await imagesByNode(kube, ns))[two], image("v1"), "zone-b waits");
-      assertEquals((await imagesByNode(kube, ns))[one], image("v2"));
+      await cutDeadline(kube, ns);
+      await stoppedAtDeadline(kube, ns, "the rollout stopped at the deadline");
+      const onlyZoneA = expected(target, { [one]: "v2", [two]: "v1", [three]: "v1" });
+      assertEquals(await imagesByNode(kube, ns), onlyZoneA, "no node updated past zone-a's");
+      // What the gate said is kept in an Event, the stop having dropped it from the status.
       const events = await kube.eventsAbout(ns, "edge-agent");
-      assert(events.some((e) => e.reason === "AnalysisInconclusive"));
+      const told = events.filter((e) => e.reason === "AnalysisInconclusive");
+      assert(
+        told.some((e) =>
+          e.message?.includes("step 1's check errors in zone-a decides nothing: unreachable")
+        ),
+        JSON.stringify(told),
+      );
 
+      // Prometheus answers again: the stop holds, no node is updated (the gate is measured again
+      // only once resumed). 3 s: time enough for the gate's two measurements and zone-b's node.
       await prometheus.start();
+      await prometheus.scraped("zone-b", 0.01);
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const held = await setStatus(kube, ns) as AnalyzedStatus;
+      assertEquals(stoppedNow(held)?.reason, "ProgressDeadlineExceeded", "still stopped");
+      assertEquals(held.plan?.state, "Stopped");
+      assertEquals(await imagesByNode(kube, ns), onlyZoneA, "nothing updated while stopped");
+
+      const resumed = await kubectlEdgeroll(target.kubeconfigPath, ["resume", cliRef]);
+      assertStringIncludes(resumed, "resumed");
       await completeOn(target, kube, ns, "v2");
       const done = await setStatus(kube, ns) as AnalyzedStatus;
       assertEquals(done.plan?.state, "Done");
+      assertEquals(stoppedNow(done), undefined);
     });
   },
 };
@@ -261,7 +356,7 @@ function healthPage() {
 
 export const analysisHttpScenario: Scenario = {
   name:
-    "analysis over HTTP: a health page's JSON field gates each zone with a token from a labelled Secret, waits while the Secret is unlabelled or the page does not answer, and passes once both are there; a host off the list is InvalidSpec before any pod is touched",
+    "analysis over HTTP: a health page's JSON field gates each zone with a token from a labelled Secret, waits while the Secret is unlabelled or the page does not answer, stops at the progress deadline, and resumed with both there, passes; a host off the list is InvalidSpec before any pod is touched",
   async run(target, kube) {
     const ns = "e2e-analysis-http";
     const [one, two] = target.nodes;
@@ -276,10 +371,18 @@ export const analysisHttpScenario: Scenario = {
           count: 2,
           secretRef: { name: "health-token" },
         };
-        await kube.apply(analyzedSet(ns, {
-          domainLabel: zoneLabel,
-          steps: [{ domains: 1, checks: ["health"] }, { nodes: "100%" }],
-        }, { checks: [health] }));
+        // The gate is read from status under a deadline it cannot outlast (a stopped rollout
+        // keeps no gate in its status), then the deadline is cut while the page does not answer.
+        await kube.apply(analyzedSet(
+          ns,
+          {
+            domainLabel: zoneLabel,
+            steps: [{ domains: 1, checks: ["health"] }, { nodes: "100%" }],
+          },
+          { checks: [health] },
+          { progressDeadlineSeconds: readingDeadlineSeconds },
+          stopAtDeadline,
+        ));
         await completeOn(target, kube, ns, "v1");
         // The token's Secret, not yet labelled for the controller to read.
         await kube.apply({
@@ -292,8 +395,8 @@ export const analysisHttpScenario: Scenario = {
         // The gate waits, saying why: first the Secret's label, then a page that does not answer.
         const gateSays = (what: string, words: string) =>
           statusWhen(kube, ns, what, (s) => {
-            const gate = s.analysis?.checks.find((c) => c.step === 1);
-            return s.plan?.state === "Analyzing" && gate?.phase === "Inconclusive" &&
+            const gate = gateBeforeStop(s);
+            return gate?.phase === "Inconclusive" &&
               (gate.measurements.at(-1)?.message ?? "").includes(words);
           });
         await setImage(kube, ns, "v2");
@@ -304,11 +407,30 @@ export const analysisHttpScenario: Scenario = {
         await page.stop();
         await kube.run(["label", "secret", "-n", ns, "health-token", `${credentialsLabel}=true`]);
         const waiting = await gateSays("the page not answering", "unreachable");
-        assertEquals(waiting.analysis?.checks.find((c) => c.step === 1)?.passed, 0);
+        assertEquals(gateBeforeStop(waiting)?.passed, 0);
         const images = await imagesByNode(kube, ns);
         assertEquals([images[one], images[two]], [image("v2"), image("v1")]);
+        // Still unreachable at the deadline: stopped, no node updated past zone-a's.
+        await cutDeadline(kube, ns);
+        await stoppedAtDeadline(kube, ns, "the rollout stopped at the deadline");
+        const stoppedImages = await imagesByNode(kube, ns);
+        assertEquals([stoppedImages[one], stoppedImages[two]], [image("v2"), image("v1")]);
+        // The Event of the gate first deciding nothing, kept after the stop. Only that once: the
+        // page's silence came while the gate was already Inconclusive, so the status read above
+        // is what shows it.
+        const told = (await kube.eventsAbout(ns, "edge-agent"))
+          .filter((e) => e.reason === "AnalysisInconclusive");
+        assert(
+          told.some((e) =>
+            e.message?.includes("step 1's check health in zone-a decides nothing") &&
+            e.message.includes("not labelled")
+          ),
+          JSON.stringify(told),
+        );
 
+        // The page back and the rollout resumed: the gate measures again and passes.
         page.start();
+        await kubectlEdgeroll(target.kubeconfigPath, ["resume", `ads/${ns}/edge-agent`]);
         await completeOn(target, kube, ns, "v2");
         assertEquals((await setStatus(kube, ns) as AnalyzedStatus).plan?.state, "Done");
 
