@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
 import type { RolloutPlanInput } from "../api/rollout-plan.ts";
 import type { Plan, Snapshot } from "../api/plan.ts";
-import { isNodeReady, podNodeName } from "./pod-node-state.ts";
+import { formatTime, isNodeReady, podNodeName } from "./pod-node-state.ts";
 import { plan } from "./plan.ts";
 import * as f from "./testdata/fleet.ts";
 
@@ -179,6 +179,49 @@ Deno.test("rollout plan: a soak holds the next domain and restarts when an updat
   );
   assertEquals(later.status.plan?.step, 2);
   assert(later.actions.some((a) => a.type === "deletePod" && a.node?.startsWith("b-")));
+});
+
+const deadlineExceeded = (p: Plan) =>
+  p.conditions.find((c) => c.type === "Progressing")?.reason === "ProgressDeadlineExceeded";
+const stopsOnDeadline = { maxFailed: 1, stopOnProgressDeadline: true };
+
+Deno.test("rollout plan: an approval waited on longer than the progress deadline stops nothing; the clock starts at the approval", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }],
+  }));
+  const canary = settle(f.withDeadline(start.c, 60, stopsOnDeadline), start.now);
+  const hash = canary.p.status.daemonSetHash!;
+  assertEquals(canary.p.status.plan?.state, "AwaitingApproval");
+  // Ten minutes of waiting for the operator, ten deadlines: nothing is late, nothing stops.
+  const waited = canary.now + 600_000;
+  const [waiting, c] = step(canary.c, waited);
+  assertEquals([deadlineExceeded(waiting), waiting.status.rolloutStop], [false, undefined]);
+  assertEquals(waiting.status.plan?.state, "AwaitingApproval");
+  // Approved: the clock counts from the approval, not from before the pause.
+  const approved = plan(
+    annotate(c, { "apps.edgeroll.dev/approved-step": `${hash}/1` }).snapshot,
+    waited + 1000,
+  );
+  assertEquals(approved.status.progress?.at, formatTime(waited + 1000));
+  assertEquals([deadlineExceeded(approved), approved.status.rolloutStop], [false, undefined]);
+  assert(approved.actions.some((a) => a.type === "deletePod"));
+});
+
+Deno.test("rollout plan: a soak longer than the progress deadline stops nothing; the clock starts at its end", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [{ domains: 1, pause: { soakSeconds: 300 } }, { nodes: "100%" }],
+  }, { maxUnavailable: 3 }));
+  const first = settle(f.withDeadline(start.c, 60, stopsOnDeadline), start.now);
+  assertEquals(first.p.status.plan?.state, "Soaking");
+  const doneSince = Date.parse(first.p.status.plan!.doneSince!);
+  const [soaking, c] = step(first.c, doneSince + 200_000);
+  assertEquals([deadlineExceeded(soaking), soaking.status.rolloutStop], [false, undefined]);
+  assertEquals(soaking.status.plan?.state, "Soaking");
+  const soaked = plan(c.snapshot, doneSince + 301_000);
+  assertEquals(soaked.status.plan?.step, 2);
+  assertEquals(soaked.status.progress?.at, formatTime(doneSince + 301_000));
+  assertEquals([deadlineExceeded(soaked), soaked.status.rolloutStop], [false, undefined]);
+  assert(soaked.actions.some((a) => a.type === "deletePod" && a.node?.startsWith("b-")));
 });
 
 Deno.test("rollout plan: a new template mid-plan starts again from the first step", () => {

@@ -48,6 +48,13 @@ export interface PlanProgress {
   events: PlanEvent[];
   /** The Event of the state the walk came to, when it changed. */
   told?: PlanEvent;
+  /**
+   * The plan waits at a step's pause (a soak, an approval): nothing is wrong, so the progress
+   * deadline's clock is held (`held`), and starts again from the call that sees the pause end
+   * (`ended`), as upstream counts no paused Deployment against its deadline. A check's gate holds
+   * nothing: an inconclusive check counts toward the deadline (ADR 0055).
+   */
+  paused: { held: boolean; ended: boolean };
 }
 
 export type PlanReading = { ok: true; progress: PlanProgress } | {
@@ -194,6 +201,11 @@ export function planRollout(
       wakeUps,
       events,
       ...(walked.told ? { told: walked.told } : {}),
+      paused: {
+        held: pauseStates.has(walked.state),
+        ended: pauseStates.has(walked.previous?.state ?? "Rolling") &&
+          !pauseStates.has(walked.state),
+      },
     },
   };
 }
@@ -204,6 +216,9 @@ export interface RolloutStop {
   /** The domain over its own failure budget, when that stopped the rollout. */
   domain?: { name: string };
 }
+
+/** The plan's states that wait at a step's pause, for a time or for the operator. */
+const pauseStates: ReadonlySet<PlanState> = new Set(["Soaking", "AwaitingApproval"]);
 
 /** The domain states of a domain being updated, as `domainState` gives them. */
 const inFlightStates: ReadonlySet<DomainState> = new Set([
