@@ -390,6 +390,44 @@ Deno.test("rollout plan: a stopped rollout's plan says Stopped and why, the doma
   assertEquals(v3.status.plan?.stop, undefined);
 });
 
+Deno.test("rollout plan: a soak that ends while the rollout is stopped passes no step until a resume", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [{ domains: 1, pause: { soakSeconds: 60 } }, { nodes: "100%" }],
+  }, { maxUnavailable: 3, failurePolicy: { maxFailed: 0 } }));
+  const first = settle(start.c, start.now);
+  const hash = first.p.status.daemonSetHash!;
+  assertEquals([first.p.status.plan?.state, first.p.status.plan?.step], ["Soaking", 1]);
+  // a-2's new pod crash-loops: the rollout stops; then it recovers, and the stop stays.
+  const crashed = structuredClone(first.c.snapshot);
+  crashed.pods.find((p) => podNodeName(p) === "a-2")!.status = {
+    phase: "Running",
+    conditions: [{ type: "Ready", status: "False" }],
+    containerStatuses: [{ name: "agent", state: { waiting: { reason: "CrashLoopBackOff" } } }],
+  };
+  const now = first.now + 1000;
+  const stopped = plan(crashed, now);
+  assertEquals(stopped.status.rolloutStop?.reason, "FailureBudgetExceeded");
+  let c = f.apply({ snapshot: crashed, serial: first.c.serial }, stopped, now);
+  const healed = structuredClone(c.snapshot);
+  healed.pods.find((p) => podNodeName(p) === "a-2")!.status = f.pod("x", "a-2", hash).status;
+  c = { snapshot: healed, serial: c.serial };
+  // The soak, begun again once a-2 is back, would end twice over: the plan stays at step 1.
+  for (const at of [now + 5000, now + 70_000, now + 140_000]) {
+    const p = plan(c.snapshot, at);
+    assertEquals([p.status.plan?.state, p.status.plan?.step], ["Stopped", 1]);
+    assertEquals(p.events.filter((e) => e.reason === "PlanStepDone"), []);
+    assertEquals(p.actions.filter((a) => a.type === "deletePod"), []);
+    c = f.apply(c, p, at);
+  }
+  // Resumed, the plan goes on from the step the operator saw stop.
+  const resumed = plan(
+    annotate(c, { "apps.edgeroll.dev/resume-revision": `${hash}/1` }).snapshot,
+    now + 145_000,
+  );
+  assertEquals([resumed.status.plan?.state, resumed.status.plan?.step], ["Rolling", 2]);
+  assert(resumed.events.some((e) => e.reason === "PlanStepDone"));
+});
+
 /** The kubelets, with the new pods on `nodes` crash-looping: Running, never Ready. */
 function crashLooping(c: f.Cluster, now: number, hash: string, nodes: string[]): f.Cluster {
   const s = f.kubelet(c, now).snapshot;
