@@ -273,21 +273,6 @@ Deno.test("a ratio rising in a zone's bake after every node is updated still rol
   }
 });
 
-/**
- * `c` given a progress deadline of `seconds`, and `failurePolicy` on its rolling update when one
- * is given: the template, and so the revision, unchanged.
- */
-function withDeadline(c: f.Cluster, seconds: number, failurePolicy?: object): f.Cluster {
-  const s = structuredClone(c.snapshot);
-  const spec = s.set.spec as {
-    progressDeadlineSeconds?: number;
-    updateStrategy: { rollingUpdate: Record<string, unknown> };
-  };
-  spec.progressDeadlineSeconds = seconds;
-  if (failurePolicy) spec.updateStrategy.rollingUpdate.failurePolicy = failurePolicy;
-  return { snapshot: s, serial: c.serial };
-}
-
 const unreachable: f.MeasureSource = () => ({
   error: "Prometheus unreachable: connect ECONNREFUSED",
 });
@@ -300,7 +285,7 @@ Deno.test("no answer from Prometheus: the gate waits, says so, and the deadline 
     {},
     {},
   ));
-  const out = run(withDeadline(start.c, 60), start.now, unreachable, 40);
+  const out = run(f.withDeadline(start.c, 60), start.now, unreachable, 40);
   const hash = out.last.status.daemonSetHash!;
   assertEquals(nodesOn(out.c, hash), ["a-1", "a-2"]);
   assertEquals(out.last.status.plan?.state, "Analyzing");
@@ -327,7 +312,7 @@ Deno.test("an inconclusive last gate after every node is updated reaches the pro
   }));
   for (const stopOnProgressDeadline of [false, true]) {
     const policy = { maxFailed: 10, stopOnProgressDeadline };
-    const out = run(withDeadline(start.c, deadlineSeconds, policy), start.now, unreachable, 60);
+    const out = run(f.withDeadline(start.c, deadlineSeconds, policy), start.now, unreachable, 60);
     const hash = out.last.status.daemonSetHash!;
     const at = (i: number) => start.now + i * stepMillis;
     const exceeded = out.plans.findIndex((p) =>
@@ -372,7 +357,7 @@ Deno.test("a bake longer than the deadline whose measurements pass never reaches
     background: ["errors"],
   }));
   const policy = { maxFailed: 10, stopOnProgressDeadline: true };
-  const out = run(withDeadline(start.c, deadlineSeconds, policy), start.now, ratios({}), 100);
+  const out = run(f.withDeadline(start.c, deadlineSeconds, policy), start.now, ratios({}), 100);
   const updated = out.plans.findIndex((p) =>
     p.status.numberAvailable === 6 &&
     p.status.updatedNumberScheduled === 6

@@ -80,6 +80,11 @@ export function judgeFailures(
      * and runs from the opening of the open ones (ADR 0054).
      */
     windowed?: { held: boolean; since?: EpochMillis };
+    /**
+     * The rollout plan waits at a step's pause (ADR 0050): the clock is held while it does, and
+     * starts again when the pause ends.
+     */
+    paused?: { held: boolean; ended: boolean };
     /** The set has analysis checks (ADR 0055): what this call's `AnalysisBook` says of them. */
     analysis?: {
       /** A check measured for the whole set failed: it stops the rollout as a spent budget does. */
@@ -91,7 +96,7 @@ export function judgeFailures(
     };
   } = {},
 ): Judgement | undefined {
-  const { domainOf, windowed, analysis } = context;
+  const { domainOf, windowed, paused, analysis } = context;
   const policy = config.failurePolicy;
   const deadline = config.progressDeadlineSeconds;
   if (!policy && deadline === undefined && !analysis) return undefined;
@@ -108,9 +113,10 @@ export function judgeFailures(
   );
   // A counted measurement is progress too: its check moved toward a verdict it reaches within
   // `count` of them, so a bake longer than the deadline that keeps deciding is not cut short;
-  // an inconclusive one decides nothing, and the clock runs on (ADR 0055).
+  // an inconclusive one decides nothing, and the clock runs on (ADR 0055). A plan's pause that
+  // ended starts it again from now, written: the next call no longer sees the end (ADR 0050).
   const grew = !progress || updatedAvailable > progress.updatedAvailable ||
-    analysis?.counted === true;
+    analysis?.counted === true || paused?.ended === true;
   progress = { revision: hash, updatedAvailable, at: grew ? formatTime(now) : progress!.at };
   const clockFrom = Math.max(parseTime(progress.at) ?? now, windowed?.since ?? -Infinity);
   const deadlineAt = deadline !== undefined ? clockFrom + deadline * 1000 : 0;
@@ -118,7 +124,7 @@ export function judgeFailures(
   // that stays inconclusive after the last node is updated still reaches the deadline, and may
   // stop the rollout. A finished one runs no clock and stops for nothing.
   const unfinished = outdated > 0 || analysis?.pending === true;
-  const clockRuns = deadline !== undefined && unfinished && !windowed?.held;
+  const clockRuns = deadline !== undefined && unfinished && !windowed?.held && !paused?.held;
   const deadlineExceeded = clockRuns && now >= deadlineAt;
   if (clockRuns && !deadlineExceeded) wakeUps.push(deadlineAt);
 

@@ -207,7 +207,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   // by placement), and before an old pod is or an OTA mark is written: a spent budget stops this
   // very wave (ADR 0035).
   const judged = judgeFailures(config, hash, desired, previous, now, available, {
-    ...(stepped ? { domainOf: stepped.domainOf } : {}),
+    ...(stepped ? { domainOf: stepped.domainOf, paused: stepped.paused } : {}),
     ...(windows ? { windowed: windows.deadline } : {}),
     ...(book
       ? {

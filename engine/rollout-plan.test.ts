@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { Keys, type Node, type Pod } from "../api/kube-objects.ts";
 import type { RolloutPlanInput } from "../api/rollout-plan.ts";
 import type { Plan, Snapshot } from "../api/plan.ts";
-import { isNodeReady, podNodeName } from "./pod-node-state.ts";
+import { formatTime, isNodeReady, podNodeName } from "./pod-node-state.ts";
 import { plan } from "./plan.ts";
 import * as f from "./testdata/fleet.ts";
 
@@ -181,6 +181,49 @@ Deno.test("rollout plan: a soak holds the next domain and restarts when an updat
   assert(later.actions.some((a) => a.type === "deletePod" && a.node?.startsWith("b-")));
 });
 
+const deadlineExceeded = (p: Plan) =>
+  p.conditions.find((c) => c.type === "Progressing")?.reason === "ProgressDeadlineExceeded";
+const stopsOnDeadline = { maxFailed: 1, stopOnProgressDeadline: true };
+
+Deno.test("rollout plan: an approval waited on longer than the progress deadline stops nothing; the clock starts at the approval", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }],
+  }));
+  const canary = settle(f.withDeadline(start.c, 60, stopsOnDeadline), start.now);
+  const hash = canary.p.status.daemonSetHash!;
+  assertEquals(canary.p.status.plan?.state, "AwaitingApproval");
+  // Ten minutes of waiting for the operator, ten deadlines: nothing is late, nothing stops.
+  const waited = canary.now + 600_000;
+  const [waiting, c] = step(canary.c, waited);
+  assertEquals([deadlineExceeded(waiting), waiting.status.rolloutStop], [false, undefined]);
+  assertEquals(waiting.status.plan?.state, "AwaitingApproval");
+  // Approved: the clock counts from the approval, not from before the pause.
+  const approved = plan(
+    annotate(c, { "apps.edgeroll.dev/approved-step": `${hash}/1` }).snapshot,
+    waited + 1000,
+  );
+  assertEquals(approved.status.progress?.at, formatTime(waited + 1000));
+  assertEquals([deadlineExceeded(approved), approved.status.rolloutStop], [false, undefined]);
+  assert(approved.actions.some((a) => a.type === "deletePod"));
+});
+
+Deno.test("rollout plan: a soak longer than the progress deadline stops nothing; the clock starts at its end", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [{ domains: 1, pause: { soakSeconds: 300 } }, { nodes: "100%" }],
+  }, { maxUnavailable: 3 }));
+  const first = settle(f.withDeadline(start.c, 60, stopsOnDeadline), start.now);
+  assertEquals(first.p.status.plan?.state, "Soaking");
+  const doneSince = Date.parse(first.p.status.plan!.doneSince!);
+  const [soaking, c] = step(first.c, doneSince + 200_000);
+  assertEquals([deadlineExceeded(soaking), soaking.status.rolloutStop], [false, undefined]);
+  assertEquals(soaking.status.plan?.state, "Soaking");
+  const soaked = plan(c.snapshot, doneSince + 301_000);
+  assertEquals(soaked.status.plan?.step, 2);
+  assertEquals(soaked.status.progress?.at, formatTime(doneSince + 301_000));
+  assertEquals([deadlineExceeded(soaked), soaked.status.rolloutStop], [false, undefined]);
+  assert(soaked.actions.some((a) => a.type === "deletePod" && a.node?.startsWith("b-")));
+});
+
 Deno.test("rollout plan: a new template mid-plan starts again from the first step", () => {
   const start = onV1ThenV2(plannedSet({
     steps: [{ nodes: 1, pause: { approval: true } }, { nodes: "100%" }],
@@ -345,6 +388,44 @@ Deno.test("rollout plan: a stopped rollout's plan says Stopped and why, the doma
   );
   assertEquals([v3.status.plan?.state, v3.status.plan?.step], ["Rolling", 1]);
   assertEquals(v3.status.plan?.stop, undefined);
+});
+
+Deno.test("rollout plan: a soak that ends while the rollout is stopped passes no step until a resume", () => {
+  const start = onV1ThenV2(plannedSet({
+    steps: [{ domains: 1, pause: { soakSeconds: 60 } }, { nodes: "100%" }],
+  }, { maxUnavailable: 3, failurePolicy: { maxFailed: 0 } }));
+  const first = settle(start.c, start.now);
+  const hash = first.p.status.daemonSetHash!;
+  assertEquals([first.p.status.plan?.state, first.p.status.plan?.step], ["Soaking", 1]);
+  // a-2's new pod crash-loops: the rollout stops; then it recovers, and the stop stays.
+  const crashed = structuredClone(first.c.snapshot);
+  crashed.pods.find((p) => podNodeName(p) === "a-2")!.status = {
+    phase: "Running",
+    conditions: [{ type: "Ready", status: "False" }],
+    containerStatuses: [{ name: "agent", state: { waiting: { reason: "CrashLoopBackOff" } } }],
+  };
+  const now = first.now + 1000;
+  const stopped = plan(crashed, now);
+  assertEquals(stopped.status.rolloutStop?.reason, "FailureBudgetExceeded");
+  let c = f.apply({ snapshot: crashed, serial: first.c.serial }, stopped, now);
+  const healed = structuredClone(c.snapshot);
+  healed.pods.find((p) => podNodeName(p) === "a-2")!.status = f.pod("x", "a-2", hash).status;
+  c = { snapshot: healed, serial: c.serial };
+  // The soak, begun again once a-2 is back, would end twice over: the plan stays at step 1.
+  for (const at of [now + 5000, now + 70_000, now + 140_000]) {
+    const p = plan(c.snapshot, at);
+    assertEquals([p.status.plan?.state, p.status.plan?.step], ["Stopped", 1]);
+    assertEquals(p.events.filter((e) => e.reason === "PlanStepDone"), []);
+    assertEquals(p.actions.filter((a) => a.type === "deletePod"), []);
+    c = f.apply(c, p, at);
+  }
+  // Resumed, the plan goes on from the step the operator saw stop.
+  const resumed = plan(
+    annotate(c, { "apps.edgeroll.dev/resume-revision": `${hash}/1` }).snapshot,
+    now + 145_000,
+  );
+  assertEquals([resumed.status.plan?.state, resumed.status.plan?.step], ["Rolling", 2]);
+  assert(resumed.events.some((e) => e.reason === "PlanStepDone"));
 });
 
 /** The kubelets, with the new pods on `nodes` crash-looping: Running, never Ready. */

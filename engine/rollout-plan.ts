@@ -43,11 +43,25 @@ export interface PlanProgress {
   domainOf(node: string): string;
   /** The plan as walked: `reportPlan` gives it the rollout's stop, judged after this phase. */
   status: RolloutPlanStatus;
+  /**
+   * The steps the walk passed this call: their Events, and the step it started at as the status
+   * had it. A stopped rollout updates nothing, so `reportPlan` passes none: the plan a resume
+   * goes on from is the one the operator saw stop.
+   */
+  passed?: { events: PlanEvent[]; from: Pick<RolloutPlanStatus, "step" | "target" | "doneSince"> };
   awaited: Awaited[];
   wakeUps: EpochMillis[];
+  /** Events of this call besides the steps passed and the state's. */
   events: PlanEvent[];
   /** The Event of the state the walk came to, when it changed. */
   told?: PlanEvent;
+  /**
+   * The plan waits at a step's pause (a soak, an approval): nothing is wrong, so the progress
+   * deadline's clock is held (`held`), and starts again from the call that sees the pause end
+   * (`ended`), as upstream counts no paused Deployment against its deadline. A check's gate holds
+   * nothing: an inconclusive check counts toward the deadline (ADR 0055).
+   */
+  paused: { held: boolean; ended: boolean };
 }
 
 export type PlanReading = { ok: true; progress: PlanProgress } | {
@@ -117,9 +131,9 @@ export function planRollout(
     domainOf: (v) => domainOfNode.get(v)!,
     stopped,
   });
-  const events = [...walked.events];
+  const events: PlanEvent[] = [];
   if (!walked.previous && walked.outdated) {
-    events.unshift({
+    events.push({
       type: "Normal",
       reason: "PlanStarted",
       message: `revision ${hash}: ${
@@ -182,6 +196,15 @@ export function planRollout(
     });
   }
   const { awaited, wakeUps } = walked.waits;
+  const { passedFrom } = walked;
+  const passed = passedFrom && {
+    events: walked.events,
+    from: {
+      step: passedFrom.index + 1,
+      target: targets[passedFrom.index],
+      doneSince: formatTime(passedFrom.doneSince),
+    },
+  };
   return {
     ok: true,
     progress: {
@@ -190,10 +213,16 @@ export function planRollout(
       aborted,
       domainOf,
       status,
+      ...(passed ? { passed } : {}),
       awaited,
       wakeUps,
       events,
       ...(walked.told ? { told: walked.told } : {}),
+      paused: {
+        held: pauseStates.has(walked.state),
+        ended: pauseStates.has(walked.previous?.state ?? "Rolling") &&
+          !pauseStates.has(walked.state),
+      },
     },
   };
 }
@@ -204,6 +233,9 @@ export interface RolloutStop {
   /** The domain over its own failure budget, when that stopped the rollout. */
   domain?: { name: string };
 }
+
+/** The plan's states that wait at a step's pause, for a time or for the operator. */
+const pauseStates: ReadonlySet<PlanState> = new Set(["Soaking", "AwaitingApproval"]);
 
 /** The domain states of a domain being updated, as `domainState` gives them. */
 const inFlightStates: ReadonlySet<DomainState> = new Set([
@@ -217,18 +249,24 @@ const inFlightStates: ReadonlySet<DomainState> = new Set([
  * The plan's status and Events, given the rollout's stop: the failure budget is judged after the
  * plan's phase (it counts failures by the plan's domains), so its stop comes in here. Stopped,
  * with the stop's reason; the domain over its budget and every domain in flight Stopped, since
- * no old pod is replaced anywhere. The walk's state Event is left out while stopped: the
- * RolloutStopped condition's Event tells the stop, and a resume tells the state again.
+ * no old pod is replaced anywhere; at the step it stood at before this call, since a pause that
+ * ended meanwhile passes nothing while nothing is updated. The walk's state Event and those of the
+ * steps it passed are left out while stopped: the RolloutStopped condition's Event tells the
+ * stop, and a resume tells the state and the steps again.
  */
 export function reportPlan(
   progress: PlanProgress,
   stop: RolloutStop | undefined,
 ): { status: RolloutPlanStatus; events: PlanEvent[] } {
-  const { status, events, told } = progress;
-  if (!stop) return { status, events: told ? [...events, told] : events };
+  const { status, events, told, passed } = progress;
+  if (!stop) {
+    return { status, events: [...events, ...passed?.events ?? [], ...told ? [told] : []] };
+  }
+  const { doneSince: _, ...walkedUndated } = status;
+  const standing = passed ? { ...walkedUndated, ...passed.from } : status;
   return {
     status: {
-      ...status,
+      ...standing,
       state: "Stopped",
       stop: { reason: stop.reason, ...(stop.domain ? { domain: stop.domain.name } : {}) },
       domains: status.domains.map((d) =>
@@ -279,6 +317,8 @@ function walkSteps(input: PlanInput, fleet: {
   const waits = new WaitList(now);
   const events: PlanEvent[] = [];
   let state: PlanState = aborted ? "Stopped" : "Rolling";
+  // The step the walk started at, as it stood, once it passes it.
+  let passedFrom: { index: number; doneSince: EpochMillis } | undefined;
   while (!aborted) {
     const number = index + 1;
     if (!stepDone(index)) {
@@ -346,6 +386,7 @@ function walkSteps(input: PlanInput, fleet: {
         plural(targets[index], "node")
       } of ${order.length} reached; step ${number + 1} starts`,
     });
+    passedFrom ??= { index, doneSince };
     index++;
     doneSince = undefined;
   }
@@ -363,7 +404,18 @@ function walkSteps(input: PlanInput, fleet: {
   const told = tells && changed
     ? stateEvent(hash, state, step, aborted ? [] : [...stopped])
     : undefined;
-  return { index, state, doneSince, stopReason, waits, events, told, previous, outdated };
+  return {
+    index,
+    state,
+    doneSince,
+    stopReason,
+    waits,
+    events,
+    told,
+    previous,
+    outdated,
+    passedFrom,
+  };
 }
 
 function stateEvent(

@@ -343,6 +343,21 @@ export function withTemplate(c: Cluster, image: string, generation: number): Clu
   return { snapshot: s, serial: c.serial };
 }
 
+/**
+ * `c` given a progress deadline of `seconds`, and `failurePolicy` on its rolling update when one
+ * is given: the template, and so the revision, unchanged.
+ */
+export function withDeadline(c: Cluster, seconds: number, failurePolicy?: object): Cluster {
+  const s = structuredClone(c.snapshot);
+  const spec = s.set.spec as {
+    progressDeadlineSeconds?: number;
+    updateStrategy: { rollingUpdate: Record<string, unknown> };
+  };
+  spec.progressDeadlineSeconds = seconds;
+  if (failurePolicy) spec.updateStrategy.rollingUpdate.failurePolicy = failurePolicy;
+  return { snapshot: s, serial: c.serial };
+}
+
 /** What the native DaemonSet controller does for an OnDelete set: a pod on every node lacking one. */
 export function nativeController(c: Cluster, hash: string, now: number): Cluster {
   const s = structuredClone(c.snapshot);
