@@ -22,12 +22,14 @@
  * - A pod updated in place (InPlaceIfPossible) counts as unavailable until it runs its new images.
  * - Outside its node's maintenance window (or within its cut-off) no old pod is replaced or
  *   marked for OTA; pods in flight finish; placement is never held (`maintenance.ts`).
- * - Phases, in the order `planRead` states: revisions and adoptions, placement (`placement.ts`),
- *   the rollout plan's step (`rollout-plan.ts`), the maintenance windows (`maintenance.ts`), OTA
- *   marks and pulls, the failure budget's judgement, updates (`updates.ts`, within the plan's and
- *   the windows' gate) planned on the nodes as placement and earlier unobserved actions leave
- *   them, in-place readiness, image pre-download, then the report (`plan-report.ts`). No phase reads another's state: each is given the burst it may
- *   still spend and what it needs of earlier decisions (`decisions.ts`).
+ * - Phases, in the order `planRead` numbers and runs them: 0 revisions and adoptions,
+ *   1 placement (`placement.ts`), 2 the rollout plan's step (`rollout-plan.ts`), 2b the
+ *   maintenance windows (`maintenance.ts`), 3 the failure budget's judgement (`failures.ts`),
+ *   4 OTA marks and pulls, 5 updates (`updates.ts`, within the plan's and the windows' gate)
+ *   planned on the nodes as placement and earlier unobserved actions leave them, 5b refused
+ *   resizes recreated (`resize-fallback.ts`), 6 in-place readiness, 7 image pre-download, then
+ *   the report (`plan-report.ts`). No phase reads another's state: each is given the burst it
+ *   may still spend and what it needs of earlier decisions (`decisions.ts`).
  */
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-objects.ts";
