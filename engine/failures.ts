@@ -80,7 +80,7 @@ export function judgeFailures(
      * and runs from the opening of the open ones (ADR 0054).
      */
     windowed?: { held: boolean; since?: EpochMillis };
-    /** The set has analysis checks (ADR 0055): what this call's `AnalysisBook` says of them. */
+    /** The set has analysis checks (ADR 0055): what this call's judgement says of them. */
     analysis?: {
       /** A check measured for the whole set failed: it stops the rollout as a spent budget does. */
       setFailed: boolean;

@@ -24,7 +24,7 @@ import { resolve } from "./config.ts";
 import { formatTime, parseTime, podRevision } from "./pod-node-state.ts";
 import { activePods, type NodeView } from "./node-view.ts";
 import { WaitList } from "./decisions.ts";
-import type { AnalysisBook } from "./analysis.ts";
+import { type AnalysisJudgement, bakeOf, gateOf, type StandingAsked } from "./analysis.ts";
 
 /** Whether the update may start on a node now, and what it took when it did. */
 export interface UpdateGate {
@@ -46,6 +46,8 @@ export interface PlanProgress {
   awaited: Awaited[];
   wakeUps: EpochMillis[];
   events: PlanEvent[];
+  /** The analysis standings the steps' gates and the bakes asked for, in the order asked. */
+  analysisAsked: StandingAsked[];
   /** The Event of the state the walk came to, when it changed. */
   told?: PlanEvent;
 }
@@ -78,7 +80,7 @@ export interface PlanInput {
   previous?: RolloutPlanStatus;
   now: EpochMillis;
   /** The analysis checks' standing (ADR 0055): the steps' gates and the domains they stopped. */
-  analysis?: AnalysisBook;
+  analysis?: AnalysisJudgement;
   /** Stopped domains whose nodes go back to the last complete revision, within their budget. */
   rolledBack?: ReadonlySet<string>;
   /**
@@ -108,7 +110,7 @@ export function planRollout(
   for (const d of domains) for (const v of d.nodes) domainOfNode.set(v, d.name);
   // Domains a failed check stopped (ADR 0055): their nodes are updated no further, and the steps
   // are done without them.
-  const stopped = input.analysis?.stoppedDomains() ?? new Set<string>();
+  const stopped = input.analysis?.stoppedDomains ?? new Set<string>();
   const walked = walkSteps(input, {
     order,
     targets,
@@ -142,11 +144,15 @@ export function planRollout(
   );
   // The background checks of the domains begun, while old pods are left to replace (a first
   // placement begins none); the walk asked them of every domain when the last step was done.
-  if (walked.state !== "Done") {
-    input.analysis?.background(
-      tally.filter((t) => t.started && !stopped.has(t.name))
-        .map((t) => ({ name: t.name, complete: t.complete })),
-      walked.outdated,
+  const analysisAsked = [...walked.analysisAsked];
+  if (walked.state !== "Done" && input.analysis) {
+    analysisAsked.push(
+      ...bakeOf(
+        input.analysis,
+        tally.filter((t) => t.started && !stopped.has(t.name))
+          .map((t) => ({ name: t.name, complete: t.complete })),
+        walked.outdated,
+      ).asked,
     );
   }
   const status: RolloutPlanStatus = {
@@ -193,6 +199,7 @@ export function planRollout(
       awaited,
       wakeUps,
       events,
+      analysisAsked,
       ...(walked.told ? { told: walked.told } : {}),
     },
   };
@@ -257,7 +264,7 @@ function walkSteps(input: PlanInput, fleet: {
   const { order, targets, updated, aborted, domainOf, stopped } = fleet;
   // A failed check of the whole set (ADR 0055): the rollout stopped, the plan neither goes on nor
   // is Done, after its last node too.
-  const setFailed = input.analysis?.setFailed()?.check;
+  const setFailed = input.analysis?.setFailed?.check;
   // The first Ready node of the order not yet updated, outside a stopped domain: every step whose
   // target ends at or before it is done.
   const firstPending = order.findIndex((v) => v.ready && !updated(v) && !stopped.has(domainOf(v)));
@@ -278,6 +285,7 @@ function walkSteps(input: PlanInput, fleet: {
   let doneSince = previous?.step === index + 1 ? parseTime(previous.doneSince) : undefined;
   const waits = new WaitList(now);
   const events: PlanEvent[] = [];
+  const analysisAsked: StandingAsked[] = [];
   let state: PlanState = aborted ? "Stopped" : "Rolling";
   while (!aborted) {
     const number = index + 1;
@@ -290,7 +298,8 @@ function walkSteps(input: PlanInput, fleet: {
     if (checks?.length && input.analysis) {
       const reached = [...new Set(order.slice(0, targets[index]).map(domainOf))]
         .filter((d) => !stopped.has(d));
-      const verdict = input.analysis.gate(number, reached);
+      const { verdict, asked } = gateOf(input.analysis, number, reached);
+      analysisAsked.push(...asked);
       if (!verdict.passed && setFailed === undefined) {
         state = "Analyzing";
         waits.wait(`step ${number} checks`, verdict.why ?? "the checks of every reached domain");
@@ -305,13 +314,15 @@ function walkSteps(input: PlanInput, fleet: {
     }
     if (index === last) {
       // Done once each domain's background checks have baked there (ADR 0055), or promoted.
-      const baked = !promoted && input.analysis?.background(
+      const baked = !promoted && input.analysis && bakeOf(
+        input.analysis,
         [...new Set(order.map(domainOf))].map((name) => ({ name, complete: true })),
         false,
       );
-      if (baked && !baked.passed) {
+      if (baked) analysisAsked.push(...baked.asked);
+      if (baked && !baked.verdict.passed) {
         state = "Analyzing";
-        waits.wait("background checks", baked.why ?? "every domain's background checks");
+        waits.wait("background checks", baked.verdict.why ?? "every domain's background checks");
         break;
       }
       state = "Done";
@@ -363,7 +374,18 @@ function walkSteps(input: PlanInput, fleet: {
   const told = tells && changed
     ? stateEvent(hash, state, step, aborted ? [] : [...stopped])
     : undefined;
-  return { index, state, doneSince, stopReason, waits, events, told, previous, outdated };
+  return {
+    index,
+    state,
+    doneSince,
+    stopReason,
+    waits,
+    events,
+    analysisAsked,
+    told,
+    previous,
+    outdated,
+  };
 }
 
 function stateEvent(
