@@ -132,7 +132,9 @@ export function planRollout(
     });
   }
   const covered = order.slice(0, aborted ? 0 : targets[walked.index]);
-  const tally = domains.map((d) => tallyDomain(d, hash, updated, available, input.ota));
+  const tally = domains.map((d) =>
+    tallyDomain(d, hash, updated, available, input.ota, domainBudget(plan, d))
+  );
   const { gate, domainOf } = domainGate(
     input,
     domains,
@@ -174,6 +176,7 @@ export function planRollout(
       nodes: t.nodes,
       updated: t.updated,
       unreachable: t.unreachable,
+      ...(t.maxUnavailable !== undefined ? { maxUnavailable: t.maxUnavailable } : {}),
     })),
   };
   // A domain that starts going back is told once (ADR 0055).
@@ -443,12 +446,7 @@ function domainGate(
     tally.filter((t) => t.started && !t.complete && !stopped.has(t.name)).map((t) => t.name),
   );
   const unavailable = new Map(tally.map((t) => [t.name, t.unavailable]));
-  const limits = new Map(domains.map((d) => [
-    d.name,
-    plan.domainMaxUnavailable === undefined
-      ? Infinity
-      : resolve(plan.domainMaxUnavailable, d.nodes.length, true),
-  ]));
+  const limits = new Map(tally.map((t) => [t.name, t.maxUnavailable ?? Infinity]));
   const coveredNames = new Set(covered.map((v) => v.name));
   const held = domains.filter((d) =>
     !inFlight.has(d.name) && !stopped.has(d.name) && inFlight.size >= plan.maxConcurrentDomains &&
@@ -479,6 +477,13 @@ function domainGate(
     },
   };
   return { gate, domainOf: (node) => domainOf.get(node) ?? "" };
+}
+
+/** A domain's `domainMaxUnavailable`, resolved against its desired nodes (rounded up). */
+function domainBudget(plan: RolloutPlan, domain: Domain): number | undefined {
+  return plan.domainMaxUnavailable === undefined
+    ? undefined
+    : resolve(plan.domainMaxUnavailable, domain.nodes.length, true);
 }
 
 /** The domains in the plan's order, or why the fleet cannot be ordered by this plan. */
@@ -573,6 +578,8 @@ interface DomainTally {
   unreachable: number;
   /** Ready nodes without an available pod: the domain's share of maxUnavailable in use. */
   unavailable: number;
+  /** Its `domainMaxUnavailable` resolved, when the plan sets one. */
+  maxUnavailable?: number;
   /** A node runs, or is getting, the revision. */
   started: boolean;
   /** Every Ready node is updated, available. */
@@ -585,6 +592,7 @@ function tallyDomain(
   updated: (v: NodeView) => boolean,
   available: (p: Pod) => boolean,
   ota: boolean,
+  maxUnavailable: number | undefined,
 ): DomainTally {
   const tally: DomainTally = {
     name: domain.name,
@@ -592,6 +600,7 @@ function tallyDomain(
     updated: 0,
     unreachable: 0,
     unavailable: 0,
+    ...(maxUnavailable !== undefined ? { maxUnavailable } : {}),
     started: false,
     complete: true,
   };
