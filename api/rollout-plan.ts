@@ -226,6 +226,8 @@ export const RolloutPlanStatus = z.object({
     nodes: z.number().int(),
     updated: z.number().int(),
     unreachable: z.number().int(),
+    /** `domainMaxUnavailable` resolved against the domain's desired nodes, when the plan sets it. */
+    maxUnavailable: z.number().int().min(0).optional(),
   })).max(maxPlanDomains + 1),
 });
 export type RolloutPlanStatus = z.infer<typeof RolloutPlanStatus>;

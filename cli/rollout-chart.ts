@@ -6,7 +6,7 @@
  */
 import type { Plan, Snapshot } from "../api/plan.ts";
 import { unlabelledDomain } from "../api/rollout-plan.ts";
-import { readSet, resolve, type SetReading } from "../engine/config.ts";
+import { readSet, type SetReading } from "../engine/config.ts";
 
 /** One domain of the chart: its name, its desired nodes, and its unavailability budget. */
 export interface ChartDomain {
@@ -52,16 +52,16 @@ export const wholeSet = "(all nodes)";
  * The counts of the planner's node reports per domain: a node is updated when its pod of the
  * current revision is available, unavailable when it is reachable and has no available pod (a
  * cut-off node is neither: it holds no budget). Each domain's budget is the plan's
- * `domainMaxUnavailable`, within the set's.
+ * `domainMaxUnavailable` as the engine resolved it (`status.plan.domains`), within the set's.
  */
 export function readChart(
   snapshot: Snapshot,
   planned: Plan,
   reading: SetReading = readSet(snapshot),
 ): ChartReading {
-  const rolloutPlan = reading.ok ? reading.config.rolloutPlan?.plan : undefined;
   const domainOfNode = domainsOfNodes(snapshot, reading, wholeSet);
-  const order = planned.status.plan?.domains.map((d) => d.name) ?? [];
+  const planDomains = planned.status.plan?.domains ?? [];
+  const order = planDomains.map((d) => d.name);
   const counts = new Map<string, DomainCounts>(order.map((d) => [d, empty()]));
   const nodes = new Map<string, number>();
   for (const report of planned.nodes) {
@@ -74,9 +74,7 @@ export function readChart(
   const setBudget = planned.budget?.rule === "maxUnavailable" ? planned.budget.limit : undefined;
   const domains = [...counts.keys()].map((name) => {
     const size = nodes.get(name) ?? 0;
-    const own = rolloutPlan?.domainMaxUnavailable !== undefined
-      ? resolve(rolloutPlan.domainMaxUnavailable, size, true)
-      : undefined;
+    const own = planDomains.find((d) => d.name === name)?.maxUnavailable;
     const budget = own !== undefined && setBudget !== undefined
       ? Math.min(own, setBudget)
       : own ?? setBudget;

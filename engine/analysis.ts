@@ -2,8 +2,10 @@
  * Analysis checks' phase (ADR 0055): each measurement the controller took judged against its
  * check's ranges, folded into the check's standing per domain, and the verdicts the rollout plan
  * reads: a step's gate passed, failed or waiting; the domains a failed check stopped; whether a
- * check of the whole set failed. What is due next is `dueMeasurements`, read from the previous
- * status before anything is measured. Pure.
+ * check of the whole set failed. Judged once per call (`judgeAnalysis`), read only after: the
+ * gates and bakes (`gateOf`, `bakeOf`) answer the standings they asked for, which
+ * `analysisOutcome` turns into status, Events and wake-ups. What is due next is
+ * `dueMeasurements`, read from the previous status before anything is measured. Pure.
  */
 import {
   type Analysis,
@@ -122,52 +124,78 @@ export interface AnalysisInput {
 }
 
 /**
- * The checks' standing for one plan call: built from the previous status and this call's
- * measurements, then asked by the rollout plan for its gates and its background checks, and
- * written back as status. Within one call only: a pure function's working memory.
+ * The checks' standing judged once per plan call, from the previous status and this call's
+ * measurements (ADR 0055): read by the rollout plan's gates and bakes, never changed by them.
  */
-export class AnalysisBook {
-  readonly events: PlanEvent[] = [];
-  readonly wakeUps: EpochMillis[] = [];
-  private readonly standing = new Map<string, CheckStatus>();
-  private readonly checks: Map<string, AnalysisCheck>;
-  private readonly resumedWith?: string;
-  /** Standings asked for this call: the others (earlier steps' gates) are dropped. */
-  private readonly asked = new Set<string>();
+export interface AnalysisJudgement {
+  readonly input: AnalysisInput;
+  readonly checks: ReadonlyMap<string, AnalysisCheck>;
+  /** Each standing by `standingKey`, in the order the status lists them. */
+  readonly standings: ReadonlyMap<string, Readonly<CheckStatus>>;
+  readonly resumedWith?: string;
+  /** The Events of the measurements judged: a check failed, passed, or decides nothing. */
+  readonly events: readonly PlanEvent[];
   /** A measurement of this call was counted (passed or failed) by an undecided standing. */
-  private countedOne = false;
+  readonly counted: boolean;
+  /** Domains with a failed check of this revision: no node of theirs is updated further. */
+  readonly stoppedDomains: ReadonlySet<string>;
+  /** A check measured for the whole set failed: the rollout stops, as its failure budget would. */
+  readonly setFailed?: Readonly<CheckStatus>;
+  /**
+   * A check of the revision failed (a domain's or the whole set's, a gate or a bake): the
+   * revision is not complete, however its pods stand, and is never the one a rollback returns to.
+   */
+  readonly failed: boolean;
+}
 
-  constructor(private readonly input: AnalysisInput) {
-    const { analysis, previous, hash } = input;
-    this.checks = new Map(analysis.checks.map((c) => [c.name, c]));
-    const carried = previous?.revision === hash ? previous : undefined;
-    let resumedWith = carried?.resumedWith;
-    const resuming = input.resume !== undefined && input.resume.split("/")[0] === hash &&
-      input.resume !== resumedWith;
-    if (resuming) resumedWith = input.resume;
-    this.resumedWith = resumedWith;
-    for (const s of carried?.checks ?? []) {
-      if (!this.checks.has(s.check)) continue;
-      // A resume acknowledges the failures: their checks start over.
-      if (resuming && s.phase === "Failed") continue;
-      this.standing.set(keyOf(s.check, s.domain, s.step), structuredClone(s));
-    }
-    for (const m of input.measurements) this.record(m);
+/**
+ * A standing a gate or a bake asked for: it is measured on, and written back as status. `begun`
+ * is the standing it starts as when the judgement has none; `passes`, a bake that reached its
+ * count on a complete domain.
+ */
+export interface StandingAsked {
+  key: string;
+  begun: Readonly<CheckStatus>;
+  passes: boolean;
+}
+
+/** A gate's or a bake's verdict, and the standings it asked for. */
+export interface Asked {
+  verdict: GateVerdict;
+  asked: StandingAsked[];
+}
+
+/** The checks' standing after this call's measurements: the carried standings, each judged. */
+export function judgeAnalysis(input: AnalysisInput): AnalysisJudgement {
+  const { analysis, previous, hash } = input;
+  const checks = new Map(analysis.checks.map((c) => [c.name, c]));
+  const carried = previous?.revision === hash ? previous : undefined;
+  let resumedWith = carried?.resumedWith;
+  const resuming = input.resume !== undefined && input.resume.split("/")[0] === hash &&
+    input.resume !== resumedWith;
+  if (resuming) resumedWith = input.resume;
+  // Working copies, changed only while this function judges.
+  const standings = new Map<string, CheckStatus>();
+  for (const s of carried?.checks ?? []) {
+    if (!checks.has(s.check)) continue;
+    // A resume acknowledges the failures: their checks start over.
+    if (resuming && s.phase === "Failed") continue;
+    standings.set(keyOf(s.check, s.domain, s.step), structuredClone(s));
   }
-
-  /** A measurement taken for every undecided standing of its check and domain. */
-  private record(m: Measurement) {
-    const check = this.checks.get(m.check);
-    if (!check) return;
+  const events: PlanEvent[] = [];
+  let counted = false;
+  for (const m of input.measurements) {
+    const check = checks.get(m.check);
+    if (!check) continue;
     const judged = judgeMeasurement(check, m);
-    const at = parseTime(m.at) ?? this.input.now;
-    for (const s of this.standing.values()) {
+    const at = parseTime(m.at) ?? input.now;
+    for (const s of standings.values()) {
       if (s.check !== m.check || (s.domain ?? "") !== (m.domain ?? "")) continue;
       if (s.phase === "Passed" || s.phase === "Failed") continue;
       if (judged.phase === "Passed") s.passed++;
       else if (judged.phase === "Failed") s.failed++;
       else s.inconclusive++;
-      if (judged.phase !== "Inconclusive") this.countedOne = true;
+      if (judged.phase !== "Inconclusive") counted = true;
       s.measurements = [
         ...s.measurements,
         {
@@ -178,198 +206,237 @@ export class AnalysisBook {
         },
       ].slice(-keptMeasurements);
       s.nextAt = formatTime(at + check.intervalSeconds * 1000);
-      this.decide(s, check, judged);
+      const event = decide(s, check, judged, hash);
+      if (event) events.push(event);
     }
   }
+  const all = [...standings.values()];
+  const setFailed = all.find((s) => s.phase === "Failed" && s.domain === undefined);
+  return {
+    input,
+    checks,
+    standings,
+    ...(resumedWith !== undefined ? { resumedWith } : {}),
+    events,
+    counted,
+    stoppedDomains: new Set(
+      all.flatMap((s) => s.phase === "Failed" && s.domain !== undefined ? [s.domain] : []),
+    ),
+    ...(setFailed ? { setFailed } : {}),
+    failed: all.some((s) => s.phase === "Failed"),
+  };
+}
 
-  private decide(s: CheckStatus, check: AnalysisCheck, judged: Judged) {
-    const where = s.domain !== undefined ? ` in ${s.domain}` : "";
-    const of = s.step !== undefined ? `step ${s.step}'s check` : "check";
-    if (s.failed > check.failureLimit) {
-      s.phase = "Failed";
-      delete s.nextAt;
-      this.events.push({
-        type: "Warning",
-        reason: "AnalysisFailed",
-        message:
-          `revision ${this.input.hash}: ${of} ${s.check}${where} failed: ${s.failed} failed measurements, more than failureLimit ${check.failureLimit} (last: ${
-            judged.message ?? judged.value
-          })`,
-      });
-    } else if (s.step !== undefined && s.passed + s.failed >= check.count) {
-      this.pass(s);
-    } else if (judged.phase === "Inconclusive") {
-      if (s.phase !== "Inconclusive") {
-        this.events.push({
-          type: "Warning",
-          reason: "AnalysisInconclusive",
-          message: `revision ${this.input.hash}: ${of} ${s.check}${where} decides nothing: ${
-            judged.message ?? "no value"
-          }; waiting`,
-        });
-      }
-      s.phase = "Inconclusive";
-    } else s.phase = "Running";
-  }
-
-  /** A standing that reached its count within its failure limit: measured no more, told once. */
-  private pass(s: CheckStatus) {
-    s.phase = "Passed";
+/** A standing's phase after a measurement judged, changed in place, and the Event it tells. */
+function decide(
+  s: CheckStatus,
+  check: AnalysisCheck,
+  judged: Judged,
+  hash: string,
+): PlanEvent | undefined {
+  const where = s.domain !== undefined ? ` in ${s.domain}` : "";
+  const of = s.step !== undefined ? `step ${s.step}'s check` : "check";
+  if (s.failed > check.failureLimit) {
+    s.phase = "Failed";
     delete s.nextAt;
-    this.events.push({
-      type: "Normal",
-      reason: "AnalysisPassed",
-      message: `revision ${this.input.hash}: ${
-        s.step !== undefined ? `step ${s.step}'s ` : ""
-      }check ${s.check}${s.domain !== undefined ? ` in ${s.domain}` : ""} passed: ${s.passed} of ${
-        s.passed + s.failed
-      } measurements passed`,
-    });
-  }
-
-  /** The standing of a check for a domain (and step), begun now when it has none. */
-  private stand(check: AnalysisCheck, domain: string | undefined, step?: number): CheckStatus {
-    const d = perDomain(check) ? domain : undefined;
-    const key = keyOf(check.name, d, step);
-    this.asked.add(key);
-    let s = this.standing.get(key);
-    if (!s) {
-      s = {
-        check: check.name,
-        ...(d !== undefined ? { domain: d } : {}),
-        ...(step !== undefined ? { step } : {}),
-        phase: "Running",
-        passed: 0,
-        failed: 0,
-        inconclusive: 0,
-        // The first measurement comes with the next call: the controller measures before it plans.
-        nextAt: formatTime(this.input.now + 1000),
-        measurements: [],
-      };
-      this.standing.set(key, s);
-    }
-    const next = parseTime(s.nextAt);
-    if (next !== undefined) this.wakeUps.push(Math.max(next, this.input.now + 1000));
-    return s;
-  }
-
-  /**
-   * The gate of step `step` (numbered from 1) over the domains it reached: passed when each
-   * domain's every check passed; a domain with a failed check is left to `stoppedDomains`.
-   */
-  gate(step: number, domains: readonly string[]): GateVerdict {
-    const names = this.input.stepChecks[step - 1] ?? [];
-    const waiting = new Set<string>();
-    const undecided: string[] = [];
-    for (const domain of domains) {
-      for (const name of names) {
-        const check = this.checks.get(name)!;
-        const s = this.stand(check, domain, step);
-        if (s.phase === "Passed" || s.phase === "Failed") continue;
-        waiting.add(domain);
-        undecided.push(undecidedText(s, check));
-      }
-    }
-    const stopped = this.stoppedDomains();
-    const open = [...waiting].filter((d) => !stopped.has(d));
     return {
-      passed: open.length === 0 && !this.setFailed(),
-      waiting: open,
-      ...(undecided.length > 0 ? { why: undecided.slice(0, 10).join(", ") } : {}),
+      type: "Warning",
+      reason: "AnalysisFailed",
+      message:
+        `revision ${hash}: ${of} ${s.check}${where} failed: ${s.failed} failed measurements, more than failureLimit ${check.failureLimit} (last: ${
+          judged.message ?? judged.value
+        })`,
     };
   }
-
-  /**
-   * The background checks of each domain with a node on the revision: measured while it rolls,
-   * and after, until the domain is `complete` and the check has counted `count` measurements
-   * there (its bake); then passed, and measured no more. A check of the whole set passes once
-   * every domain is complete. Settled when every one has passed. A revision that never rolled
-   * (a first placement, nodes that came updated) begins no bake.
-   */
-  background(
-    domains: readonly { name: string; complete: boolean }[],
-    /** Begin measuring a domain that has no standing yet (false: only those begun go on). */
-    begin = true,
-  ): GateVerdict {
-    const waiting = new Set<string>();
-    const undecided: string[] = [];
-    for (const name of this.input.analysis.background) {
-      const check = this.checks.get(name)!;
-      const targets = perDomain(check)
-        ? domains.map((d) => ({ domain: d.name as string | undefined, complete: d.complete }))
-        : domains.length > 0
-        ? [{ domain: undefined, complete: domains.every((d) => d.complete) }]
-        : [];
-      for (const { domain, complete } of targets) {
-        if (!begin && !this.standing.has(keyOf(check.name, domain, undefined))) continue;
-        const s = this.stand(check, domain);
-        if (s.phase === "Failed" || s.phase === "Passed") continue;
-        if (complete && s.passed + s.failed >= check.count) {
-          this.pass(s);
-          continue;
-        }
-        for (const d of domain !== undefined ? [domain] : domains.map((d) => d.name)) {
-          waiting.add(d);
-        }
-        undecided.push(undecidedText(s, check));
-      }
-    }
+  if (s.step !== undefined && s.passed + s.failed >= check.count) {
+    s.phase = "Passed";
+    delete s.nextAt;
+    return passedEvent(s, hash);
+  }
+  if (judged.phase === "Inconclusive") {
+    const wasInconclusive = s.phase === "Inconclusive";
+    s.phase = "Inconclusive";
+    if (wasInconclusive) return undefined;
     return {
+      type: "Warning",
+      reason: "AnalysisInconclusive",
+      message: `revision ${hash}: ${of} ${s.check}${where} decides nothing: ${
+        judged.message ?? "no value"
+      }; waiting`,
+    };
+  }
+  s.phase = "Running";
+  return undefined;
+}
+
+/** A standing that reached its count within its failure limit: measured no more, told once. */
+function passedEvent(s: Readonly<CheckStatus>, hash: string): PlanEvent {
+  return {
+    type: "Normal",
+    reason: "AnalysisPassed",
+    message: `revision ${hash}: ${s.step !== undefined ? `step ${s.step}'s ` : ""}check ${s.check}${
+      s.domain !== undefined ? ` in ${s.domain}` : ""
+    } passed: ${s.passed} of ${s.passed + s.failed} measurements passed`,
+  };
+}
+
+/** The standing of a check for a domain (and step) as judged, or as it begins now. */
+function standingOf(
+  judgement: AnalysisJudgement,
+  check: AnalysisCheck,
+  domain: string | undefined,
+  step?: number,
+): { key: string; standing: Readonly<CheckStatus> } {
+  const d = perDomain(check) ? domain : undefined;
+  const key = keyOf(check.name, d, step);
+  const standing = judgement.standings.get(key) ?? {
+    check: check.name,
+    ...(d !== undefined ? { domain: d } : {}),
+    ...(step !== undefined ? { step } : {}),
+    phase: "Running",
+    passed: 0,
+    failed: 0,
+    inconclusive: 0,
+    // The first measurement comes with the next call: the controller measures before it plans.
+    nextAt: formatTime(judgement.input.now + 1000),
+    measurements: [],
+  };
+  return { key, standing };
+}
+
+/**
+ * The gate of step `step` (numbered from 1) over the domains it reached: passed when each
+ * domain's every check passed; a domain with a failed check is left to `stoppedDomains`.
+ */
+export function gateOf(
+  judgement: AnalysisJudgement,
+  step: number,
+  domains: readonly string[],
+): Asked {
+  const names = judgement.input.stepChecks[step - 1] ?? [];
+  const waiting = new Set<string>();
+  const undecided: string[] = [];
+  const asked: StandingAsked[] = [];
+  for (const domain of domains) {
+    for (const name of names) {
+      const check = judgement.checks.get(name)!;
+      const { key, standing: s } = standingOf(judgement, check, domain, step);
+      asked.push({ key, begun: s, passes: false });
+      if (s.phase === "Passed" || s.phase === "Failed") continue;
+      waiting.add(domain);
+      undecided.push(undecidedText(s, check));
+    }
+  }
+  const open = [...waiting].filter((d) => !judgement.stoppedDomains.has(d));
+  return {
+    verdict: {
+      passed: open.length === 0 && !judgement.setFailed,
+      waiting: open,
+      ...(undecided.length > 0 ? { why: undecided.slice(0, 10).join(", ") } : {}),
+    },
+    asked,
+  };
+}
+
+/**
+ * The background checks of each domain with a node on the revision: measured while it rolls,
+ * and after, until the domain is `complete` and the check has counted `count` measurements
+ * there (its bake); then passed, and measured no more. A check of the whole set passes once
+ * every domain is complete. Settled when every one has passed. A revision that never rolled
+ * (a first placement, nodes that came updated) begins no bake.
+ */
+export function bakeOf(
+  judgement: AnalysisJudgement,
+  domains: readonly { name: string; complete: boolean }[],
+  /** Begin measuring a domain that has no standing yet (false: only those begun go on). */
+  begin = true,
+): Asked {
+  const waiting = new Set<string>();
+  const undecided: string[] = [];
+  const asked: StandingAsked[] = [];
+  for (const name of judgement.input.analysis.background) {
+    const check = judgement.checks.get(name)!;
+    const targets = perDomain(check)
+      ? domains.map((d) => ({ domain: d.name as string | undefined, complete: d.complete }))
+      : domains.length > 0
+      ? [{ domain: undefined, complete: domains.every((d) => d.complete) }]
+      : [];
+    for (const { domain, complete } of targets) {
+      if (!begin && !judgement.standings.has(keyOf(check.name, domain, undefined))) continue;
+      const { key, standing: s } = standingOf(judgement, check, domain);
+      const decided = s.phase === "Failed" || s.phase === "Passed";
+      const passes = !decided && complete && s.passed + s.failed >= check.count;
+      asked.push({ key, begun: s, passes });
+      if (decided || passes) continue;
+      for (const d of domain !== undefined ? [domain] : domains.map((d) => d.name)) {
+        waiting.add(d);
+      }
+      undecided.push(undecidedText(s, check));
+    }
+  }
+  return {
+    verdict: {
       passed: waiting.size === 0,
       waiting: [...waiting],
       ...(undecided.length > 0 ? { why: undecided.slice(0, 10).join(", ") } : {}),
-    };
-  }
+    },
+    asked,
+  };
+}
 
-  /** A check asked this call still measures (a gate, a bake): the revision is not complete. */
-  pending(): boolean {
-    for (const [key, s] of this.standing) {
-      if (this.asked.has(key) && (s.phase === "Running" || s.phase === "Inconclusive")) return true;
-    }
-    return false;
-  }
-
-  /**
-   * A check of the revision failed (a domain's or the whole set's, a gate or a bake): the
-   * revision is not complete, however its pods stand, and is never the one a rollback returns to.
-   */
-  failed(): boolean {
-    for (const s of this.standing.values()) if (s.phase === "Failed") return true;
-    return false;
-  }
-
-  /** A check counted a measurement this call: it moved toward its verdict. */
-  counted(): boolean {
-    return this.countedOne;
-  }
-
-  /** Domains with a failed check of this revision: no node of theirs is updated further. */
-  stoppedDomains(): Set<string> {
-    const stopped = new Set<string>();
-    for (const s of this.standing.values()) {
-      if (s.phase === "Failed" && s.domain !== undefined) stopped.add(s.domain);
-    }
-    return stopped;
-  }
-
-  /** A check measured for the whole set failed: the rollout stops, as its failure budget would. */
-  setFailed(): CheckStatus | undefined {
-    return [...this.standing.values()].find((s) => s.phase === "Failed" && s.domain === undefined);
-  }
-
+/** What the checks come to once this call's gates and bakes asked for their standings. */
+export interface AnalysisOutcome {
   /** The status to write: the standings asked this call, and every failure of the revision. */
-  status(): AnalysisStatus {
-    const checks = [...this.standing.entries()]
-      .filter(([key, s]) => this.asked.has(key) || s.phase === "Failed")
-      .map(([, s]) => s);
-    const validated = this.input.validatedQueriesHash ?? this.input.previous?.validatedQueriesHash;
-    return {
-      revision: this.input.hash,
-      checks,
-      ...(this.resumedWith !== undefined ? { resumedWith: this.resumedWith } : {}),
-      ...(validated !== undefined ? { validatedQueriesHash: validated } : {}),
-    };
+  status: AnalysisStatus;
+  /** A check asked this call still measures (a gate, a bake): the revision is not complete. */
+  pending: boolean;
+  events: PlanEvent[];
+  wakeUps: EpochMillis[];
+}
+
+/**
+ * The standings asked, in the order they were asked: each begun when it had none, passed when
+ * its bake did (told once), and measured again at its `nextAt`; the others (earlier steps'
+ * gates) dropped, a failure kept.
+ */
+export function analysisOutcome(
+  judgement: AnalysisJudgement,
+  asked: readonly StandingAsked[],
+): AnalysisOutcome {
+  const { input } = judgement;
+  const standings = new Map(judgement.standings);
+  const keys = new Set<string>();
+  const events = [...judgement.events];
+  const wakeUps: EpochMillis[] = [];
+  for (const { key, begun, passes } of asked) {
+    keys.add(key);
+    let s = standings.get(key);
+    if (!s) standings.set(key, s = begun);
+    const next = parseTime(s.nextAt);
+    if (next !== undefined) wakeUps.push(Math.max(next, input.now + 1000));
+    if (passes && s.phase !== "Passed" && s.phase !== "Failed") {
+      const { nextAt: _measuredNoMore, ...rest } = s;
+      standings.set(key, { ...rest, phase: "Passed" });
+      events.push(passedEvent(s, input.hash));
+    }
   }
+  const written = [...standings.entries()].filter(([key, s]) =>
+    keys.has(key) || s.phase === "Failed"
+  );
+  const validated = input.validatedQueriesHash ?? input.previous?.validatedQueriesHash;
+  return {
+    status: {
+      revision: input.hash,
+      checks: written.map(([, s]) => s),
+      ...(judgement.resumedWith !== undefined ? { resumedWith: judgement.resumedWith } : {}),
+      ...(validated !== undefined ? { validatedQueriesHash: validated } : {}),
+    },
+    pending: written.some(([key, s]) =>
+      keys.has(key) && (s.phase === "Running" || s.phase === "Inconclusive")
+    ),
+    events,
+    wakeUps,
+  };
 }
 
 /**
@@ -386,7 +453,7 @@ export function rollbackPins(
     lastComplete?: string;
     templates: ReadonlyMap<string, PodTemplateSpec>;
   },
-  book: AnalysisBook,
+  judgement: AnalysisJudgement,
   views: readonly NodeView[],
 ):
   | {
@@ -396,7 +463,7 @@ export function rollbackPins(
   | undefined {
   const { analysis, domainLabel, hash, lastComplete } = context;
   if (analysis.onFailure !== "Rollback" || domainLabel === undefined) return undefined;
-  const domains = book.stoppedDomains();
+  const domains = judgement.stoppedDomains;
   if (domains.size === 0 || !lastComplete || lastComplete === hash) return undefined;
   const template = revisionTemplateOf(context.templates, lastComplete);
   if (!template) return undefined;

@@ -85,7 +85,7 @@ export function judgeFailures(
      * starts again when the pause ends.
      */
     paused?: { held: boolean; ended: boolean };
-    /** The set has analysis checks (ADR 0055): what this call's `AnalysisBook` says of them. */
+    /** The set has analysis checks (ADR 0055): what this call's judgement says of them. */
     analysis?: {
       /** A check measured for the whole set failed: it stops the rollout as a spent budget does. */
       setFailed: boolean;

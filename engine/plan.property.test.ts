@@ -1,6 +1,7 @@
 /**
  * Properties of `plan` on random fleets: nodes going NotReady and coming back, pods failing and
- * crashing, the template changing mid-rollout. Each property states a rule of DESIGN.md.
+ * crashing, the template changing mid-rollout. Each property states a budget rule of
+ * docs/architecture.md.
  */
 import { assertEquals } from "@std/assert";
 import fc from "fast-check";

@@ -22,12 +22,16 @@
  * - A pod updated in place (InPlaceIfPossible) counts as unavailable until it runs its new images.
  * - Outside its node's maintenance window (or within its cut-off) no old pod is replaced or
  *   marked for OTA; pods in flight finish; placement is never held (`maintenance.ts`).
- * - Phases, in the order `planRead` states: revisions and adoptions, placement (`placement.ts`),
- *   the rollout plan's step (`rollout-plan.ts`), the maintenance windows (`maintenance.ts`), OTA
- *   marks and pulls, the failure budget's judgement, updates (`updates.ts`, within the plan's and
- *   the windows' gate) planned on the nodes as placement and earlier unobserved actions leave
- *   them, in-place readiness, image pre-download, then the report (`plan-report.ts`). No phase reads another's state: each is given the burst it may
- *   still spend and what it needs of earlier decisions (`decisions.ts`).
+ * - Phases, in the order `planRead` numbers and runs them: 0 revisions and adoptions,
+ *   the analysis checks judged on this call's measurements (`analysis.ts`), 1 placement
+ *   (`placement.ts`), 2 the rollout plan's step (`rollout-plan.ts`), 2a the checks as its gates
+ *   and bakes asked for them, 2b the maintenance windows (`maintenance.ts`), 3 the failure
+ *   budget's judgement (`failures.ts`), 4 OTA marks and pulls, 5 updates (`updates.ts`, within
+ *   the plan's and the windows' gate) planned on the nodes as placement and earlier unobserved
+ *   actions leave them, 5b refused resizes recreated (`resize-fallback.ts`), 6 in-place
+ *   readiness, 7 image pre-download, then the report (`plan-report.ts`). No phase reads
+ *   another's state: each is given the burst it may still spend and what it needs of earlier
+ *   decisions (`decisions.ts`).
  */
 import type { AdvancedDaemonSetStatus, Expectation } from "../api/advanced-daemonset.ts";
 import { Keys, LabelSelector, type Pod, PodTemplateSpec } from "../api/kube-objects.ts";
@@ -72,7 +76,14 @@ import type { Action, EpochMillis, Plan, Snapshot } from "../api/plan.ts";
 import { budgetUse, planBudgetedUpdate, planOta, updateOrder } from "./updates.ts";
 import { planRollout, reportPlan, type UpdateGate } from "./rollout-plan.ts";
 import { type MaintenanceProgress, planMaintenance } from "./maintenance.ts";
-import { AnalysisBook, rollbackPins } from "./analysis.ts";
+import {
+  type AnalysisJudgement,
+  analysisOutcome,
+  bakeOf,
+  judgeAnalysis,
+  rollbackPins,
+  type StandingAsked,
+} from "./analysis.ts";
 import type { FieldIssue } from "../api/label-selector.ts";
 
 export function plan(snapshot: Snapshot, now: EpochMillis): Plan {
@@ -111,10 +122,10 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     return finish({ ...seen, decisions: decided({ awaited }), inScope: new Set<string>() });
   }
 
-  // The analysis checks' standing, this call's measurements folded in (ADR 0055).
+  // The analysis checks' standing, this call's measurements judged (ADR 0055).
   const validation = snapshot.analysis?.validation;
-  const book = config.analysis &&
-    new AnalysisBook({
+  const judgedChecks = config.analysis &&
+    judgeAnalysis({
       analysis: config.analysis.analysis,
       stepChecks: config.rolloutPlan?.plan.steps.map((s) => s.checks) ?? [],
       hash,
@@ -128,7 +139,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     });
   const templates = revisionTemplates(snapshot.revisions, config.identity.uid);
   // A failed check's domain rolled back: its nodes' pods are made from the last complete revision.
-  const pins = book && rollbackPins(
+  const pins = judgedChecks && rollbackPins(
     {
       analysis: config.analysis!.analysis,
       ...(config.rolloutPlan ? { domainLabel: config.rolloutPlan.plan.domainLabel } : {}),
@@ -136,7 +147,7 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
       ...(previous.lastCompleteRevision ? { lastComplete: previous.lastCompleteRevision } : {}),
       templates,
     },
-    book,
+    judgedChecks,
     views,
   );
   const facts: PlanFacts = {
@@ -171,20 +182,21 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
         ota: config.mode === "OTA",
         previous: previous.plan,
         now,
-        ...(book ? { analysis: book } : {}),
+        ...(judgedChecks ? { analysis: judgedChecks } : {}),
         ...(pins ? { rolledBack: pins.domains } : {}),
         ...(previous.rollback?.to === hash ? { rollbackFrom: previous.rollback.from } : {}),
       },
       settled,
       available,
     );
-  // Without a plan, the background checks watch the whole set once it has begun the revision.
-  if (book && !config.rolloutPlan) {
-    const outdated = settled.some((v) => v.live.some((p) => podRevision(p) !== hash));
-    const started = settled.some((v) => v.live.some((p) => podRevision(p) === hash));
-    if (started) book.background([{ name: "(set)", complete: !outdated }], outdated);
-  }
   const stepped = planned?.ok ? planned.progress : undefined;
+  // 2a. The checks as the plan's gates and bakes asked for them; without a plan, the background
+  // checks watch the whole set once it has begun the revision.
+  const checked = judgedChecks &&
+    analysisOutcome(
+      judgedChecks,
+      config.rolloutPlan ? stepped?.analysisAsked ?? [] : setBake(judgedChecks, settled, hash),
+    );
   const order = stepped?.covered ??
     updateOrder(settled, hash, resolve(config.partition, desiredCount, false), config);
   // 2b. Maintenance windows: which nodes' pods may be replaced now (ADR 0054); outside the burst.
@@ -209,12 +221,12 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const judged = judgeFailures(config, hash, desired, previous, now, available, {
     ...(stepped ? { domainOf: stepped.domainOf, paused: stepped.paused } : {}),
     ...(windows ? { windowed: windows.deadline } : {}),
-    ...(book
+    ...(judgedChecks && checked
       ? {
         analysis: {
-          setFailed: book.setFailed() !== undefined,
-          pending: book.pending(),
-          counted: book.counted(),
+          setFailed: judgedChecks.setFailed !== undefined,
+          pending: checked.pending,
+          counted: judgedChecks.counted,
         },
       }
       : {}),
@@ -224,8 +236,8 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   const reportedPlan = stepped && reportPlan(stepped, judged?.stop);
   const stepping = decided({
     awaited: stepped?.awaited ?? [],
-    wakeUps: [...stepped?.wakeUps ?? [], ...book?.wakeUps ?? []],
-    events: [...reportedPlan?.events ?? [], ...book?.events ?? []],
+    wakeUps: [...stepped?.wakeUps ?? [], ...checked?.wakeUps ?? []],
+    events: [...reportedPlan?.events ?? [], ...checked?.events ?? []],
   });
   // An operator's abort of a plan stops the rollout as its failures would, rollback included.
   const rollback = planRollback(
@@ -319,8 +331,12 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
     budget: budgetUse(config, hash, settled, available),
     ...(reportedPlan ? { rolloutPlan: reportedPlan.status } : {}),
     ...(windows?.status ? { maintenance: windows.status } : {}),
-    ...(book
-      ? { analysis: book.status(), analysisPending: book.pending(), analysisFailed: book.failed() }
+    ...(judgedChecks && checked
+      ? {
+        analysis: checked.status,
+        analysisPending: checked.pending,
+        analysisFailed: judgedChecks.failed,
+      }
       : {}),
   });
   if (planned && !planned.ok) {
@@ -345,6 +361,18 @@ function planRead(snapshot: Snapshot, reading: SetReading, now: EpochMillis): Pl
   }
   if (config.ownsPlacement) report.probe = probeOf(report.actions, facts, desired);
   return report;
+}
+
+/** The background checks of a set without a plan: the whole set, once it has begun the revision. */
+function setBake(
+  judgement: AnalysisJudgement,
+  settled: readonly NodeView[],
+  hash: string,
+): StandingAsked[] {
+  const outdated = settled.some((v) => v.live.some((p) => podRevision(p) !== hash));
+  const started = settled.some((v) => v.live.some((p) => podRevision(p) === hash));
+  if (!started) return [];
+  return bakeOf(judgement, [{ name: "(set)", complete: !outdated }], outdated).asked;
 }
 
 type SetReading = Extract<ReturnType<typeof readSet>, { ok: true }>;

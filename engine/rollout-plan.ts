@@ -24,7 +24,7 @@ import { resolve } from "./config.ts";
 import { formatTime, parseTime, podRevision } from "./pod-node-state.ts";
 import { activePods, type NodeView } from "./node-view.ts";
 import { WaitList } from "./decisions.ts";
-import type { AnalysisBook } from "./analysis.ts";
+import { type AnalysisJudgement, bakeOf, gateOf, type StandingAsked } from "./analysis.ts";
 
 /** Whether the update may start on a node now, and what it took when it did. */
 export interface UpdateGate {
@@ -53,6 +53,8 @@ export interface PlanProgress {
   wakeUps: EpochMillis[];
   /** Events of this call besides the steps passed and the state's. */
   events: PlanEvent[];
+  /** The analysis standings the steps' gates and the bakes asked for, in the order asked. */
+  analysisAsked: StandingAsked[];
   /** The Event of the state the walk came to, when it changed. */
   told?: PlanEvent;
   /**
@@ -92,7 +94,7 @@ export interface PlanInput {
   previous?: RolloutPlanStatus;
   now: EpochMillis;
   /** The analysis checks' standing (ADR 0055): the steps' gates and the domains they stopped. */
-  analysis?: AnalysisBook;
+  analysis?: AnalysisJudgement;
   /** Stopped domains whose nodes go back to the last complete revision, within their budget. */
   rolledBack?: ReadonlySet<string>;
   /**
@@ -122,7 +124,7 @@ export function planRollout(
   for (const d of domains) for (const v of d.nodes) domainOfNode.set(v, d.name);
   // Domains a failed check stopped (ADR 0055): their nodes are updated no further, and the steps
   // are done without them.
-  const stopped = input.analysis?.stoppedDomains() ?? new Set<string>();
+  const stopped = input.analysis?.stoppedDomains ?? new Set<string>();
   const walked = walkSteps(input, {
     order,
     targets,
@@ -144,7 +146,9 @@ export function planRollout(
     });
   }
   const covered = order.slice(0, aborted ? 0 : targets[walked.index]);
-  const tally = domains.map((d) => tallyDomain(d, hash, updated, available, input.ota));
+  const tally = domains.map((d) =>
+    tallyDomain(d, hash, updated, available, input.ota, domainBudget(plan, d))
+  );
   const { gate, domainOf } = domainGate(
     input,
     domains,
@@ -156,11 +160,15 @@ export function planRollout(
   );
   // The background checks of the domains begun, while old pods are left to replace (a first
   // placement begins none); the walk asked them of every domain when the last step was done.
-  if (walked.state !== "Done") {
-    input.analysis?.background(
-      tally.filter((t) => t.started && !stopped.has(t.name))
-        .map((t) => ({ name: t.name, complete: t.complete })),
-      walked.outdated,
+  const analysisAsked = [...walked.analysisAsked];
+  if (walked.state !== "Done" && input.analysis) {
+    analysisAsked.push(
+      ...bakeOf(
+        input.analysis,
+        tally.filter((t) => t.started && !stopped.has(t.name))
+          .map((t) => ({ name: t.name, complete: t.complete })),
+        walked.outdated,
+      ).asked,
     );
   }
   const status: RolloutPlanStatus = {
@@ -182,6 +190,7 @@ export function planRollout(
       nodes: t.nodes,
       updated: t.updated,
       unreachable: t.unreachable,
+      ...(t.maxUnavailable !== undefined ? { maxUnavailable: t.maxUnavailable } : {}),
     })),
   };
   // A domain that starts going back is told once (ADR 0055).
@@ -217,6 +226,7 @@ export function planRollout(
       awaited,
       wakeUps,
       events,
+      analysisAsked,
       ...(walked.told ? { told: walked.told } : {}),
       paused: {
         held: pauseStates.has(walked.state),
@@ -295,7 +305,7 @@ function walkSteps(input: PlanInput, fleet: {
   const { order, targets, updated, aborted, domainOf, stopped } = fleet;
   // A failed check of the whole set (ADR 0055): the rollout stopped, the plan neither goes on nor
   // is Done, after its last node too.
-  const setFailed = input.analysis?.setFailed()?.check;
+  const setFailed = input.analysis?.setFailed?.check;
   // The first Ready node of the order not yet updated, outside a stopped domain: every step whose
   // target ends at or before it is done.
   const firstPending = order.findIndex((v) => v.ready && !updated(v) && !stopped.has(domainOf(v)));
@@ -316,6 +326,7 @@ function walkSteps(input: PlanInput, fleet: {
   let doneSince = previous?.step === index + 1 ? parseTime(previous.doneSince) : undefined;
   const waits = new WaitList(now);
   const events: PlanEvent[] = [];
+  const analysisAsked: StandingAsked[] = [];
   let state: PlanState = aborted ? "Stopped" : "Rolling";
   // The step the walk started at, as it stood, once it passes it.
   let passedFrom: { index: number; doneSince: EpochMillis } | undefined;
@@ -330,7 +341,8 @@ function walkSteps(input: PlanInput, fleet: {
     if (checks?.length && input.analysis) {
       const reached = [...new Set(order.slice(0, targets[index]).map(domainOf))]
         .filter((d) => !stopped.has(d));
-      const verdict = input.analysis.gate(number, reached);
+      const { verdict, asked } = gateOf(input.analysis, number, reached);
+      analysisAsked.push(...asked);
       if (!verdict.passed && setFailed === undefined) {
         state = "Analyzing";
         waits.wait(`step ${number} checks`, verdict.why ?? "the checks of every reached domain");
@@ -345,13 +357,15 @@ function walkSteps(input: PlanInput, fleet: {
     }
     if (index === last) {
       // Done once each domain's background checks have baked there (ADR 0055), or promoted.
-      const baked = !promoted && input.analysis?.background(
+      const baked = !promoted && input.analysis && bakeOf(
+        input.analysis,
         [...new Set(order.map(domainOf))].map((name) => ({ name, complete: true })),
         false,
       );
-      if (baked && !baked.passed) {
+      if (baked) analysisAsked.push(...baked.asked);
+      if (baked && !baked.verdict.passed) {
         state = "Analyzing";
-        waits.wait("background checks", baked.why ?? "every domain's background checks");
+        waits.wait("background checks", baked.verdict.why ?? "every domain's background checks");
         break;
       }
       state = "Done";
@@ -411,6 +425,7 @@ function walkSteps(input: PlanInput, fleet: {
     stopReason,
     waits,
     events,
+    analysisAsked,
     told,
     previous,
     outdated,
@@ -473,12 +488,7 @@ function domainGate(
     tally.filter((t) => t.started && !t.complete && !stopped.has(t.name)).map((t) => t.name),
   );
   const unavailable = new Map(tally.map((t) => [t.name, t.unavailable]));
-  const limits = new Map(domains.map((d) => [
-    d.name,
-    plan.domainMaxUnavailable === undefined
-      ? Infinity
-      : resolve(plan.domainMaxUnavailable, d.nodes.length, true),
-  ]));
+  const limits = new Map(tally.map((t) => [t.name, t.maxUnavailable ?? Infinity]));
   const coveredNames = new Set(covered.map((v) => v.name));
   const held = domains.filter((d) =>
     !inFlight.has(d.name) && !stopped.has(d.name) && inFlight.size >= plan.maxConcurrentDomains &&
@@ -509,6 +519,13 @@ function domainGate(
     },
   };
   return { gate, domainOf: (node) => domainOf.get(node) ?? "" };
+}
+
+/** A domain's `domainMaxUnavailable`, resolved against its desired nodes (rounded up). */
+function domainBudget(plan: RolloutPlan, domain: Domain): number | undefined {
+  return plan.domainMaxUnavailable === undefined
+    ? undefined
+    : resolve(plan.domainMaxUnavailable, domain.nodes.length, true);
 }
 
 /** The domains in the plan's order, or why the fleet cannot be ordered by this plan. */
@@ -603,6 +620,8 @@ interface DomainTally {
   unreachable: number;
   /** Ready nodes without an available pod: the domain's share of maxUnavailable in use. */
   unavailable: number;
+  /** Its `domainMaxUnavailable` resolved, when the plan sets one. */
+  maxUnavailable?: number;
   /** A node runs, or is getting, the revision. */
   started: boolean;
   /** Every Ready node is updated, available. */
@@ -615,6 +634,7 @@ function tallyDomain(
   updated: (v: NodeView) => boolean,
   available: (p: Pod) => boolean,
   ota: boolean,
+  maxUnavailable: number | undefined,
 ): DomainTally {
   const tally: DomainTally = {
     name: domain.name,
@@ -622,6 +642,7 @@ function tallyDomain(
     updated: 0,
     unreachable: 0,
     unavailable: 0,
+    ...(maxUnavailable !== undefined ? { maxUnavailable } : {}),
     started: false,
     complete: true,
   };
