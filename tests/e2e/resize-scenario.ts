@@ -230,11 +230,9 @@ export const resizeRolloutScenario: Scenario = {
 
       // Applies a resize and waits for it; returns the pods and the most in flight at once: a pod
       // is in flight from its resize until its kubelet reports the new resources and it is Ready.
-      const resizeWatched = async (
-        wanted: ReturnType<typeof resizedSet>,
-        what: string,
-        cpu: string,
-        memory: string,
+      const resizeTo = async (
+        requests: [cpu: string, memory: string],
+        limits: { cpu: string; memory: string },
       ) => {
         const inFlight = new Map<string, boolean>();
         let most = 0;
@@ -247,20 +245,16 @@ export const resizeRolloutScenario: Scenario = {
           most = Math.max(most, [...inFlight.values()].filter(Boolean).length);
         });
         try {
-          await kube.apply(wanted);
-          return { pods: await settled(what, cpu, memory), most };
+          await kube.apply(resizedSet(ns, resources(...requests, limits)));
+          const what = `every pod at ${limits.cpu} cpu and ${limits.memory}`;
+          return { pods: await settled(what, limits.cpu, limits.memory), most };
         } finally {
           await watch.stop();
         }
       };
 
       // cpu (NotRequired): in place, no restart, Ready throughout, one node at a time.
-      const cpuStep = await resizeWatched(
-        resizedSet(ns, resources("150m", "64Mi", { cpu: "300m", memory: "128Mi" })),
-        "every pod resized to 300m",
-        "300m",
-        "128Mi",
-      );
+      const cpuStep = await resizeTo(["150m", "64Mi"], { cpu: "300m", memory: "128Mi" });
       const cpu = cpuStep.pods;
       assertEquals(cpuStep.most, 1, "one pod resized at a time (maxUnavailable 1)");
       assertEquals(uids(cpu), uids(before), "the same pods");
@@ -274,12 +268,7 @@ export const resizeRolloutScenario: Scenario = {
       }
 
       // memory (RestartContainer): in place, each agent restarted once, one node at a time.
-      const memoryStep = await resizeWatched(
-        resizedSet(ns, resources("150m", "96Mi", { cpu: "300m", memory: "192Mi" })),
-        "every pod resized to 192Mi",
-        "300m",
-        "192Mi",
-      );
+      const memoryStep = await resizeTo(["150m", "96Mi"], { cpu: "300m", memory: "192Mi" });
       const memory = memoryStep.pods;
       assertEquals(memoryStep.most, 1, "one pod restarted at a time (maxUnavailable 1)");
       assertEquals(uids(memory), uids(before), "the same pods");
