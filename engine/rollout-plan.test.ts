@@ -795,12 +795,14 @@ Deno.test("property: a plan keeps every domain's budget and the set's, reaches n
         for (const node of replaced) {
           assert(reached.includes(node), `${node} beyond step ${plan_.step}'s ${plan_.target}`);
         }
-        // A domain starts only while fewer than maxConcurrentDomains are being updated.
+        // A domain starts only while fewer than maxConcurrentDomains are being updated. A pod
+        // already down is replaced in any covered domain, turn or none (ADR 0050).
         const rolling = new Set(
           plan_.domains.filter((d) => d.state === "Rolling").map((d) => d.name),
         );
+        const updates = replacedNodes(look, "available");
         const newDomains = new Set(
-          c.snapshot.nodes.filter((n) => replaced.includes(n.metadata.name ?? ""))
+          c.snapshot.nodes.filter((n) => updates.includes(n.metadata.name ?? ""))
             .map(domainOf).filter((d) => !rolling.has(d)),
         );
         assert(

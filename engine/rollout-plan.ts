@@ -43,6 +43,8 @@ export interface PlanProgress {
   domainOf(node: string): string;
   /** The plan as walked: `reportPlan` gives it the rollout's stop, judged after this phase. */
   status: RolloutPlanStatus;
+  /** The domains a node of which runs or is getting the revision, as the call found them. */
+  begun: ReadonlySet<string>;
   /**
    * The steps the walk passed this call: their Events, and the step it started at as the status
    * had it. A stopped rollout updates nothing, so `reportPlan` passes none: the plan a resume
@@ -149,12 +151,13 @@ export function planRollout(
   const tally = domains.map((d) =>
     tallyDomain(d, hash, updated, available, input.ota, domainBudget(plan, d))
   );
-  const { gate, domainOf } = domainGate(
+  const { gate, domainOf, turns } = domainGate(
     input,
     domains,
     tally,
     covered,
     updated,
+    available,
     walked.waits,
     stopped,
   );
@@ -186,7 +189,7 @@ export function planRollout(
         ? "RolledBack"
         : stopped.has(t.name)
         ? "Stopped"
-        : domainState(t, walked.state),
+        : domainState(t, walked.state, turns.has(t.name)),
       nodes: t.nodes,
       updated: t.updated,
       unreachable: t.unreachable,
@@ -222,6 +225,7 @@ export function planRollout(
       aborted,
       domainOf,
       status,
+      begun: new Set(tally.filter((t) => t.started).map((t) => t.name)),
       ...(passed ? { passed } : {}),
       awaited,
       wakeUps,
@@ -279,8 +283,14 @@ export function reportPlan(
       ...standing,
       state: "Stopped",
       stop: { reason: stop.reason, ...(stop.domain ? { domain: stop.domain.name } : {}) },
+      // A domain given its turn this very call, none of its nodes begun, has not started: it
+      // gives the turn back (Pending), and a resume gives the turns again in the plan's order.
       domains: status.domains.map((d) =>
-        d.name === stop.domain?.name || inFlightStates.has(d.state) ? { ...d, state: "Stopped" } : d
+        d.name === stop.domain?.name || (inFlightStates.has(d.state) && progress.begun.has(d.name))
+          ? { ...d, state: "Stopped" }
+          : inFlightStates.has(d.state)
+          ? { ...d, state: "Pending" }
+          : d
       ),
     },
     events,
@@ -467,9 +477,15 @@ function stateEvent(
 }
 
 /**
- * The gate the update walk passes each node through: its domain already in flight or room for one
- * more (`maxConcurrentDomains`), and its domain's unavailable nodes within `domainMaxUnavailable`.
- * The covered domains held back for their turn are a wait.
+ * The gate the update walk passes each node through. An available old pod is updated only in a
+ * domain that holds a turn, and within its domain's `domainMaxUnavailable`; an old pod already
+ * down is replaced in its own slot in any covered domain, turn or none (a repair, as a pod-less
+ * node's placement, gives no turn). Turns go to the covered domains in the plan's order, at most
+ * `maxConcurrentDomains` at once: a domain keeps its turn, as the previous status records it (its
+ * state in flight), until it is complete or stopped; then the next covered domain in the order
+ * not complete takes it (one whose last nodes are repairs too: the order is kept). A maintenance window does not pass a turn on: a
+ * domain whose window is closed keeps it (ADR 0050, amended 2026-12-07). The covered domains
+ * held back for their turn are a wait.
  */
 function domainGate(
   input: PlanInput,
@@ -477,28 +493,61 @@ function domainGate(
   tally: readonly DomainTally[],
   covered: readonly NodeView[],
   updated: (v: NodeView) => boolean,
+  available: (pod: Pod) => boolean,
   waits: WaitList,
   stopped: ReadonlySet<string>,
-): { gate: UpdateGate; domainOf: (node: string) => string } {
-  const { plan, surge } = input;
+): {
+  gate: UpdateGate;
+  domainOf: (node: string) => string;
+  /** The domains whose turn the status records (in flight), read back by the next call. */
+  turns: ReadonlySet<string>;
+} {
+  const { plan, surge, hash, ota } = input;
   const domainOf = new Map<string, string>();
   for (const d of domains) for (const v of d.nodes) domainOf.set(v.name, d.name);
-  // A stopped domain holds no turn: the others go on.
-  const inFlight = new Set(
-    tally.filter((t) => t.started && !t.complete && !stopped.has(t.name)).map((t) => t.name),
-  );
+  const complete = new Map(tally.map((t) => [t.name, t.complete]));
   const unavailable = new Map(tally.map((t) => [t.name, t.unavailable]));
   const limits = new Map(tally.map((t) => [t.name, t.maxUnavailable ?? Infinity]));
   const coveredNames = new Set(covered.map((v) => v.name));
-  const held = domains.filter((d) =>
-    !inFlight.has(d.name) && !stopped.has(d.name) && inFlight.size >= plan.maxConcurrentDomains &&
-    d.nodes.some((v) => coveredNames.has(v.name) && v.ready && !updated(v))
+  // A domain that may hold a turn: reached by the step, not complete, and not stopped (a stopped
+  // domain holds no turn: the others go on).
+  const open = (d: Domain) =>
+    !complete.get(d.name) && !stopped.has(d.name) && d.nodes.some((v) => coveredNames.has(v.name));
+  // A covered Ready node whose old pod is up and not being replaced: only a turn updates it (in
+  // OTA, an old pod not yet marked).
+  const awaitsUpdate = (v: NodeView) => {
+    if (!coveredNames.has(v.name) || !v.ready || updated(v) || v.pendingCreate !== undefined) {
+      return false;
+    }
+    const active = activePods(v);
+    if (active.some((p) => podRevision(p) === hash)) return false;
+    return active.some((p) =>
+      podRevision(p) !== hash && (ota ? !markedToUpgrade(p) : available(p))
+    );
+  };
+  const previous = input.previous?.revision === hash ? input.previous : undefined;
+  // The turns the previous status records: the domains in flight, and those a stop of the
+  // rollout left Stopped (they had begun), which a resume gives back their turn.
+  const held = new Set(
+    previous?.domains.filter((d) => inFlightStates.has(d.state) || d.state === "Stopped")
+      .map((d) => d.name) ?? [],
   );
-  if (held.length > 0) {
+  const turns = new Set<string>();
+  for (const d of domains) {
+    if (turns.size < plan.maxConcurrentDomains && held.has(d.name) && open(d)) turns.add(d.name);
+  }
+  for (const d of domains) {
+    if (turns.size >= plan.maxConcurrentDomains) break;
+    if (!turns.has(d.name) && open(d)) turns.add(d.name);
+  }
+  const waiting = domains.filter((d) =>
+    !turns.has(d.name) && open(d) && d.nodes.some(awaitsUpdate)
+  );
+  if (waiting.length > 0) {
     waits.wait(
-      `${plural(held.length, "domain")} (${held.map((d) => d.name).join(", ")})`,
-      `maxConcurrentDomains ${plan.maxConcurrentDomains}: ${[...inFlight].join(", ")} ${
-        inFlight.size === 1 ? "is" : "are"
+      `${plural(waiting.length, "domain")} (${waiting.map((d) => d.name).join(", ")})`,
+      `maxConcurrentDomains ${plan.maxConcurrentDomains}: ${[...turns].join(", ")} ${
+        turns.size === 1 ? "is" : "are"
       } being updated`,
     );
   }
@@ -509,16 +558,15 @@ function domainGate(
       const budget = down || surge || unavailable.get(domain)! < limits.get(domain)!;
       // A stopped domain takes no turn; rolled back, its nodes go back within its own budget.
       if (stopped.has(domain)) return (input.rolledBack?.has(domain) ?? false) && budget;
-      const room = inFlight.has(domain) || inFlight.size < plan.maxConcurrentDomains;
-      return room && budget;
+      // A pod already down is replaced in its own slot: no turn is asked, none is given.
+      return (down || turns.has(domain)) && budget;
     },
     took(view, down) {
       const domain = domainOf.get(view.name)!;
-      inFlight.add(domain);
       if (!down && !surge) unavailable.set(domain, unavailable.get(domain)! + 1);
     },
   };
-  return { gate, domainOf: (node) => domainOf.get(node) ?? "" };
+  return { gate, domainOf: (node) => domainOf.get(node) ?? "", turns };
 }
 
 /** A domain's `domainMaxUnavailable`, resolved against its desired nodes (rounded up). */
@@ -671,8 +719,9 @@ export function markedToUpgrade(pod: Pod): boolean {
   ) ?? false;
 }
 
-function domainState(tally: DomainTally, plan: PlanState): DomainState {
+/** A domain's state: in flight only while it holds a turn, which the next call reads back. */
+function domainState(tally: DomainTally, plan: PlanState, turn: boolean): DomainState {
   if (tally.complete) return "Done";
-  if (!tally.started) return "Pending";
+  if (!turn) return "Pending";
   return plan === "Done" ? "Rolling" : plan;
 }
