@@ -142,6 +142,53 @@ Deno.test("rollout plan: domains roll in order, one at a time, the unlabelled no
   assertEquals(plan(c.snapshot, now).status.plan?.state, "Done");
 });
 
+Deno.test("rollout plan: a down pod in a later domain is replaced at once; its domain's healthy nodes wait for their turn", () => {
+  const start = onV1ThenV2(plannedSet({ maxConcurrentDomains: 1 }, { maxUnavailable: 1 }));
+  // Zone a takes the turn: one of its nodes at a time (maxUnavailable 1).
+  const [first, c1] = step(start.c, start.now);
+  const hash = first.status.daemonSetHash!;
+  const deleted = (p: Plan) =>
+    p.actions.flatMap((a) => a.type === "deletePod" ? [a.node ?? ""] : []).sort();
+  assertEquals(deleted(first), ["a-3"]);
+  // Meanwhile b-2's old pod goes down.
+  const s = structuredClone(c1.snapshot);
+  s.pods.find((p) => podNodeName(p) === "b-2")!.status = {
+    phase: "Running",
+    conditions: [{ type: "Ready", status: "False" }],
+  };
+  let c: f.Cluster = { snapshot: s, serial: c1.serial };
+  let now = start.now + stepMillis;
+  const [repair, c2] = step(c, now);
+  // Replaced at once, in its own slot, though a holds the turn and the set's budget.
+  assert(deleted(repair).includes("b-2"), `${deleted(repair)}`);
+  assertEquals(deleted(repair).filter((n) => n.startsWith("b-") && n !== "b-2"), []);
+  const stateOf = (p: Plan) => p.status.plan?.domains.map((d) => [d.name, d.state]);
+  assertEquals(stateOf(repair)?.slice(0, 2), [["a", "Rolling"], ["b", "Pending"]]);
+  c = c2;
+  // b-2 on the revision gives b no turn: b-1 and b-3 wait until every node of a is updated.
+  for (let i = 0; i < 40; i++) {
+    now += stepMillis;
+    const before = plan(c.snapshot, now);
+    const healthyB = deleted(before).filter((n) => n === "b-1" || n === "b-3");
+    if (healthyB.length > 0) {
+      assertEquals(nodesOn(c, hash).filter((n) => n.startsWith("a-")), ["a-1", "a-2", "a-3"]);
+      assertEquals(stateOf(before)?.slice(0, 2), [["a", "Done"], ["b", "Rolling"]]);
+      return;
+    }
+    if (stateOf(before)?.[0][1] !== "Done") {
+      assert(
+        before.awaited.some((a) =>
+          a.what.startsWith("3 domains (b, c, ") &&
+          a.why === "maxConcurrentDomains 1: a is being updated"
+        ),
+        JSON.stringify(before.awaited),
+      );
+    }
+    [, c] = step(c, now);
+  }
+  throw new Error("b's healthy nodes were never updated");
+});
+
 Deno.test("rollout plan: a soak holds the next domain and restarts when an updated pod turns unavailable", () => {
   const start = onV1ThenV2(plannedSet({
     steps: [{ domains: 1, pause: { soakSeconds: 60 } }, { nodes: "100%" }],
