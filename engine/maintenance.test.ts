@@ -162,6 +162,47 @@ Deno.test("three domains in three zones each roll in their own night", () => {
   }
 });
 
+Deno.test("with maxConcurrentDomains 1 a domain whose window is closed keeps its turn: the domains roll one night after another, in the plan's order", () => {
+  const zones = { tokyo: "Asia/Tokyo", berlin: "Europe/Berlin", ny: "America/New_York" };
+  const nodes = Object.entries(zones).flatMap(([site, zone]) =>
+    [1, 2].map((i) => f.node(`${site}-${i}`, { labels: { site, "edgeroll.dev/time-zone": zone } }))
+  );
+  const maintenance = {
+    timeZoneLabel: "edgeroll.dev/time-zone",
+    windows: [{ start: "01:00", duration: "2h" }],
+  };
+  const rollout = {
+    maxUnavailable: 1,
+    plan: { domainLabel: "site", maxConcurrentDomains: 1, steps: [{ nodes: "100%" }] },
+  };
+  let { c, now } = f.settledThenV2(
+    windowed(maintenance, nodes, rollout),
+    at("2026-07-01T12:00:00Z"),
+  );
+  // The plan's order is by name: berlin (its night at 23:00 UTC), ny (05:00), tokyo (16:00).
+  const order = ["berlin", "ny", "tokyo"];
+  const first = plan(c.snapshot, now);
+  assertEquals(
+    first.status.plan?.domains.map((d) => [d.name, d.state]),
+    [["berlin", "Rolling"], ["ny", "Pending"], ["tokyo", "Pending"]],
+  );
+  for (const end = now + 30 * 3600_000; now < end; now += 10 * minute) {
+    const p = plan(c.snapshot, now);
+    const updated = onV2(c);
+    for (const name of replaced(p)) {
+      const node = podNodeName(podNamed(c, name))!;
+      // Tokyo's night comes first, and passes: berlin holds the turn though its window is closed.
+      const earlier = order.slice(0, order.indexOf(node.split("-")[0]));
+      const behind = nodes.map((n) => n.metadata.name!).filter((n) =>
+        earlier.includes(n.split("-")[0]) && !updated.includes(n)
+      );
+      assertEquals(behind, [], `${node} replaced before ${behind}`);
+    }
+    c = f.kubelet(f.apply(c, p, now), now);
+  }
+  assertEquals(onV2(c).length, nodes.length);
+});
+
 function podNamed(c: f.Cluster, name: string) {
   return c.snapshot.pods.find((p) => p.metadata.name === name)!;
 }
