@@ -1,5 +1,13 @@
 import { assert, assertEquals } from "@std/assert";
-import { isAlive, logTail, sleep, startDetached, stopProcesses } from "./processes.ts";
+import {
+  freePort,
+  freePortRange,
+  isAlive,
+  logTail,
+  sleep,
+  startDetached,
+  stopProcesses,
+} from "./processes.ts";
 import { untilExeced } from "./test-helpers.ts";
 
 Deno.test("a detached process logs to its file, runs on, and stops by its PID", async () => {
@@ -34,4 +42,23 @@ Deno.test("a PID that runs another binary is not ours: stopProcesses leaves it a
     other.kill("SIGKILL");
     await other.status;
   }
+});
+
+Deno.test("a free port lies below the machine's ephemeral range, where no outgoing connection takes it, and binds", async () => {
+  // Read by a child: Deno reads /proc/sys only under --allow-all.
+  const { stdout } = await new Deno.Command("cat", {
+    args: ["/proc/sys/net/ipv4/ip_local_port_range"],
+  }).output();
+  const ephemeralStart = Number(new TextDecoder().decode(stdout).trim().split(/\s+/)[0]);
+  assert(
+    freePortRange.below <= ephemeralStart,
+    `this machine's ephemeral range starts at ${ephemeralStart}, below ${freePortRange.below}`,
+  );
+  const ports = Array.from({ length: 200 }, () => freePort());
+  for (const port of ports) {
+    assert(port >= freePortRange.from && port < freePortRange.below, `port ${port} out of range`);
+  }
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: ports[0] });
+  assertEquals((listener.addr as Deno.NetAddr).port, ports[0]);
+  listener.close();
 });

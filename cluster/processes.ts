@@ -115,12 +115,33 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** A loopback TCP port that was free a moment ago. */
+/**
+ * The ports `freePort` draws from: below the kernel's ephemeral range (Linux's default
+ * ip_local_port_range starts at 32768, IANA's, which macOS and the BSDs use, at 49152), from which
+ * the kernel hands out ports on its own, to every outgoing connection and to every listener on
+ * port 0. (Deno reads /proc/sys only under --allow-all, which the tests do not have.)
+ */
+export const freePortRange = { from: 10_000, below: 32_768 } as const;
+
+/**
+ * A loopback TCP port that was free a moment ago, drawn at random from `freePortRange`. A port
+ * the kernel gave a listener on port 0 is in the ephemeral range, so between this call and the
+ * bind of the process it is handed to, any outgoing connection on the machine could take it (a
+ * kube-apiserver lost its port that way to a parallel test's connection). Below the range only
+ * another caller of this function could, drawing from some 22,000 ports.
+ */
 export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
+  const { from, below } = freePortRange;
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = from + Math.floor(Math.random() * (below - from));
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch (err) {
+      if (!(err instanceof Deno.errors.AddrInUse)) throw err;
+    }
+  }
+  throw new Error(`no free loopback port in 100 draws between ${from} and ${below}`);
 }
 
 /** A file's size in bytes, 0 while it does not exist: where a log's new lines will start. */
