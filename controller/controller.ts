@@ -21,7 +21,7 @@ import { kruiseSetKind, setKey } from "../api/set-ref.ts";
 import { KeyedLock } from "../lib/keyed-lock.ts";
 import { Ota } from "./ota.ts";
 import { type ActionReport, createReconciler, type Planner, type Reconcile } from "./reconciler.ts";
-import { createTicker, listManagedSets } from "./tick.ts";
+import { createTicker, managedSetRefs } from "./tick.ts";
 import { EventWindows, eventWriter } from "./event-fold.ts";
 import { realTimers, type Timers } from "../lib/timers.ts";
 import type { Analyzer } from "./analysis.ts";
@@ -107,7 +107,7 @@ export function createController(deps: ControllerDeps) {
     const target = queueTarget(key);
     if ("set" in target) return (await reconcile(target.set)).requeueAfter;
     const namespace = target.everySetIn;
-    for (const { ref } of (await listManagedSets(deps.kube)).sets) {
+    for (const ref of await managedSetRefs(deps.kube)) {
       if (namespace === undefined || ref.namespace === namespace) queue.add(setQueueKey(ref));
     }
   }, {

@@ -70,15 +70,32 @@ export async function listManagedSets(
   const lists = await Promise.all(
     served.map(async (kind) => ({ kind, items: await kube.listSets(kind) })),
   );
-  const sets = lists.flatMap(({ kind, items }) =>
-    items
-      .filter((o) => kind !== "daemonsets" || isManagedDaemonSet(o))
-      .map((object) => ({
-        ref: { kind, namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" },
-        object,
-      }))
+  const sets = managedSets(
+    lists.flatMap(({ kind, items }) => items.map((object) => ({ kind, object }))),
   );
   return { served, sets };
+}
+
+/** The sets edgeroll manages of those given (a plain DaemonSet only with OpenYurt's annotation). */
+function managedSets(
+  sets: { kind: SetKind; object: KubeObject }[],
+): { ref: SetRef; object: KubeObject }[] {
+  return sets
+    .filter(({ kind, object }) => kind !== "daemonsets" || isManagedDaemonSet(object))
+    .map(({ kind, object }) => ({
+      ref: { kind, namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" },
+      object,
+    }));
+}
+
+/**
+ * The managed sets a fan-out to every set queues: from the cache's set watches while they are
+ * all open (no request), from discovery and a list per kind otherwise.
+ */
+export async function managedSetRefs(kube: KubeClient): Promise<SetRef[]> {
+  const cached = kube.cache?.sets();
+  const sets = cached ? managedSets(cached) : (await listManagedSets(kube)).sets;
+  return sets.map(({ ref }) => ref);
 }
 
 /** A managed set as listed, with its plain DaemonSet's RolloutStatus where one exists. */

@@ -388,3 +388,30 @@ Deno.test("a set is read from its watch once at least as new as asked; revisions
     await cache.close();
   }
 });
+
+Deno.test("every served kind's sets come from the watches while all of them are open, else none", async () => {
+  const server = fakeServer();
+  server.listed.daemonsets = [daemonSet("agent", "5"), daemonSet("other", "6")];
+  server.listed.advanceddaemonsets = [{ metadata: { name: "ads", namespace: "edge" } }];
+  const cache = new SnapshotCache({ api: server.api, watch: server.watch, logger: memoryLogger() });
+  try {
+    assertEquals(cache.sets(), undefined, "no kind learned from discovery yet");
+    cache.setKindsServed(["advanceddaemonsets", "daemonsets"]);
+    const sets = await opened(() => cache.sets());
+    assertEquals(
+      sets.map(({ kind, object }) => `${kind}/${object.metadata.name}`),
+      ["advanceddaemonsets/ads", "daemonsets/agent", "daemonsets/other"],
+    );
+    const watch = server.watches.find((w) => w.path === "/apis/apps/v1/daemonsets")!;
+    watch.onLine("DELETED", {
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      ...daemonSet("other", "7"),
+    });
+    assertEquals(cache.sets()?.map(({ object }) => object.metadata.name), ["ads", "agent"]);
+    watch.done(new Error("connection reset"));
+    assertEquals(cache.sets(), undefined, "one kind's watch down: the fan-out lists");
+  } finally {
+    await cache.close();
+  }
+});

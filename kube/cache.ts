@@ -223,6 +223,11 @@ class ChangeWatch {
     return this.#open ? this.#objects.get(`${namespace}/${name}`) : undefined;
   }
 
+  /** Every kept object as last seen, while the watch is open; undefined otherwise. */
+  all(): KubeObject[] | undefined {
+    return this.#open ? [...this.#objects.values()] : undefined;
+  }
+
   stop(): Promise<void> {
     return this.#watch.stop();
   }
@@ -385,6 +390,23 @@ export class SnapshotCache {
     const version = object.metadata.resourceVersion ?? "";
     if (notOlderThan !== undefined && !isAtLeast(version, notOlderThan)) return undefined;
     return structuredClone(object);
+  }
+
+  /**
+   * Every set of every kind discovery last served, as the watches see them, while each of those
+   * watches is open; undefined otherwise (inactive, no kind learned yet, a watch down). What a
+   * fan-out to every set needs, without a discovery request and a list per kind for each node
+   * that changes (a cut node changes several times: NotReady, tainted, back).
+   */
+  sets(): { kind: SetKind; object: KubeObject }[] | undefined {
+    if (this.#closed || !this.#active || this.#setKinds.length === 0) return undefined;
+    const found: { kind: SetKind; object: KubeObject }[] = [];
+    for (const kind of this.#setKinds) {
+      const objects = this.#sets.get(kind)?.all();
+      if (!objects) return undefined;
+      for (const object of objects) found.push({ kind, object });
+    }
+    return found;
   }
 
   /**

@@ -128,6 +128,40 @@ Deno.test("POST /tick over the real client finds and rolls an AdvancedDaemonSet;
   });
 });
 
+Deno.test("a node that joins reaches every set from the caches' set watches, with no list of sets", async () => {
+  await withControllerOnSim({ nodes: 2 }, async ({ sim, kc, controller, post }) => {
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    await createAgentSet(kc, "agent:1");
+    await reconcileUntilComplete(post);
+    await controller.controller.queue.idle();
+    const before = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
+    // No tick runs here and no pod or set changes: only the node's change can call the reconcile
+    // that places its pod, through the fan-out to every set.
+    sim.store.create("nodes", {
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: { name: "joined", labels: { "kubernetes.io/hostname": "joined" } },
+      status: { conditions: [{ type: "Ready", status: "True" }] },
+    } as never);
+    await eventually(
+      "a pod placed on the node that joined",
+      async () =>
+        (await core.listNamespacedPod({ namespace: "default", labelSelector: "app=agent" })).items
+          .some((p) => p.spec?.nodeName === "joined"),
+    );
+    await controller.controller.queue.idle();
+    const after = await (await fetch(`${sim.url}/sim/v1/stats`)).json();
+    const lists = (resource: string) =>
+      (after.requests.byResource[resource]?.list ?? 0) -
+      (before.requests.byResource[resource]?.list ?? 0);
+    assertEquals(
+      [lists("advanceddaemonsets"), lists("daemonsets")],
+      [0, 0],
+      "the fan-out read the sets from the caches",
+    );
+  });
+});
+
 Deno.test("without caches (serve --no-cache) a reconcile lists pods, nodes and revisions", async () => {
   await withControllerOnSim({ nodes: 2, cache: false }, async ({ sim, kc, post, controller }) => {
     await createAgentSet(kc, "agent:1");
