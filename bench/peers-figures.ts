@@ -59,6 +59,7 @@ export interface Row {
 export const figures: { name: string; of: (r: Row) => number | undefined; digits: number }[] = [
   { name: "wall s", of: (r) => r.wallSeconds, digits: 1 },
   { name: "× minimum", of: (r) => r.wallSeconds / r.minimumSeconds, digits: 2 },
+  { name: "requests / node", of: (r) => r.requests.requests / Math.max(1, r.updated), digits: 2 },
   { name: "writes / node", of: (r) => r.requests.writes / Math.max(1, r.updated), digits: 2 },
   { name: "409s", of: (r) => r.requests.conflicts, digits: 0 },
   { name: "MiB read", of: (r) => r.bytesRead / 2 ** 20, digits: 1 },

@@ -461,13 +461,35 @@ function machine() {
 const resultTag = (only: string[]) =>
   only.length === Object.keys(contenders).length ? "" : `${only.join("+")}-`;
 
+/**
+ * The commit measured (`git describe --always --dirty`: a dirty tree says so) and the command
+ * that measured it, as the result file and the report name them.
+ */
+async function provenance() {
+  const { code, stdout, stderr } = await new Deno.Command("git", {
+    args: ["describe", "--always", "--dirty", "--abbrev=12"],
+    cwd: new URL("..", import.meta.url).pathname,
+  }).output();
+  const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes).trim();
+  if (code !== 0) throw new Error(`git describe in the repository failed: ${text(stderr)}`);
+  return {
+    commit: text(stdout),
+    command: ["deno task bench:peers", ...Deno.args].join(" "),
+  };
+}
+
 /** The result file's content: the rows so far, whole-fleet first, and their medians. */
-function resultOf(rows: Row[], failures: { run: number; contender: string; error: string }[]) {
+function resultOf(
+  rows: Row[],
+  failures: { run: number; contender: string; error: string }[],
+  source: { commit: string; command: string },
+) {
   // Whole-fleet rows first, then the cut ones, each group in the contenders' order, by run.
   const sorted = rows.toSorted((a, b) => Math.sign(a.cut) - Math.sign(b.cut) || a.run - b.run);
   return {
     failures,
     date: new Date().toISOString(),
+    ...source,
     machine: machine(),
     nodes: nodeCount,
     podReadyDelayMs,
@@ -478,6 +500,7 @@ function resultOf(rows: Row[], failures: { run: number; contender: string; error
 }
 
 async function main() {
+  const source = await provenance();
   const only = chosen(flags.only);
   const cutOnly = cutPercent > 0 ? chosen(flags["cut-only"]).filter((k) => only.includes(k)) : [];
   const logDir = await Deno.makeTempDir({ prefix: "edgeroll-peers-" });
@@ -519,7 +542,7 @@ async function main() {
       }.json`,
       import.meta.url,
     );
-    let result = resultOf(rows, failures);
+    let result = resultOf(rows, failures, source);
     for (let run = 1; run <= runs; run++) {
       for (const key of only) {
         try {
@@ -531,7 +554,7 @@ async function main() {
           failures.push({ run, contender: key, error });
         }
         // Written after every contender: a run of hours stopped midway keeps what it measured.
-        result = resultOf(rows, failures);
+        result = resultOf(rows, failures, source);
         await Deno.writeTextFile(out, JSON.stringify(result, null, 2) + "\n");
       }
     }

@@ -178,3 +178,50 @@ Deno.test("runs of one size from several files are taken together: the three new
     "- Set aside, not in the medians: kcm, run 1 of loaded.json (900.0 s): tests ran beside it.",
   );
 });
+
+Deno.test("within one file of more runs than a report takes, the newest runs count, and each source names its commit and command", () => {
+  const base = collect(mergeRuns([{ name: "x.json", result: file(300, "2026-12-07", []) }]));
+  assertEquals(base, []);
+  const row = (run: number, wallSeconds: number): Row => ({
+    run,
+    contender: "edgeroll",
+    row: "edgeroll",
+    nodes: 300,
+    cut: 0,
+    target: 300,
+    updated: 300,
+    completed: true,
+    wallSeconds,
+    minimumSeconds: 20,
+    requests: { requests: 900, writes: 600, conflicts: 0, byKind: {} },
+    bytesRead: 2 ** 20,
+    cpuSeconds: 1,
+    peakRssMiB: [100],
+    standbyPeakRssMiB: [],
+    maxUnavailable: 30,
+    budgetUnavailable: 30,
+    controlPlane: {
+      "kube-apiserver": { cpuSeconds: 1, peakMiB: 1 },
+      etcd: { cpuSeconds: 1, peakMiB: 1 },
+    },
+    watchRestarts: 0,
+  });
+  const measured = collect(mergeRuns([{
+    name: "results/four-runs.json",
+    result: {
+      ...file(300, "2026-12-07T16:00", []),
+      commit: "0123456789ab",
+      command: "deno task bench:peers --nodes 300 --runs 4",
+      runs: 4,
+      rows: [row(1, 99), row(2, 30), row(3, 31), row(4, 32)],
+    },
+  }]));
+  assertEquals(measured.map((m) => [m.runs, m.figures["wall s"].max]), [[3, 32]]);
+  assertEquals(measured[0].figures["requests / node"].median, 3);
+  const { markdown } = renderReport(measured);
+  assertStringIncludes(
+    markdown,
+    "- four-runs.json (2026-12-07, at 0123456789ab): `deno task bench:peers --nodes 300 --runs 4`",
+  );
+  assertStringIncludes(markdown, "| requests / node  |");
+});

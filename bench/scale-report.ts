@@ -26,6 +26,9 @@ export interface Median {
 
 export interface ResultFile {
   date: string;
+  /** The commit measured and the command (bench:peers since 2026-12-07). */
+  commit?: string;
+  command?: string;
   machine: { cores: number; cpu: string; memoryGiB: number };
   nodes: number;
   runs: number;
@@ -34,18 +37,36 @@ export interface ResultFile {
   rows?: Row[];
 }
 
+/** A result file a measurement drew on: when, from which commit, by which command. */
+export interface Source {
+  file: string;
+  date: string;
+  commit?: string;
+  command?: string;
+}
+
+const sourceOf = (name: string, result: ResultFile): Source => ({
+  file: name,
+  date: result.date,
+  ...(result.commit ? { commit: result.commit } : {}),
+  ...(result.command ? { command: result.command } : {}),
+});
+
 /** One measured contender at one size and cut, with where it came from. */
 export interface Measured extends Median {
   nodes: number;
   date: string;
   machine: ResultFile["machine"];
   file: string;
+  sources: Source[];
 }
 
 /** The newest measurement of each contender, size and cut, sizes ascending. */
-export function collect(files: { name: string; result: ResultFile }[]): Measured[] {
+export function collect(
+  files: { name: string; result: ResultFile; sources?: Source[] }[],
+): Measured[] {
   const newest = new Map<string, Measured>();
-  for (const { name, result } of files) {
+  for (const { name, result, sources } of files) {
     for (const median of result.medians) {
       const key = `${result.nodes}/${median.contender}/${median.cut}`;
       const seen = newest.get(key);
@@ -56,6 +77,7 @@ export function collect(files: { name: string; result: ResultFile }[]): Measured
         date: result.date,
         machine: result.machine,
         file: name,
+        sources: sources ?? [sourceOf(name, result)],
       });
     }
   }
@@ -77,7 +99,7 @@ export const reportedRuns = 3;
  */
 export function mergeRuns(
   files: { name: string; result: ResultFile }[],
-): { name: string; result: ResultFile }[] {
+): { name: string; result: ResultFile; sources?: Source[] }[] {
   const withRows = files.filter(({ result }) => result.rows?.length);
   const bySize = new Map<number, { name: string; result: ResultFile }[]>();
   for (const file of withRows) {
@@ -87,7 +109,8 @@ export function mergeRuns(
     const newestFirst = [...sized].sort((a, b) => b.result.date.localeCompare(a.result.date));
     const taken = new Map<string, { row: Row; name: string }[]>();
     for (const { name, result } of newestFirst) {
-      for (const row of result.rows!) {
+      // Within a file too the newest runs first: a file of more runs than are reported.
+      for (const row of result.rows!.toSorted((a, b) => b.run - a.run)) {
         if (row.setAside) continue;
         const key = `${row.contender}/${row.cut}`;
         const runs = taken.get(key) ?? [];
@@ -101,14 +124,15 @@ export function mergeRuns(
       bySources.set(sources, [...bySources.get(sources) ?? [], ...runs.map((r) => r.row)]);
     }
     return [...bySources].map(([name, rows]) => {
-      const newest = newestFirst.find((f) => name.split(" + ").includes(f.name))!.result;
+      const drawnOn = newestFirst.filter((f) => name.split(" + ").includes(f.name));
       return {
         name,
         result: {
-          ...newest,
-          medians: mediansOf(rows),
+          ...drawnOn[0].result,
+          medians: mediansOf(rows.toSorted((a, b) => a.run - b.run)),
           rows,
         },
+        sources: drawnOn.map((f) => sourceOf(f.name, f.result)),
       };
     });
   });
@@ -290,6 +314,7 @@ export function renderReport(
         figureText(f["wall s"], 1),
         floor ? (f["wall s"].median / floor).toFixed(2) : "—",
         figureText(f["× minimum"], 2),
+        figureText(f["requests / node"], 2),
         figureText(f["writes / node"], 2),
         figureText(f["409s"], 0),
         figureText(f["MiB read"], 1),
@@ -306,10 +331,12 @@ export function renderReport(
     });
     const sources = [
       ...new Set(
-        here.map((m) =>
-          `${m.file.split(" + ").map((f) => f.split("/").pop()).join(" + ")} (${
-            m.date.slice(0, 10)
-          })`
+        here.flatMap((m) =>
+          m.sources.map(({ file, date, commit, command }) =>
+            `${file.split("/").pop()} (${date.slice(0, 10)}, ${
+              commit ? `at ${commit}` : "commit not recorded"
+            }): ${command ? `\`${command}\`` : "command not recorded"}`
+          )
         ),
       ),
     ];
@@ -317,9 +344,9 @@ export function renderReport(
     return [
       `## ${nodes.toLocaleString("en-US")} nodes`,
       "",
-      `${machine.cores} cores, ${machine.cpu}, ${machine.memoryGiB} GiB; from ${
-        sources.join(", ")
-      }; \`deno task bench:peers --nodes ${nodes}\`. Median of the runs, range in brackets.`,
+      `${machine.cores} cores, ${machine.cpu}, ${machine.memoryGiB} GiB. Median of the runs, range in brackets; from:`,
+      "",
+      ...sources.map((source) => `- ${source}`),
       "",
       markdownTable([
         "contender",
@@ -328,6 +355,7 @@ export function renderReport(
         "wall s",
         "× floor",
         "× minimum",
+        "requests / node",
         "writes / node",
         "409s",
         "MiB read",
