@@ -225,3 +225,29 @@ Deno.test("within one file of more runs than a report takes, the newest runs cou
   );
   assertStringIncludes(markdown, "| requests / node  |");
 });
+
+Deno.test("figures of two machines at one size are two tables, never one, and the charts draw one machine", () => {
+  const on = (cpu: string, date: string, medians: Median[]): ResultFile => ({
+    ...file(1000, date, medians),
+    machine: { cores: 2, cpu, memoryGiB: 24 },
+  });
+  const measured = collect([
+    {
+      name: "old.json",
+      result: on("slow cpu", "2026-11-28", [median("floor", 34), median("kcm", 100)]),
+    },
+    { name: "new.json", result: on("fast cpu", "2026-12-07", [median("floor", 22)]) },
+  ]);
+  const { markdown } = renderReport(measured);
+  const headings = markdown.split("\n").filter((l) => l.startsWith("## "));
+  assertEquals(headings, [
+    "## 1,000 nodes, 2 cores, fast cpu, 24 GiB",
+    "## 1,000 nodes, 2 cores, slow cpu, 24 GiB",
+  ]);
+  // kube-controller-manager against the floor of its own machine: 100 / 34.
+  assertStringIncludes(markdown, "| 2.94    |");
+  assertStringIncludes(
+    markdown,
+    "The charts draw the figures measured on 2 cores, slow cpu, 24 GiB.",
+  );
+});

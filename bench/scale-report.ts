@@ -61,14 +61,21 @@ export interface Measured extends Median {
   sources: Source[];
 }
 
-/** The newest measurement of each contender, size and cut, sizes ascending. */
+/**
+ * A machine as a key: figures of two machines are never compared in one table (a faster machine
+ * halves every CPU second and the floor's wall time).
+ */
+export const machineKey = ({ cores, cpu, memoryGiB }: ResultFile["machine"]) =>
+  `${cores} cores, ${cpu}, ${memoryGiB} GiB`;
+
+/** The newest measurement of each contender, size, cut and machine, sizes ascending. */
 export function collect(
   files: { name: string; result: ResultFile; sources?: Source[] }[],
 ): Measured[] {
   const newest = new Map<string, Measured>();
   for (const { name, result, sources } of files) {
     for (const median of result.medians) {
-      const key = `${result.nodes}/${median.contender}/${median.cut}`;
+      const key = `${result.nodes}/${machineKey(result.machine)}/${median.contender}/${median.cut}`;
       const seen = newest.get(key);
       if (seen && seen.date >= result.date) continue;
       newest.set(key, {
@@ -101,9 +108,10 @@ export function mergeRuns(
   files: { name: string; result: ResultFile }[],
 ): { name: string; result: ResultFile; sources?: Source[] }[] {
   const withRows = files.filter(({ result }) => result.rows?.length);
-  const bySize = new Map<number, { name: string; result: ResultFile }[]>();
+  const bySize = new Map<string, { name: string; result: ResultFile }[]>();
   for (const file of withRows) {
-    bySize.set(file.result.nodes, [...bySize.get(file.result.nodes) ?? [], file]);
+    const key = `${file.result.nodes}/${machineKey(file.result.machine)}`;
+    bySize.set(key, [...bySize.get(key) ?? [], file]);
   }
   const merged = [...bySize.values()].flatMap((sized) => {
     const newestFirst = [...sized].sort((a, b) => b.result.date.localeCompare(a.result.date));
@@ -269,6 +277,8 @@ export interface SetAsideRun {
   run: number;
   wallSeconds: number;
   why: string;
+  /** The machine it ran on (`machineKey`). */
+  machine: string;
 }
 
 /** The runs of every file that are set aside, each with its file. */
@@ -283,6 +293,7 @@ export function setAsideRuns(files: { name: string; result: ResultFile }[]): Set
           run: r.run,
           wallSeconds: r.wallSeconds,
           why: r.setAside,
+          machine: machineKey(result.machine),
         }]
         : []
     )
@@ -294,10 +305,23 @@ export function renderReport(
   measured: Measured[],
   setAside: SetAsideRun[] = [],
 ): { markdown: string; charts: [string, string][] } {
-  const sizes = [...new Set(measured.map((m) => m.nodes))];
-  const sections = sizes.map((nodes) => {
-    const here = measured.filter((m) => m.nodes === nodes);
-    const asideHere = setAside.filter((r) => r.nodes === nodes).map((r) =>
+  // One table per size and machine, the newest machine's first.
+  const tables = [
+    ...new Map(
+      measured.toSorted((a, b) => a.nodes - b.nodes || b.date.localeCompare(a.date)).map((m) => [
+        `${m.nodes}/${machineKey(m.machine)}`,
+        { nodes: m.nodes, machine: machineKey(m.machine) },
+      ]),
+    ).values(),
+  ];
+  // The charts draw one machine's figures: the one that measured the most.
+  const measuredOn = (machine: string) =>
+    measured.filter((m) => machineKey(m.machine) === machine).length;
+  const chartMachine = [...new Set(measured.map((m) => machineKey(m.machine)))]
+    .sort((a, b) => measuredOn(b) - measuredOn(a))[0];
+  const sections = tables.map(({ nodes, machine }) => {
+    const here = measured.filter((m) => m.nodes === nodes && machineKey(m.machine) === machine);
+    const asideHere = setAside.filter((r) => r.nodes === nodes && r.machine === machine).map((r) =>
       `- Set aside, not in the medians: ${r.row}, run ${r.run} of ${r.file} (${
         r.wallSeconds.toFixed(1)
       } s): ${r.why}.`
@@ -340,11 +364,10 @@ export function renderReport(
         ),
       ),
     ];
-    const machine = here[0].machine;
     return [
-      `## ${nodes.toLocaleString("en-US")} nodes`,
+      `## ${nodes.toLocaleString("en-US")} nodes, ${machine}`,
       "",
-      `${machine.cores} cores, ${machine.cpu}, ${machine.memoryGiB} GiB. Median of the runs, range in brackets; from:`,
+      "Median of the runs, range in brackets; from:",
       "",
       ...sources.map((source) => `- ${source}`),
       "",
@@ -374,7 +397,10 @@ export function renderReport(
     const series = contenders.map((contender) => ({
       name: contenderNames[contender] ?? contender,
       points: measured
-        .filter((m) => m.contender === contender && m.cut === 0 && m.figures[figure])
+        .filter((m) =>
+          m.contender === contender && m.cut === 0 && m.figures[figure] &&
+          machineKey(m.machine) === chartMachine
+        )
         .map((m): [number, number] => [m.nodes, m.figures[figure].median]),
     })).filter((s) => s.points.length > 0);
     return [file, lineChart({ title, yLabel, series })];
@@ -384,6 +410,8 @@ export function renderReport(
     "",
     "Generated by `deno task bench:report` from `bench/results/peers-*.json`; do not edit. How the",
     'bench measures is in the README ("Beside its peers") and ADR 0031.',
+    "",
+    `The charts draw the figures measured on ${chartMachine}.`,
     "",
     ...charts.map(([file]) => `![${file}](scale/${file})`),
     "",
