@@ -30,6 +30,32 @@ const file = (nodes: number, date: string, medians: Median[]): ResultFile => ({
   medians,
 });
 
+/** One run's row of `contender` at `nodes`: 3 requests and 2 writes per node, 10% unavailable. */
+const runRow = (nodes: number, contender: string, run: number, wallSeconds: number): Row => ({
+  run,
+  contender,
+  row: contender,
+  nodes,
+  cut: 0,
+  target: nodes,
+  updated: nodes,
+  completed: true,
+  wallSeconds,
+  minimumSeconds: 20,
+  requests: { requests: 3 * nodes, writes: 2 * nodes, conflicts: 0, byKind: {} },
+  bytesRead: 2 ** 20,
+  cpuSeconds: 1,
+  peakRssMiB: [100],
+  standbyPeakRssMiB: [],
+  maxUnavailable: nodes / 10,
+  budgetUnavailable: nodes / 10,
+  controlPlane: {
+    "kube-apiserver": { cpuSeconds: 1, peakMiB: 1 },
+    etcd: { cpuSeconds: 1, peakMiB: 1 },
+  },
+  watchRestarts: 0,
+});
+
 Deno.test("collect keeps the newest median of each contender, size and cut, sizes ascending", () => {
   const measured = collect([
     { name: "b.json", result: file(1000, "2026-11-28", [median("edgeroll", 35)]) },
@@ -108,30 +134,8 @@ Deno.test("docs/scale.md and its charts are the committed results' (run `deno ta
 });
 
 Deno.test("runs of one size from several files are taken together: the three newest of each contender", () => {
-  const row = (contender: string, run: number, wallSeconds: number): Row => ({
-    run,
-    contender,
-    row: contender,
-    nodes: 5000,
-    cut: 0,
-    target: 5000,
-    updated: 5000,
-    completed: true,
-    wallSeconds,
-    minimumSeconds: 20,
-    requests: { requests: 10_000, writes: 10_000, conflicts: 0, byKind: {} },
-    bytesRead: 2 ** 20,
-    cpuSeconds: 10,
-    peakRssMiB: [100],
-    standbyPeakRssMiB: [],
-    maxUnavailable: 500,
-    budgetUnavailable: 500,
-    controlPlane: {
-      "kube-apiserver": { cpuSeconds: 1, peakMiB: 1 },
-      etcd: { cpuSeconds: 1, peakMiB: 1 },
-    },
-    watchRestarts: 0,
-  });
+  const row = (contender: string, run: number, wallSeconds: number) =>
+    runRow(5000, contender, run, wallSeconds);
   const result = (date: string, rows: Row[]): ResultFile => ({
     ...file(5000, date, []),
     runs: rows.length,
@@ -182,30 +186,6 @@ Deno.test("runs of one size from several files are taken together: the three new
 Deno.test("within one file of more runs than a report takes, the newest runs count, and each source names its commit and command", () => {
   const base = collect(mergeRuns([{ name: "x.json", result: file(300, "2026-12-07", []) }]));
   assertEquals(base, []);
-  const row = (run: number, wallSeconds: number): Row => ({
-    run,
-    contender: "edgeroll",
-    row: "edgeroll",
-    nodes: 300,
-    cut: 0,
-    target: 300,
-    updated: 300,
-    completed: true,
-    wallSeconds,
-    minimumSeconds: 20,
-    requests: { requests: 900, writes: 600, conflicts: 0, byKind: {} },
-    bytesRead: 2 ** 20,
-    cpuSeconds: 1,
-    peakRssMiB: [100],
-    standbyPeakRssMiB: [],
-    maxUnavailable: 30,
-    budgetUnavailable: 30,
-    controlPlane: {
-      "kube-apiserver": { cpuSeconds: 1, peakMiB: 1 },
-      etcd: { cpuSeconds: 1, peakMiB: 1 },
-    },
-    watchRestarts: 0,
-  });
   const measured = collect(mergeRuns([{
     name: "results/four-runs.json",
     result: {
@@ -213,7 +193,7 @@ Deno.test("within one file of more runs than a report takes, the newest runs cou
       commit: "0123456789ab",
       command: "deno task bench:peers --nodes 300 --runs 4",
       runs: 4,
-      rows: [row(1, 99), row(2, 30), row(3, 31), row(4, 32)],
+      rows: [99, 30, 31, 32].map((wall, i) => runRow(300, "edgeroll", i + 1, wall)),
     },
   }]));
   assertEquals(measured.map((m) => [m.runs, m.figures["wall s"].max]), [[3, 32]]);
