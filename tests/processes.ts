@@ -21,6 +21,19 @@ export function imageEnv(): Record<string, string> {
   return { DENO_V8_FLAGS: flags };
 }
 
+/**
+ * The base manifest's `--event-delay=…` argument of `serve`, so a bench runs the controller with
+ * the batching its users deploy (manifests/base/controller.yaml).
+ */
+export function baseEventDelayArg(): string {
+  const manifest = Deno.readTextFileSync(
+    new URL("../manifests/base/controller.yaml", import.meta.url),
+  );
+  const arg = /^\s*- (--event-delay=\S+)$/m.exec(manifest)?.[1];
+  if (!arg) throw new Error("manifests/base/controller.yaml passes serve no --event-delay");
+  return arg;
+}
+
 /** `main.ts args…`; its stderr (the JSON log lines) ours, or appended to `logPath`. */
 export function spawnMain(
   args: string[],
