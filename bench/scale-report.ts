@@ -99,21 +99,22 @@ export function collect(
 export const reportedRuns = 3;
 
 /**
- * The runs of several invocations taken together: for each size, contender and cut, the rows of
- * its `reportedRuns` newest runs over every file with rows (a size measured a contender or two per
- * session), their medians recomputed; one result per size, named after the files it drew on.
- * Files without rows pass as they are.
+ * The runs of several invocations taken together: for each size, machine, contender and cut, the
+ * rows of its `reportedRuns` newest runs over every file with rows (a size measured a contender or
+ * two per session), their medians recomputed; one result per size and machine (figures of two
+ * machines never share a median), named after the files it drew on. Files without rows pass as
+ * they are.
  */
 export function mergeRuns(
   files: { name: string; result: ResultFile }[],
 ): { name: string; result: ResultFile; sources?: Source[] }[] {
   const withRows = files.filter(({ result }) => result.rows?.length);
-  const bySize = new Map<string, { name: string; result: ResultFile }[]>();
+  const bySizeAndMachine = new Map<string, { name: string; result: ResultFile }[]>();
   for (const file of withRows) {
     const key = `${file.result.nodes}/${machineKey(file.result.machine)}`;
-    bySize.set(key, [...bySize.get(key) ?? [], file]);
+    bySizeAndMachine.set(key, [...bySizeAndMachine.get(key) ?? [], file]);
   }
-  const merged = [...bySize.values()].flatMap((sized) => {
+  const merged = [...bySizeAndMachine.values()].flatMap((sized) => {
     const newestFirst = [...sized].sort((a, b) => b.result.date.localeCompare(a.result.date));
     const taken = new Map<string, { row: Row; name: string }[]>();
     for (const { name, result } of newestFirst) {
