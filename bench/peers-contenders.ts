@@ -13,7 +13,7 @@ import { kruiseManagerUser, startKruiseManager } from "../cluster/kruise-manager
 import { type NodeProxy, startNodeProxy } from "../cluster/node-proxy.ts";
 import { kubectlJson } from "../cluster/kubectl.ts";
 import { freePort, startDetached, stopProcesses } from "../cluster/processes.ts";
-import { baseEventDelayArg, imageEnv, withControllers } from "../tests/processes.ts";
+import { baseEventArgs, imageEnv, withControllers } from "../tests/processes.ts";
 
 /** The cluster a bench runs on, and where its logs go. */
 export interface BenchCluster {
@@ -171,7 +171,7 @@ const withEdgeroll: WithRunning = (cluster, body) =>
         replicas: 2,
         // As deployed: a CronJob posts /tick every minute, the base's event delay, and the
         // image's V8 flags.
-        serveArgs: ["--tick=60s", `--lease=${edgerollLease}`, baseEventDelayArg()],
+        serveArgs: ["--tick=60s", `--lease=${edgerollLease}`, ...baseEventArgs()],
         env: imageEnv(),
         logPath: `${cluster.logDir}/peers-edgeroll.log`,
       }, (controllers) => {

@@ -8,7 +8,7 @@ import { kubeconfigYaml } from "../sim/start.ts";
 
 const main = new URL("../main.ts", import.meta.url).pathname;
 
-Deno.test("main.ts serve: --lease without a name for this replica, under the image's grants, exits 2 saying what to pass", async () => {
+Deno.test("main.ts serve: --lease without a name for this replica, or a quiet period not shorter than the event delay, under the image's grants, exits 2 saying what to pass", async () => {
   const dir = await Deno.makeTempDir({ prefix: "edgeroll-serve-" });
   const run = async (args: string[], env: Record<string, string> = {}) => {
     const out = await new Deno.Command(Deno.execPath(), {
@@ -46,6 +46,11 @@ Deno.test("main.ts serve: --lease without a name for this replica, under the ima
     const badLease = await run([...common.slice(0, 2), "--lease=no-slash"]);
     assertEquals(badLease.code, 2, badLease.stderr);
     assertStringIncludes(badLease.stderr, "--lease no-slash: expected NAMESPACE/NAME");
+    for (const events of [["--event-quiet=100ms"], ["--event-delay=100ms", "--event-quiet=1s"]]) {
+      const refused = await run([...common.slice(0, 2), ...events]);
+      assertEquals(refused.code, 2, refused.stderr);
+      assertStringIncludes(refused.stderr, "--event-quiet must be shorter than --event-delay");
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -47,6 +47,7 @@ export interface ControllerOptions {
   tickEveryMs?: number;
   resyncSeconds?: number;
   eventDelayMs?: number;
+  eventQuietMs?: number;
   /** Keep nodes and pods in watch-backed caches (default true; kube/cache.ts). */
   cache?: boolean;
   /** Serve HTTPS with this certificate and key, read again when they change. */
@@ -143,6 +144,7 @@ export function startController(options: ControllerOptions): RunningController {
     auth: options.auth(kube),
     resyncSeconds: options.resyncSeconds,
     eventDelayMs: options.eventDelayMs,
+    eventQuietMs: options.eventQuietMs,
     limits: options.limits,
     analyzer: createAnalyzer({
       allowedHosts: options.analysisHosts ?? [],
@@ -255,7 +257,7 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "Run the controller: the reconcile, events and tick routes over HTTP.",
   usage:
-    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s] [--kruise] [--event-delay 0ms] [--lease NAMESPACE/NAME [--lease-identity ID] [--lease-duration 15s]] [--analysis-hosts HOST:PORT,...]",
+    "[--kubeconfig PATH] [--port P] [--host H] [--tls-cert F --tls-key F] [--tick 30s] [--no-cache] [--token-file F | --allow SUBJECTS [--audience A]] [--max-body-bytes N] [--max-events N] [--max-header-bytes N] [--request-timeout 60s] [--kruise] [--event-delay 0ms [--event-quiet 100ms]] [--lease NAMESPACE/NAME [--lease-identity ID] [--lease-duration 15s]] [--analysis-hosts HOST:PORT,...]",
   options: {
     kubeconfig: { type: "string" },
     port: { type: "string" },
@@ -275,6 +277,7 @@ export const serveCommand: Command = {
     kruise: { type: "boolean" },
     lease: { type: "string" },
     "event-delay": { type: "string" },
+    "event-quiet": { type: "string" },
     "lease-identity": { type: "string" },
     "lease-duration": { type: "string" },
     "analysis-hosts": { type: "string" },
@@ -306,6 +309,8 @@ export const serveCommand: Command = {
       "also reconcile Kruise's DaemonSets (daemonsets.apps.kruise.io) and serve their conversion at /convert, in place of kruise-manager's DaemonSet controller (manifests/overlays/kruise-compat)",
     "event-delay":
       "wait this long before a change's reconcile, so a burst of changes folds into fewer steps (default: none)",
+    "event-quiet":
+      "with --event-delay: end the wait once no change came for the set for this long (a burst that is over; default: the whole delay)",
     lease:
       "do the work (watches, tick) only while holding this coordination.k8s.io Lease, e.g. edgeroll-system/edgeroll-controller; other replicas answer calls by a claim and take over when it expires",
     "lease-identity":
@@ -322,6 +327,11 @@ export const serveCommand: Command = {
     if ((certFile === undefined) !== (keyFile === undefined)) {
       throw new UsageError("--tls-cert and --tls-key go together");
     }
+    const eventDelayMs = optionalDuration(args, "event-delay");
+    const eventQuietMs = optionalDuration(args, "event-quiet");
+    if (eventQuietMs !== undefined && !(eventQuietMs < (eventDelayMs ?? 0))) {
+      throw new UsageError("--event-quiet must be shorter than --event-delay");
+    }
     const running = startController({
       kubeConfig: loadKubeConfig(stringOption(args, "kubeconfig")),
       port: intOption(args, "port", 8080, { min: 0, max: 65535 }),
@@ -334,7 +344,8 @@ export const serveCommand: Command = {
       tls: certFile === undefined ? undefined : { certFile, keyFile: keyFile! },
       lease: leaseFromArgs(args),
       analysisHosts: analysisHostsFromArgs(args),
-      eventDelayMs: optionalDuration(args, "event-delay"),
+      eventDelayMs,
+      eventQuietMs,
       limits: {
         bodyBytes: intOption(args, "max-body-bytes", defaultLimits.bodyBytes, { min: 1024 }),
         events: intOption(args, "max-events", defaultLimits.events, { min: 1 }),

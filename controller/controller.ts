@@ -37,6 +37,8 @@ export interface ControllerDeps {
    * set that is being reconciled already fold into one run after it.
    */
   eventDelayMs?: number;
+  /** With `eventDelayMs`: run once no event came for the set for this long (ms; default: the whole delay). */
+  eventQuietMs?: number;
   /** Reconciles run at once by events and ticks. */
   concurrency?: number;
   /** Seconds between the tick's full resyncs. */
@@ -113,6 +115,7 @@ export function createController(deps: ControllerDeps) {
   }, {
     concurrency: deps.concurrency,
     delayMs: deps.eventDelayMs ?? 0,
+    quietMs: deps.eventQuietMs,
     // A missing set or a refused request will not pass with time; an unreachable API may
     // (retryable), and a failing one or a bug is retried with backoff rather than dropped.
     retryable: (err) => {

@@ -146,3 +146,69 @@ Deno.test("a key asked for while its failing run is in flight still waits out it
     await c.close();
   }
 });
+
+Deno.test("a delayed key runs once, the whole delay after its first ask, however many asks came", async () => {
+  const timers = new ManualTimers();
+  const r = recorder({});
+  const c = new WorkQueue(r.run, { logger: memoryLogger(), delayMs: 500, timers });
+  try {
+    c.add("a");
+    for (let i = 0; i < 4; i++) {
+      await timers.advance(100);
+      c.add("a");
+    }
+    await timers.advance(99);
+    assertEquals(r.runs, [], "499 ms after the first ask");
+    await timers.advance(1);
+    assertEquals(r.runs, ["a"]);
+  } finally {
+    await c.close();
+  }
+});
+
+Deno.test("with a quiet period a burst runs once it is over, and at the latest the delay after its first ask", async () => {
+  const timers = new ManualTimers();
+  const r = recorder({});
+  const c = new WorkQueue(r.run, { logger: memoryLogger(), delayMs: 500, quietMs: 100, timers });
+  try {
+    // A burst of 140 ms, then quiet: it runs 100 ms after its last ask.
+    c.add("a");
+    await timers.advance(50);
+    c.add("a");
+    await timers.advance(90);
+    c.add("a");
+    await timers.advance(99);
+    assertEquals(r.runs, []);
+    await timers.advance(1);
+    assertEquals(r.runs, ["a"]);
+    // Asks 60 ms apart never leave 100 ms quiet: the delay bounds the wait.
+    c.add("b");
+    for (let elapsed = 60; elapsed < 500; elapsed += 60) {
+      await timers.advance(60);
+      c.add("b");
+    }
+    assertEquals(r.runs, ["a"], "480 ms into b's burst");
+    await timers.advance(20);
+    assertEquals(r.runs, ["a", "b"]);
+  } finally {
+    await c.close();
+  }
+});
+
+Deno.test("each key waits out its own delay", async () => {
+  const timers = new ManualTimers();
+  const r = recorder({});
+  const c = new WorkQueue(r.run, { logger: memoryLogger(), delayMs: 500, timers });
+  try {
+    c.add("a");
+    await timers.advance(300);
+    c.add("b");
+    await timers.advance(200);
+    assertEquals(r.runs, ["a"], "b was asked for 200 ms ago");
+    await timers.advance(300);
+    assertEquals(r.runs, ["a", "b"]);
+    assertEquals(timers.pending, 0);
+  } finally {
+    await c.close();
+  }
+});

@@ -18,6 +18,11 @@ export interface WorkQueueOptions {
   concurrency?: number;
   /** Wait after a key is first asked for, so a burst of events becomes one run. */
   delayMs?: number;
+  /**
+   * With `delayMs`: the wait ends once no ask for the key came for this long (a burst that is
+   * over), and at the latest `delayMs` after the first ask (default: the whole delay).
+   */
+  quietMs?: number;
   /** First retry after a failed run; doubled for each failure in a row, up to `maxRetryMs`. */
   retryMs?: number;
   maxRetryMs?: number;
@@ -43,14 +48,16 @@ export class WorkQueue<K extends string = string> {
   readonly #retryable: (err: unknown) => boolean;
   readonly #concurrency: number;
   readonly #delayMs: number;
+  readonly #quietMs: number;
   readonly #logger: Logger;
   readonly #time: Timers;
-  /** Waiting keys, in order; a Set keeps each once. */
+  /** Keys ready to run, in order; a Set keeps each once. */
   readonly #waiting = new Set<K>();
+  /** Keys in their delay: when each was first asked for, and the timer that readies it. */
+  readonly #delayed = new Map<K, { firstAt: number; timer: TimerHandle }>();
   readonly #running = new Set<K>();
   /** Asked for again while running. */
   readonly #again = new Set<K>();
-  readonly #timers = new Set<TimerHandle>();
   /** One pending requeue per key: the latest answer wins. */
   readonly #requeues = new Map<K, TimerHandle>();
   /** Failed runs in a row, per key, and when the key may run again. */
@@ -68,6 +75,7 @@ export class WorkQueue<K extends string = string> {
     this.#retryable = options.retryable ?? (() => true);
     this.#concurrency = Math.max(1, options.concurrency ?? 4);
     this.#delayMs = Math.max(0, options.delayMs ?? 0);
+    this.#quietMs = Math.min(this.#delayMs, Math.max(0, options.quietMs ?? this.#delayMs));
     this.#failures = new RecentMap(options.maxTrackedKeys ?? 10_000);
     this.#logger = options.logger;
     this.#time = options.timers ?? realTimers;
@@ -87,22 +95,37 @@ export class WorkQueue<K extends string = string> {
       return;
     }
     if (this.#waiting.has(key)) return;
+    const delayed = this.#delayed.get(key);
+    if (delayed) {
+      // Another ask within the burst: the quiet period starts again, the delay's end stands.
+      if (this.#quietMs < this.#delayMs) this.#delay(key, delayed.firstAt);
+      return;
+    }
     const backoff = (this.#failures.get(key)?.notBefore ?? 0) - this.#time.now();
     if (backoff > 0) {
       // After failures the key waits out its backoff; one requeue stands for every ask.
       if (!this.#requeues.has(key)) this.#requeue(key, backoff);
       return;
     }
-    this.#waiting.add(key);
     if (this.#delayMs === 0) {
+      this.#waiting.add(key);
       this.#pump();
     } else {
-      const timer = this.#time.setTimeout(() => {
-        this.#timers.delete(timer);
-        this.#pump();
-      }, this.#delayMs);
-      this.#timers.add(timer);
+      this.#delay(key, this.#time.now());
     }
+  }
+
+  /** (Re)arms `key`'s delay: it runs after `quietMs` without asks, at most `delayMs` after `firstAt`. */
+  #delay(key: K, firstAt: number): void {
+    this.#time.clearTimeout(this.#delayed.get(key)?.timer);
+    const now = this.#time.now();
+    const wait = Math.max(0, Math.min(firstAt + this.#delayMs, now + this.#quietMs) - now);
+    const timer = this.#time.setTimeout(() => {
+      this.#delayed.delete(key);
+      this.#waiting.add(key);
+      this.#pump();
+    }, wait);
+    this.#delayed.set(key, { firstAt, timer });
   }
 
   /** Resolves when nothing waits or runs. */
@@ -117,8 +140,8 @@ export class WorkQueue<K extends string = string> {
   /** Drops what waits, lets what runs finish. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const timer of this.#timers) this.#time.clearTimeout(timer);
-    this.#timers.clear();
+    for (const { timer } of this.#delayed.values()) this.#time.clearTimeout(timer);
+    this.#delayed.clear();
     for (const timer of this.#requeues.values()) this.#time.clearTimeout(timer);
     this.#requeues.clear();
     this.#waiting.clear();
@@ -139,7 +162,7 @@ export class WorkQueue<K extends string = string> {
   }
 
   #busy(): boolean {
-    return this.#waiting.size > 0 || this.#running.size > 0;
+    return this.#waiting.size > 0 || this.#delayed.size > 0 || this.#running.size > 0;
   }
 
   #pump(): void {

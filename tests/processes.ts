@@ -22,16 +22,18 @@ export function imageEnv(): Record<string, string> {
 }
 
 /**
- * The base manifest's `--event-delay=…` argument of `serve`, so a bench runs the controller with
- * the batching its users deploy (manifests/base/controller.yaml).
+ * The base manifest's `--event-delay=…` argument of `serve` and its `--event-quiet=…` if any, so
+ * a bench runs the controller with the batching its users deploy (manifests/base/controller.yaml).
  */
-export function baseEventDelayArg(): string {
+export function baseEventArgs(): string[] {
   const manifest = Deno.readTextFileSync(
     new URL("../manifests/base/controller.yaml", import.meta.url),
   );
-  const arg = /^\s*- (--event-delay=\S+)$/m.exec(manifest)?.[1];
-  if (!arg) throw new Error("manifests/base/controller.yaml passes serve no --event-delay");
-  return arg;
+  const args = [...manifest.matchAll(/^\s*- (--event-(?:delay|quiet)=\S+)$/gm)].map((m) => m[1]);
+  if (!args.some((arg) => arg.startsWith("--event-delay="))) {
+    throw new Error("manifests/base/controller.yaml passes serve no --event-delay");
+  }
+  return args;
 }
 
 /** `main.ts args…`; its stderr (the JSON log lines) ours, or appended to `logPath`. */
