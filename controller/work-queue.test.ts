@@ -212,3 +212,32 @@ Deno.test("each key waits out its own delay", async () => {
     await c.close();
   }
 });
+
+Deno.test("a key asked for while it runs waits the whole delay after that run, not at once", async () => {
+  const timers = new ManualTimers();
+  const runs: number[] = [];
+  const started = timers.now();
+  let c: WorkQueue | undefined;
+  // As a step whose pod writes landed asks for the next (controller/controller.ts), and as its
+  // writes' events do meanwhile.
+  c = new WorkQueue(() => {
+    runs.push(timers.now() - started);
+    if (runs.length < 3) c!.add("a");
+    return Promise.resolve();
+  }, { logger: memoryLogger(), delayMs: 500, timers });
+  try {
+    c.add("a");
+    await timers.advance(499);
+    assertEquals(runs, []);
+    await timers.advance(1);
+    assertEquals(runs, [500]);
+    await timers.advance(499);
+    assertEquals(runs, [500], "the run after waits its own delay");
+    await timers.advance(1);
+    assertEquals(runs, [500, 1000]);
+    await timers.advance(1000);
+    assertEquals(runs, [500, 1000, 1500]);
+  } finally {
+    await c.close();
+  }
+});
