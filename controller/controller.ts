@@ -83,7 +83,8 @@ export function createController(deps: ControllerDeps) {
   });
   /**
    * The step, whoever calls it (the queue, the tick, a route). One whose pod writes landed asks
-   * the queue for another at once: its claim wrote the status before acting (ADR 0015), so
+   * the queue for another (after the event delay, folded with the events its writes raise):
+   * its claim wrote the status before acting (ADR 0015), so
    * what the act changed (a pod created, deleted, patched, its gate opened) is counted only by
    * the next step, which must not wait for an event or the engine's next look (ADR 0043).
    * Asked while the queue runs that set, it is the one run after (folded with the events the

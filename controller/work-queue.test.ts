@@ -217,12 +217,11 @@ Deno.test("a key asked for while it runs waits the whole delay after that run, n
   const timers = new ManualTimers();
   const runs: number[] = [];
   const started = timers.now();
-  let c: WorkQueue | undefined;
   // As a step whose pod writes landed asks for the next (controller/controller.ts), and as its
   // writes' events do meanwhile.
-  c = new WorkQueue(() => {
+  const c: WorkQueue = new WorkQueue(() => {
     runs.push(timers.now() - started);
-    if (runs.length < 3) c!.add("a");
+    if (runs.length < 3) c.add("a");
     return Promise.resolve();
   }, { logger: memoryLogger(), delayMs: 500, timers });
   try {
